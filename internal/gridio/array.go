@@ -196,32 +196,36 @@ func (a *Array) Len() int {
 // float64, the common currency for plotting and statistics. Integers beyond
 // 2^53 lose precision. Unsupported Data yields nil.
 func (a *Array) Float64s() []float64 {
+	return a.float64Range(0, a.Len())
+}
+
+// float64Range converts elements [lo, hi) to float64, so that a slice of a
+// large 3-D array can be plotted without converting all of it. The caller
+// guarantees 0 <= lo <= hi <= a.Len().
+func (a *Array) float64Range(lo, hi int) []float64 {
 	if a == nil {
 		return nil
 	}
 	switch d := a.Data.(type) {
 	case []float32:
-		out := make([]float64, len(d))
-		for i, v := range d {
-			out[i] = float64(v)
-		}
-		return out
+		return convertSlice(d[lo:hi])
 	case []float64:
-		return append([]float64(nil), d...)
+		return append([]float64(nil), d[lo:hi]...)
 	case []int32:
-		out := make([]float64, len(d))
-		for i, v := range d {
-			out[i] = float64(v)
-		}
-		return out
+		return convertSlice(d[lo:hi])
 	case []int64:
-		out := make([]float64, len(d))
-		for i, v := range d {
-			out[i] = float64(v)
-		}
-		return out
+		return convertSlice(d[lo:hi])
 	}
 	return nil
+}
+
+// convertSlice converts any real number slice to a new []float64.
+func convertSlice[T float32 | int32 | int64](s []T) []float64 {
+	out := make([]float64, len(s))
+	for i, v := range s {
+		out[i] = float64(v)
+	}
+	return out
 }
 
 // Convert returns a new array with the same shape and every element

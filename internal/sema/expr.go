@@ -309,8 +309,24 @@ func (c *checker) selectOp(pos diag.Pos, cond, a, b operand, cpos diag.Pos) oper
 		c.fail(cpos, "the first operand of a conditional is a comparison such as a < b", "condition is %s, not bool", cond.e.Type())
 	}
 	u := bothUntyped(a, b)
+	if k, ok := cond.e.(*ir.Const); ok {
+		// A constant condition picks its branch and keeps it untyped.
+		a, b, _ = c.meet(a, b, pos, "conditional")
+		if k.V.B {
+			return operand{e: a.e, untyped: u}
+		}
+		return operand{e: b.e, untyped: u}
+	}
+	if u != typed {
+		// Two untyped branches under a varying condition take their default types.
+		t := ir.I32
+		if u == untypedFloat {
+			t = c.floatType()
+		}
+		a, b = c.convert(a, t, pos, "conditional"), c.convert(b, t, pos, "conditional")
+	}
 	a, b, t := c.meet(a, b, pos, "conditional")
-	return operand{e: fold(&ir.Select{C: cond.e, A: a.e, B: b.e, T: t}), untyped: u}
+	return operand{e: fold(&ir.Select{C: cond.e, A: a.e, B: b.e, T: t})}
 }
 
 func (c *checker) call(e *syntax.Call, s *scope) operand {
