@@ -16,10 +16,10 @@ import (
 // State is a program's data at one point in time.
 type State struct {
 	Prog   *ir.Program
-	Shape  []int       // cells per axis, slowest first
-	Params []ir.Value  // by ir.Param.Index
-	Steps  int         // steps completed
-	Seed   uint64      // for rand() in initial values
+	Shape  []int           // cells per axis, slowest first
+	Params []ir.Value      // by ir.Param.Index
+	Steps  int             // steps completed
+	Seed   uint64          // for rand() in initial values
 	Cur    []*gridio.Array // by ir.Grid.Index: the current level
 	Prev   []*gridio.Array // by ir.Grid.Index: the previous level, nil for one-level grids
 	Layers []int           // by ir.Grid.Index: layer count of layered input grids, else 0

@@ -1,0 +1,388 @@
+// Package driver carries out the CLI's commands: it loads a program, prepares its data, picks
+// an engine, runs, verifies and writes results. cmd/tempest only maps flags onto it.
+package driver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"tempest/internal/analysis"
+	"tempest/internal/cpu"
+	"tempest/internal/gridio"
+	"tempest/internal/ir"
+	"tempest/internal/load"
+	"tempest/internal/ref"
+	"tempest/internal/state"
+)
+
+// RunOptions are the settings of `tempest run`.
+type RunOptions struct {
+	File    string
+	Size    string // "4096x4096"; empty: taken from an --init .npy file, else a default
+	Steps   int
+	Params  []string // name=value
+	Inits   []string // grid=file.npy | grid=random[:seed] | grid=zero
+	Type    string   // overrides the program's default element type
+	Seed    uint64
+	Out     string // .npy of the final state grid(s)
+	PNG     string // heat map of the final state grid(s)
+	Backend string // auto | cpu
+	Verify  bool
+	Quiet   bool // no progress bar
+}
+
+// defaultSizes are used when neither --size nor an .npy file gives one.
+var defaultSizes = map[int]string{1: "65536", 2: "512x512", 3: "128x128x128"}
+
+// loadProgram reads a program with an optional element-type override.
+func loadProgram(path, typ string) (*ir.Program, error) {
+	opt := load.Options{}
+	if typ != "" {
+		t, ok := ir.ParseType(typ)
+		if !ok {
+			return nil, fmt.Errorf("--type %q: element types are f32, f64, i32 and i64", typ)
+		}
+		opt.DefaultType = &t
+	}
+	return load.File(path, opt)
+}
+
+// initSpec is one --init flag.
+type initSpec struct {
+	grid *ir.Grid
+	kind string // npy, random, zero
+	path string
+	seed uint64
+	arr  *gridio.Array
+}
+
+func parseInits(p *ir.Program, flags []string) ([]initSpec, error) {
+	var specs []initSpec
+	for _, f := range flags {
+		name, what, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("--init %q: write grid=file.npy, grid=random[:seed] or grid=zero", f)
+		}
+		var g *ir.Grid
+		for _, gr := range p.Grids {
+			if gr.Name == name {
+				g = gr
+			}
+		}
+		if g == nil {
+			var names []string
+			for _, gr := range p.Grids {
+				names = append(names, gr.Name)
+			}
+			return nil, fmt.Errorf("--init %s: %s has no grid %q (grids: %s)", f, p.Name, name, strings.Join(names, ", "))
+		}
+		sp := initSpec{grid: g}
+		switch {
+		case what == "zero":
+			sp.kind = "zero"
+		case what == "random" || strings.HasPrefix(what, "random:"):
+			sp.kind, sp.seed = "random", 1
+			if s, ok := strings.CutPrefix(what, "random:"); ok {
+				n, err := strconv.ParseUint(s, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("--init %s: seed %q is not a whole number", f, s)
+				}
+				sp.seed = n
+			}
+		case strings.HasSuffix(what, ".npy"):
+			a, err := gridio.ReadNPY(what)
+			if err != nil {
+				return nil, fmt.Errorf("--init %s: %w", f, err)
+			}
+			sp.kind, sp.path, sp.arr = "npy", what, a
+		default:
+			return nil, fmt.Errorf("--init %s: %q is not a .npy file, random[:seed] or zero", f, what)
+		}
+		specs = append(specs, sp)
+	}
+	return specs, nil
+}
+
+// Prepared is a program with its initial state, ready for an engine.
+type Prepared struct {
+	Prog    *ir.Program
+	Summary *analysis.Summary
+	State   *state.State
+}
+
+// Prepare loads the program and builds its initial state from the options.
+func Prepare(o RunOptions, copies float64) (*Prepared, error) {
+	p, err := loadProgram(o.File, o.Type)
+	if err != nil {
+		return nil, err
+	}
+	params := state.DefaultParams(p)
+	for _, kv := range o.Params {
+		if err := state.SetParam(p, params, kv); err != nil {
+			return nil, err
+		}
+	}
+	inits, err := parseInits(p, o.Inits)
+	if err != nil {
+		return nil, err
+	}
+	size := o.Size
+	if size == "" {
+		for _, in := range inits {
+			if in.arr != nil && in.grid.Layers == nil {
+				size = strings.Trim(strings.ReplaceAll(fmt.Sprint(in.arr.Shape), " ", "x"), "[]")
+				break
+			}
+		}
+	}
+	if size == "" {
+		size = defaultSizes[p.Dims()]
+	}
+	shape, err := state.ParseShape(p, size)
+	if err != nil {
+		return nil, err
+	}
+	s, err := state.New(p, shape, params, copies)
+	if err != nil {
+		return nil, err
+	}
+	if o.Seed != 0 {
+		s.Seed = o.Seed
+	}
+	ref.Init(s)
+	for _, in := range inits {
+		if err := applyInit(s, in); err != nil {
+			return nil, err
+		}
+	}
+	return &Prepared{Prog: p, Summary: analysis.Analyze(p), State: s}, nil
+}
+
+func applyInit(s *state.State, in initSpec) error {
+	g := in.grid
+	want := s.GridShape(g)
+	switch in.kind {
+	case "zero":
+		s.Cur[g.Index] = gridio.NewArray(state.DType(g.Type), want)
+	case "random":
+		a := gridio.NewArray(state.DType(g.Type), want)
+		for i := 0; i < a.Len(); i++ {
+			r := ref.Rand(in.seed, g.Index, 0, i, ir.F64)
+			if g.Type.IsInt() {
+				state.Set(a, i, ir.MakeInt(g.Type, int64(r*2))) // 0 or 1: a random field of integers
+			} else {
+				state.Set(a, i, ir.MakeFloat(g.Type, r))
+			}
+		}
+		s.Cur[g.Index] = a
+	case "npy":
+		if fmt.Sprint(in.arr.Shape) != fmt.Sprint(want) {
+			return fmt.Errorf("--init %s=%s: the file holds an array of shape %v but grid %s needs %v (--size %s); make them agree",
+				g.Name, in.path, in.arr.Shape, g.Name, want, strings.Trim(strings.ReplaceAll(fmt.Sprint(s.Shape), " ", "x"), "[]"))
+		}
+		a, err := in.arr.Convert(state.DType(g.Type))
+		if err != nil {
+			return fmt.Errorf("--init %s=%s: %w", g.Name, in.path, err)
+		}
+		s.Cur[g.Index] = a
+	}
+	if g.Levels > 1 && g.Prev == nil {
+		s.Prev[g.Index] = state.CopyArray(s.Cur[g.Index])
+	}
+	return nil
+}
+
+// UpdatedCells is the number of cell updates one step performs (fixed rims excluded),
+// summed over the state grids and divided by their number, so that it counts domain cells.
+func UpdatedCells(s *state.State) float64 {
+	total := 0.0
+	for _, u := range s.Prog.Updates {
+		n := 1.0
+		for a, d := range s.Shape {
+			n *= float64(max(0, d-2*u.Grid.Rim[a]))
+		}
+		total += n
+	}
+	return total / float64(max(1, len(s.Prog.Updates)))
+}
+
+// Result is what a run measured.
+type Result struct {
+	Program    string   `json:"program"`
+	Backend    string   `json:"backend"`
+	Device     string   `json:"device"`
+	Size       []int    `json:"size"`
+	Steps      int      `json:"steps"`
+	Type       string   `json:"type"`
+	Seconds    float64  `json:"seconds"`
+	GCellsPerS float64  `json:"gcellsPerSecond"`
+	GFLOPPerS  float64  `json:"gflopPerSecond"`
+	MaxAbsErr  *float64 `json:"maxAbsError,omitempty"`
+	RMSErr     *float64 `json:"rmsError,omitempty"`
+}
+
+// Run carries out `tempest run`.
+func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
+	if o.Steps < 0 {
+		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
+	}
+	switch o.Backend {
+	case "", "auto", "cpu":
+	case "cuda", "opencl":
+		return nil, fmt.Errorf("--backend %s: this build of Tempest has no %s backend yet; use --backend cpu", o.Backend, o.Backend)
+	default:
+		return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl or cpu", o.Backend)
+	}
+	copies := 2.0 // the engine's padded buffers
+	if o.Verify {
+		copies++
+	}
+	pr, err := Prepare(o, copies+1)
+	if err != nil {
+		return nil, err
+	}
+	s := pr.State
+	var initial *state.State
+	if o.Verify {
+		initial = s.Clone()
+	}
+	res := &Result{Program: pr.Prog.Name, Backend: "cpu", Device: cpuName(), Size: s.Shape, Steps: o.Steps, Type: pr.Prog.DefaultType.String()}
+	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, %s on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, "cpu engine", res.Device)
+
+	bar := newBar(o, stderr, "running")
+	eng := cpu.New(s)
+	start := time.Now()
+	eng.Run(o.Steps, func(done int) {
+		if bar != nil {
+			bar.Set(done)
+		}
+	})
+	elapsed := time.Since(start)
+	eng.Sync()
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	res.Seconds = elapsed.Seconds()
+	cells := UpdatedCells(s) * float64(o.Steps)
+	if res.Seconds > 0 {
+		res.GCellsPerS = cells / res.Seconds / 1e9
+		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
+	}
+	fmt.Fprintf(stdout, "time %.3f s, %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
+
+	if o.Verify {
+		vbar := newBar(o, stderr, "reference")
+		for i := 0; i < o.Steps; i++ {
+			ref.Step(initial)
+			if vbar != nil {
+				vbar.Set(i + 1)
+			}
+		}
+		if vbar != nil {
+			vbar.Finish()
+			fmt.Fprintln(stderr)
+		}
+		maxAbs, rms := ref.Compare(initial, s)
+		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
+		fmt.Fprintf(stdout, "verify against the reference: max abs error %.3g, RMS error %.3g\n", maxAbs, rms)
+	}
+	if err := writeOutputs(o, pr, stdout); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func newBar(o RunOptions, stderr io.Writer, what string) *progressbar.ProgressBar {
+	if o.Quiet || o.Steps < 2 {
+		return nil
+	}
+	if f, ok := stderr.(*os.File); !ok || !isTerminal(f) {
+		return nil
+	}
+	return progressbar.NewOptions(o.Steps, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func sizeString(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, n := range shape {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, "x")
+}
+
+func cpuName() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "CPU"
+}
+
+// outputPath names the file for one grid: the path itself when one grid is written, else the
+// grid's name before the extension.
+func outputPath(path, grid string, many bool) string {
+	if !many {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "_" + grid + ext
+}
+
+func writeOutputs(o RunOptions, pr *Prepared, stdout io.Writer) error {
+	s := pr.State
+	many := len(pr.Prog.Updates) > 1
+	for _, u := range pr.Prog.Updates {
+		a := s.Cur[u.Grid.Index]
+		if o.Out != "" {
+			path := outputPath(o.Out, u.Grid.Name, many)
+			if err := gridio.WriteNPY(path, a); err != nil {
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+			fmt.Fprintf(stdout, "wrote %s (%s %v)\n", path, a.DType, a.Shape)
+		}
+		if o.PNG != "" {
+			path := outputPath(o.PNG, u.Grid.Name, many)
+			title := fmt.Sprintf("%s: %s after %d steps", pr.Prog.Name, u.Grid.Name, s.Steps)
+			if err := gridio.WritePNG(path, a, gridio.PNGOptions{Title: title}); err != nil {
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+			fmt.Fprintf(stdout, "wrote %s\n", path)
+		}
+	}
+	return nil
+}
+
+// Check carries out `tempest check`: the analysis summary as text or JSON.
+func Check(path, typ string, asJSON bool, stdout io.Writer) error {
+	p, err := loadProgram(path, typ)
+	if err != nil {
+		return err
+	}
+	s := analysis.Analyze(p)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	_, err = io.WriteString(stdout, s.Text())
+	return err
+}
