@@ -232,6 +232,20 @@ func (c *compiler) binary(e *ir.Binary) fn {
 	x, y := c.compile(e.X), c.compile(e.Y)
 	buf, xb, yb := newBuf(e.T, chunk), newBuf(t, chunk), newBuf(t, chunk)
 	op := e.Op
+	if t.IsFloat() && c.uniform(e.Y) && (op == "+" || op == "-" || op == "*" || op == "/") {
+		// A vector and a coefficient: one pass, no broadcast.
+		return func(w *worker) val {
+			out := slice(buf, w.n)
+			k := scalar(w, e.Y).F
+			switch o := out.(type) {
+			case []float32:
+				scalarOp(op, o, x(w).data.([]float32), float32(k))
+			case []float64:
+				scalarOp(op, o, x(w).data.([]float64), k)
+			}
+			return val{data: out}
+		}
+	}
 	return func(w *worker) val {
 		out := slice(buf, w.n)
 		xv := x(w)

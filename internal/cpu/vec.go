@@ -33,6 +33,29 @@ func arithVV[T number](op string, out, a, b []T) {
 	}
 }
 
+// scalarOp computes out = a op k for a coefficient k.
+func scalarOp[T float](op string, out, a []T, k T) {
+	a = a[:len(out)]
+	switch op {
+	case "+":
+		for i := range out {
+			out[i] = a[i] + k
+		}
+	case "-":
+		for i := range out {
+			out[i] = a[i] - k
+		}
+	case "*":
+		for i := range out {
+			out[i] = T(a[i] * k)
+		}
+	case "/":
+		for i := range out {
+			out[i] = a[i] / k
+		}
+	}
+}
+
 func divF[T float](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
 	for i := range out {
@@ -99,7 +122,8 @@ func val1[T float](t term[T], i int) T {
 }
 
 func accum1[T float](out []T, n int, first bool, t term[T]) {
-	v := t.v[:n]
+	out = out[:n]
+	v := t.v[:len(out)]
 	c := t.coef
 	switch {
 	case first && t.scal:
@@ -149,7 +173,8 @@ func accum3or4[T float](out []T, n int, first bool, g []term[T]) {
 		}
 	}
 	if len(g) == 3 {
-		a, b, c := g[0].v[:n], g[1].v[:n], g[2].v[:n]
+		out = out[:n]
+		a, b, c := g[0].v[:len(out)], g[1].v[:len(out)], g[2].v[:len(out)]
 		ca, cb, cc := g[0].coef, g[1].coef, g[2].coef
 		if first {
 			for i := range out {
@@ -165,7 +190,8 @@ func accum3or4[T float](out []T, n int, first bool, g []term[T]) {
 		}
 		return
 	}
-	a, b, c, d := g[0].v[:n], g[1].v[:n], g[2].v[:n], g[3].v[:n]
+	out = out[:n]
+	a, b, c, d := g[0].v[:len(out)], g[1].v[:len(out)], g[2].v[:len(out)], g[3].v[:len(out)]
 	ca, cb, cc, cd := g[0].coef, g[1].coef, g[2].coef, g[3].coef
 	if first {
 		for i := range out {
