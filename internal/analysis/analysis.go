@@ -92,7 +92,7 @@ func Analyze(p *ir.Program) *Summary {
 				usedLets[e.L] = true
 			}
 		})
-		if !linear(u.Value) {
+		if !linear(u.Value, map[*ir.Let]bool{}) {
 			s.Associative = false
 		}
 	}
@@ -238,26 +238,31 @@ func isMul(e ir.Expr) bool {
 
 // linear reports whether e is a sum of constant-or-parameter coefficients times grid reads,
 // possibly scaled or divided by a coefficient: the form AN5D's associative optimization needs.
-func linear(e ir.Expr) bool {
+func linear(e ir.Expr, memo map[*ir.Let]bool) bool {
 	switch e := e.(type) {
 	case *ir.Load:
 		return e.Layer == nil
 	case *ir.Const, *ir.ParamRef:
 		return true
 	case *ir.LetRef:
-		return linear(e.L.Value)
+		v, ok := memo[e.L]
+		if !ok {
+			v = linear(e.L.Value, memo)
+			memo[e.L] = v
+		}
+		return v
 	case *ir.Unary:
-		return e.Op == "-" && linear(e.X)
+		return e.Op == "-" && linear(e.X, memo)
 	case *ir.Convert:
-		return e.To.IsFloat() && linear(e.X)
+		return e.To.IsFloat() && linear(e.X, memo)
 	case *ir.Binary:
 		switch e.Op {
 		case "+", "-":
-			return linear(e.X) && linear(e.Y)
+			return linear(e.X, memo) && linear(e.Y, memo)
 		case "*":
-			return (coef(e.X) && linear(e.Y)) || (coef(e.Y) && linear(e.X))
+			return (coef(e.X) && linear(e.Y, memo)) || (coef(e.Y) && linear(e.X, memo))
 		case "/":
-			return coef(e.Y) && linear(e.X)
+			return coef(e.Y) && linear(e.X, memo)
 		}
 	}
 	return false

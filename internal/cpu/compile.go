@@ -22,6 +22,9 @@ type fn func(w *worker) val
 type compiler struct {
 	e    *Engine
 	last int // the fastest axis
+	// lets and uni cache per let binding, so chains of lets compile once each.
+	lets map[*ir.Let]fn
+	uni  map[*ir.Let]bool
 }
 
 func newBuf(t ir.Type, n int) any {
@@ -64,7 +67,15 @@ func (c *compiler) uniform(e ir.Expr) bool {
 	case *ir.Coord:
 		return e.Axis != c.last
 	case *ir.LetRef:
-		return c.uniform(e.L.Value)
+		if c.uni == nil {
+			c.uni = map[*ir.Let]bool{}
+		}
+		v, ok := c.uni[e.L]
+		if !ok {
+			v = c.uniform(e.L.Value)
+			c.uni[e.L] = v
+		}
+		return v
 	}
 	for _, ch := range ir.Children(e) {
 		if !c.uniform(ch) {
@@ -141,7 +152,14 @@ func (c *compiler) compile(e ir.Expr) fn {
 	}
 	switch e := e.(type) {
 	case *ir.LetRef:
-		inner := c.compile(e.L.Value)
+		if c.lets == nil {
+			c.lets = map[*ir.Let]fn{}
+		}
+		inner, ok := c.lets[e.L]
+		if !ok {
+			inner = c.compile(e.L.Value)
+			c.lets[e.L] = inner
+		}
 		i := e.L.Index
 		return func(w *worker) val {
 			if !w.letDone[i] {

@@ -109,16 +109,25 @@ func Walk(e Expr, f func(Expr)) {
 	}
 }
 
-// WalkDeep is Walk that also enters the value of each LetRef, every time it is referenced.
+// WalkDeep is Walk that also enters let bindings, each one once however often it is
+// referenced (a chain of lets that each use the previous one twice stays linear).
 func WalkDeep(e Expr, f func(Expr)) {
-	f(e)
-	if l, ok := e.(*LetRef); ok {
-		WalkDeep(l.L.Value, f)
-		return
+	seen := map[*Let]bool{}
+	var walk func(Expr)
+	walk = func(e Expr) {
+		f(e)
+		if l, ok := e.(*LetRef); ok {
+			if !seen[l.L] {
+				seen[l.L] = true
+				walk(l.L.Value)
+			}
+			return
+		}
+		for _, c := range Children(e) {
+			walk(c)
+		}
 	}
-	for _, c := range Children(e) {
-		WalkDeep(c, f)
-	}
+	walk(e)
 }
 
 // FunArity lists the math functions and their argument counts.

@@ -187,7 +187,10 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 		return c.load(&syntax.Name{Ident: id}, s)
 	}
 	if _, declared := c.decls[id.Name]; declared {
-		// A let declared later, or one that failed to check.
+		if c.failed[id.Name] {
+			// Its declaration was already reported; say nothing more.
+			panic(bail{})
+		}
 		c.fail(id.Pos, "a binding can use only bindings declared before it", "%s is not available here", id.Name)
 	}
 	hint := c.suggest(id.Name)

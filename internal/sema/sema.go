@@ -41,6 +41,11 @@ type checker struct {
 	grids  map[string]*ir.Grid
 	lets   map[string]*ir.Let
 	decls  map[string]diag.Pos // every declared name, for duplicate checks
+	// updated marks grids with an update, checked or not, so a failed update does not also
+	// report a missing one.
+	updated map[string]bool
+	// failed marks parameters and bindings whose declaration had an error.
+	failed map[string]bool
 }
 
 func (c *checker) errorf(pos diag.Pos, hint, format string, args ...any) {
@@ -87,6 +92,8 @@ func (c *checker) declare(id syntax.Ident, what string) bool {
 
 func (c *checker) run(f *syntax.File, opt Options) {
 	c.decls = map[string]diag.Pos{}
+	c.updated = map[string]bool{}
+	c.failed = map[string]bool{}
 	var (
 		axesDecl  *syntax.AxesDecl
 		typeDecl  *syntax.TypeDecl
@@ -176,7 +183,7 @@ func (c *checker) run(f *syntax.File, opt Options) {
 	}
 	for _, g := range gridDecls {
 		gr := c.grids[g.Name.Name]
-		if gr != nil && !gr.Input && gr.Update == nil {
+		if gr != nil && !gr.Input && !c.updated[gr.Name] {
 			c.errorf(g.Name.Pos, fmt.Sprintf("add `update %s = ...`, or declare it `input` if it never changes", gr.Name), "state grid %q has no update", gr.Name)
 		}
 	}
@@ -214,6 +221,7 @@ func (c *checker) param(d *syntax.ParamDecl) {
 	if !c.declare(d.Name, "parameter") {
 		return
 	}
+	c.failed[d.Name.Name] = true
 	guard(func() {
 		v := c.expr(d.Default, &scope{ctx: ctxConst})
 		k, ok := v.e.(*ir.Const)
@@ -241,6 +249,7 @@ func (c *checker) param(d *syntax.ParamDecl) {
 		p := &ir.Param{Name: d.Name.Name, Type: t, Default: val, Index: len(c.prog.Params)}
 		c.params[p.Name] = p
 		c.prog.Params = append(c.prog.Params, p)
+		delete(c.failed, p.Name)
 	})
 }
 
@@ -370,12 +379,14 @@ func (c *checker) let(d *syntax.LetDecl) {
 	if !c.declare(d.Name, "binding") {
 		return
 	}
+	c.failed[d.Name.Name] = true
 	guard(func() {
 		v := c.expr(d.Value, &scope{ctx: ctxCell})
 		// Booleans are allowed: they feed select and logic.
 		l := &ir.Let{Name: d.Name.Name, Value: c.settle(v), Index: len(c.prog.Lets)}
 		c.lets[l.Name] = l
 		c.prog.Lets = append(c.prog.Lets, l)
+		delete(c.failed, l.Name)
 	})
 }
 
@@ -395,10 +406,11 @@ func (c *checker) update(d *syntax.UpdateDecl) {
 		c.errorf(d.Name.Pos, "declare it `state` to update it every step", "input grid %q is read-only", g.Name)
 		return
 	}
-	if g.Update != nil {
+	if c.updated[g.Name] {
 		c.errorf(d.Name.Pos, "combine the two expressions into one update", "grid %q is updated twice", g.Name)
 		return
 	}
+	c.updated[g.Name] = true
 	guard(func() {
 		v := c.expr(d.Value, &scope{ctx: ctxCell})
 		u := &ir.Update{Grid: g, Value: c.convert(v, g.Type, d.Value.ExprPos(), "update").e}

@@ -1,0 +1,32 @@
+# Tempest build targets. Everything builds with CGO_ENABLED=0.
+GO ?= go
+export CGO_ENABLED = 0
+
+.PHONY: build test gpu fuzz bench clean
+
+build:
+	$(GO) build -o tempest ./cmd/tempest
+
+# The README's test command.
+test:
+	$(GO) test ./...
+
+# Static binaries for the GPU machine (it has no Go): the CLI and the test binaries.
+gpu:
+	mkdir -p .gpu
+	$(GO) build -o .gpu/tempest ./cmd/tempest
+	for p in $$($(GO) list ./internal/...); do \
+		n=$$(basename $$p); \
+		$(GO) test -c -o .gpu/$$n.test $$p >/dev/null || exit 1; \
+	done
+
+fuzz:
+	$(GO) test ./internal/syntax -run '^$$' -fuzz FuzzParse -fuzztime 30s
+
+# CPU engine against the C loop of bench/c (docs/performance.md).
+bench:
+	$(GO) test ./internal/cpu -run '^$$' -bench J2D5PT -benchtime 50x -count 5
+	gcc -O3 -fopenmp bench/c/j2d5pt.c -o /tmp/j2d5pt_c && for i in 1 2 3 4 5; do /tmp/j2d5pt_c 4096 50; done
+
+clean:
+	rm -rf tempest .gpu
