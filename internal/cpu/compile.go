@@ -243,9 +243,12 @@ func (c *compiler) compile(e ir.Expr) fn {
 func (c *compiler) binary(e *ir.Binary) fn {
 	t := e.X.Type()
 	if t.IsFloat() && (e.Op == "+" || e.Op == "-") {
-		if f := c.chain(e); f != nil {
+		if f := c.chain(e, nil, 0, false); f != nil {
 			return f
 		}
+	}
+	if f := c.scaledChain(e, false); f != nil {
+		return f
 	}
 	x, y := c.compile(e.X), c.compile(e.Y)
 	buf, xb, yb := newBuf(e.T, chunk), newBuf(t, chunk), newBuf(t, chunk)
@@ -363,8 +366,36 @@ func (c *compiler) addend(e ir.Expr, neg bool, out *[]chainTerm) bool {
 	return true
 }
 
-// chain compiles a left-deep sum of (coefficient x vector) terms into grouped passes.
-func (c *compiler) chain(e *ir.Binary) fn {
+// scaledChain compiles (chain) / k and (chain) * k with k uniform, or returns nil.
+func (c *compiler) scaledChain(e *ir.Binary, root bool) fn {
+	x, ok := e.X.(*ir.Binary)
+	if ok && e.T.IsFloat() && (e.Op == "/" || e.Op == "*") && c.uniform(e.Y) && !c.uniform(e.X) &&
+		(x.Op == "+" || x.Op == "-") && x.T == e.T {
+		return c.chain(x, e.Y, e.Op[0], root)
+	}
+	return nil
+}
+
+// compileRoot compiles an update's whole expression; a chain at the root may write its result
+// straight into the grid's next buffer.
+func (c *compiler) compileRoot(e ir.Expr) fn {
+	if b, ok := e.(*ir.Binary); ok && b.T.IsFloat() && !c.uniform(e) {
+		if b.Op == "+" || b.Op == "-" {
+			if f := c.chain(b, nil, 0, true); f != nil {
+				return f
+			}
+		}
+		if f := c.scaledChain(b, true); f != nil {
+			return f
+		}
+	}
+	return c.compile(e)
+}
+
+// chain compiles a left-deep sum of (coefficient x vector) terms into grouped passes, then
+// applies "op k" to the sum when op is not 0. The result goes straight into the worker's
+// destination when it offers one.
+func (c *compiler) chain(e *ir.Binary, k ir.Expr, op byte, root bool) fn {
 	var ts []chainTerm
 	// Flatten only the left spine: a + b + c parses as ((a + b) + c).
 	var walk func(x ir.Expr) bool
@@ -405,7 +436,14 @@ func (c *compiler) chain(e *ir.Binary) fn {
 				}
 			}
 			out := buf.([]float32)[:w.n]
-			accumulate(out, terms)
+			if d, ok := w.dst.([]float32); ok && root {
+				out, w.wrote = d, true
+			}
+			p := post[float32]{op: op}
+			if op != 0 {
+				p.k = float32(scalar(w, k).F)
+			}
+			accumulate(out, terms, p)
 			return val{data: out}
 		}
 	case ir.F64:
@@ -418,7 +456,14 @@ func (c *compiler) chain(e *ir.Binary) fn {
 				}
 			}
 			out := buf.([]float64)[:w.n]
-			accumulate(out, terms)
+			if d, ok := w.dst.([]float64); ok && root {
+				out, w.wrote = d, true
+			}
+			p := post[float64]{op: op}
+			if op != 0 {
+				p.k = scalar(w, k).F
+			}
+			accumulate(out, terms, p)
 			return val{data: out}
 		}
 	}

@@ -78,6 +78,14 @@ state u init f64(x+y*3+z*7) / 100 boundary z: periodic, y: clamp, x: constant(1)
 input k init 0.1 + 0.01*f64(x) boundary mirror
 update u = u + k*(u[x-1] + u[x+1] + u[y-2] + u[y+2] + u[z-1] + u[z+1] - 6*u) - (x > 3 && y < 2 ? 0.5 : 0.0) * u
 `, [][]int{{4, 5, 6}, {1, 1, 1}, {3, 1, 2}}, 3},
+	{"nested-chains", `axes y, x
+type f32
+state u init rand() boundary x: fixed, y: periodic
+state v init rand() boundary mirror
+let l = 0.5*u[x-1] + 0.25*u[x+1] - u
+update u = (u[x-1] + 0.5*u[x+1]) * (u[y-1] - 2*u[y+1] + v) / (1 + (0.1*v[x+1] + v[x-1]) * 0.5)
+update v = (l - 3*v[y+1] + v[y-1] + 0.5*v[x-1] - v[x+1]) / 3 + l * 0.1`,
+		[][]int{{9, 1030}, {2, 3}}, 3},
 	{"ints64", `axes y, x
 type i64
 state a init i64(x*7 - y*3) boundary periodic
@@ -128,7 +136,7 @@ func TestChainsCompile(t *testing.T) {
 	s, _ := state.New(p, []int{8, 8}, nil, 1)
 	c := &compiler{e: New(s), last: 1}
 	b := p.Updates[0].Value.(*ir.Binary).X.(*ir.Binary)
-	if c.chain(b) == nil {
+	if c.chain(b, nil, 0, false) == nil {
 		t.Fatal("the 5-point sum did not compile to an accumulation chain")
 	}
 	_ = strings.TrimSpace

@@ -41,6 +41,10 @@ type worker struct {
 	coord   []int // row coordinates; the last is unused
 	base    int   // padded index of the row's cell x=0
 	x0, n   int   // chunk start and length
+	// dst, when not nil, is where the update being evaluated may write its chunk directly
+	// (the root node only); wrote says that it did.
+	dst   any
+	wrote bool
 }
 
 // New builds an engine over s; s is not touched until Sync.
@@ -82,7 +86,7 @@ func New(s *state.State) *Engine {
 		w := &worker{e: e, lets: make([]val, len(p.Lets)), letDone: make([]bool, len(p.Lets)), coord: make([]int, d)}
 		c := &compiler{e: e, last: d - 1}
 		for _, u := range p.Updates {
-			w.fns = append(w.fns, c.compile(u.Value))
+			w.fns = append(w.fns, c.compileRoot(u.Value))
 		}
 		e.workers = append(e.workers, w)
 	}
@@ -273,7 +277,6 @@ func (w *worker) run(lo, hi, chunks int) {
 			if skip {
 				continue
 			}
-			v := w.fns[k](w)
 			xlo, xhi := 0, w.n
 			if rr := g.Rim[d-1]; rr > 0 {
 				xlo = max(0, rr-w.x0)
@@ -284,6 +287,15 @@ func (w *worker) run(lo, hi, chunks int) {
 			}
 			out := e.next[g.Index]
 			start := w.base + w.x0
+			w.dst, w.wrote = nil, false
+			if xlo == 0 && xhi == w.n {
+				w.dst = view(out, start, w.n)
+			}
+			v := w.fns[k](w)
+			w.dst = nil
+			if w.wrote {
+				continue
+			}
 			if v.uni {
 				v = val{data: vector(v, g.Type, newBuf(g.Type, w.n), w.n)}
 			}

@@ -92,12 +92,24 @@ type term[T float] struct {
 	v    []T
 }
 
-// accumulate computes out = ((t0 ± t1) ± t2) ... in order, up to four terms per pass over the
-// chunk, with every product and sum rounded to T as the reference does.
-func accumulate[T float](out []T, ts []term[T]) {
+// post is an operation applied to a whole chain: the "/ 118" of AN5D's Jacobi stencils.
+type post[T float] struct {
+	op byte // 0 (none), '/' or '*'
+	k  T
+}
+
+// accumulate computes out = (((t0 ± t1) ± t2) ...) p.op p.k in order, up to four terms per
+// pass over the chunk, with every product and sum rounded to T as the reference does. With a
+// post operation the last term gets a pass of its own that also applies it, so a five-point
+// Jacobi stencil takes two passes.
+func accumulate[T float](out []T, ts []term[T], p post[T]) {
 	n := len(out)
-	for k := 0; k < len(ts); {
-		m := min(4, len(ts)-k)
+	last := len(ts)
+	if p.op != 0 && len(ts) > 1 {
+		last--
+	}
+	for k := 0; k < last; {
+		m := min(4, last-k)
 		g := ts[k : k+m]
 		first := k == 0
 		switch m {
@@ -111,14 +123,42 @@ func accumulate[T float](out []T, ts []term[T]) {
 		}
 		k += m
 	}
+	if p.op == 0 {
+		return
+	}
+	if last == len(ts) { // a single term
+		accum1(out, n, true, ts[0])
+		applyPost(out, p)
+		return
+	}
+	t := ts[last]
+	if !t.scal || t.neg {
+		accum1(out, n, false, t)
+		applyPost(out, p)
+		return
+	}
+	out = out[:n]
+	v := t.v[:len(out)]
+	c, k := t.coef, p.k
+	if p.op == '/' {
+		for i := range out {
+			out[i] = (out[i] + T(c*v[i])) / k
+		}
+		return
+	}
+	for i := range out {
+		out[i] = T((out[i] + T(c*v[i])) * k)
+	}
 }
 
-func val1[T float](t term[T], i int) T {
-	x := t.v[i]
-	if t.scal {
-		x = T(t.coef * x)
+func applyPost[T float](out []T, p post[T]) {
+	for i := range out {
+		if p.op == '/' {
+			out[i] = out[i] / p.k
+		} else {
+			out[i] = T(out[i] * p.k)
+		}
 	}
-	return x
 }
 
 func accum1[T float](out []T, n int, first bool, t term[T]) {
