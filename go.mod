@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/campoy/embedmd v1.0.0 // indirect
+	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect

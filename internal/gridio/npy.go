@@ -248,7 +248,16 @@ func readNPYHeader(r io.Reader, fileSize int64) (*npyHeader, error) {
 	case string:
 		h.descr = descr
 	case pyList:
-		return nil, fmt.Errorf("structured dtype %v is not supported; save a single field, e.g. np.save(path, np.ascontiguousarray(a['name']))", descr)
+		field := "name"
+		if len(descr) == 0 {
+			return nil, fmt.Errorf("header has an empty 'descr' list")
+		}
+		if f, ok := descr[0].(pyTuple); ok && len(f) > 0 {
+			if name, ok := f[0].(string); ok {
+				field = name
+			}
+		}
+		return nil, fmt.Errorf("structured dtype with %d fields is not supported; save one field at a time, e.g. np.save(path, np.ascontiguousarray(a['%s']))", len(descr), field)
 	default:
 		return nil, fmt.Errorf("header has no valid 'descr' entry")
 	}
@@ -279,8 +288,9 @@ func readNPYHeader(r io.Reader, fileSize int64) (*npyHeader, error) {
 // ones we cannot load, with a hint on how to re-save the data.
 func parseDescr(descr string) (srcType, error) {
 	fix := func(what, np string) error {
-		return fmt.Errorf("dtype '%s' (%s) is not supported; save with np.save(path, np.ascontiguousarray(a).astype(%s))", descr, what, np)
+		return fmt.Errorf("dtype '%s' (%s) is not supported; save with np.save(path, %s)", descr, what, np)
 	}
+	astype := func(t string) string { return "np.ascontiguousarray(a).astype(" + t + ")" }
 	if descr == "" {
 		return srcType{}, fmt.Errorf("empty dtype descr")
 	}
@@ -302,15 +312,15 @@ func parseDescr(descr string) (srcType, error) {
 	}
 	switch kind {
 	case 'c':
-		return srcType{}, fix("complex", "np.float64) or np.save(path, np.ascontiguousarray(a.real)")
+		return srcType{}, fix("complex", "np.ascontiguousarray(a.real).astype(np.float64)")
 	case 'O':
-		return srcType{}, fix("Python objects", "np.float64")
+		return srcType{}, fix("Python objects", astype("np.float64"))
 	case 'U', 'S', 'a':
-		return srcType{}, fix("strings", "np.float64")
+		return srcType{}, fix("strings", astype("np.float64"))
 	case 'M', 'm':
-		return srcType{}, fix("datetime", "np.int64")
+		return srcType{}, fix("datetime", astype("np.int64"))
 	case 'V':
-		return srcType{}, fix("raw bytes", "np.float64")
+		return srcType{}, fix("raw bytes", astype("np.float64"))
 	}
 	st := srcType{kind: kind, size: size}
 	switch {
@@ -318,9 +328,9 @@ func parseDescr(descr string) (srcType, error) {
 	case (kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8):
 	case kind == 'b' && size == 1:
 	case kind == 'f' && size == 2:
-		return srcType{}, fix("float16", "np.float32")
+		return srcType{}, fix("float16", astype("np.float32"))
 	case kind == 'f':
-		return srcType{}, fix("extended precision", "np.float64")
+		return srcType{}, fix("extended precision", astype("np.float64"))
 	default:
 		return srcType{}, fmt.Errorf("dtype '%s' is not a NumPy dtype this package knows; save with np.save(path, np.ascontiguousarray(a).astype(np.float64))", descr)
 	}

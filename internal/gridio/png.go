@@ -244,6 +244,11 @@ func (sc scale) frac(v float64) float64 {
 		return 0.5
 	}
 	t := (v/2 - sc.lo/2) / den
+	if math.IsNaN(t) {
+		// Only reachable for a block mean that overflowed to NaN; keep
+		// the later float-to-int conversion well defined.
+		return 0.5
+	}
 	return min(max(t, 0), 1)
 }
 
@@ -252,8 +257,10 @@ func (sc scale) frac(v float64) float64 {
 // labels and pixels, are the same on every architecture.
 func (sc scale) at(f float64) float64 {
 	v := float64(sc.lo*(1-f)) + float64(sc.hi*f)
-	if math.Abs(v) < 1e-9*max(math.Abs(sc.lo), math.Abs(sc.hi)) {
-		v = 0 // avoid labels like 1.388e-17 where the scale crosses zero
+	if math.Abs(v) < float64(1e-6*math.Abs(sc.lo))+float64(1e-6*math.Abs(sc.hi)) {
+		// Far below the 4 significant digits shown: avoid labels like
+		// 5.96e-08 where a float32 scale crosses zero.
+		v = 0
 	}
 	return v
 }
@@ -321,6 +328,7 @@ func sanitizeText(s string) string {
 // canvas wraps the output image with the few drawing primitives we need.
 type canvas struct{ img *image.NRGBA }
 
+// newCanvas returns a w×h canvas filled with the background colour.
 func newCanvas(w, h int) canvas {
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for i := 0; i < len(img.Pix); i += 4 {
@@ -329,12 +337,15 @@ func newCanvas(w, h int) canvas {
 	return canvas{img}
 }
 
+// set colours one pixel, ignoring points outside the image so that callers
+// need not clip.
 func (c canvas) set(x, y int, col color.NRGBA) {
 	if image.Pt(x, y).In(c.img.Rect) {
 		c.img.SetNRGBA(x, y, col)
 	}
 }
 
+// fill paints the part of r that lies inside the image.
 func (c canvas) fill(r image.Rectangle, col color.NRGBA) {
 	r = r.Intersect(c.img.Rect)
 	for y := r.Min.Y; y < r.Max.Y; y++ {
@@ -369,17 +380,19 @@ func (c canvas) line(x0, y0, x1, y1 int, col color.NRGBA) {
 		if x0 == x1 && y0 == y1 {
 			return
 		}
-		if e2 := 2 * e; e2 >= dy {
+		e2 := 2 * e
+		if e2 >= dy {
 			e += dy
 			x0 += sx
 		}
-		if e2 := 2 * e; e2 <= dx {
+		if e2 <= dx {
 			e += dx
 			y0 += sy
 		}
 	}
 }
 
+// abs returns |v|; it and sign serve the integer line drawing.
 func abs(v int) int {
 	if v < 0 {
 		return -v
@@ -387,6 +400,7 @@ func abs(v int) int {
 	return v
 }
 
+// sign returns -1, 0 or 1 according to the sign of v.
 func sign(v int) int {
 	switch {
 	case v < 0:
@@ -409,8 +423,8 @@ func maxTextWidth(ss []string) int {
 	return w
 }
 
-// drawTitle draws the title lines at the top and returns where the plot
-// area may start.
+// drawTitle draws the title lines at the top-left; titleHeight tells how
+// much room they take.
 func drawTitle(c canvas, lines []string) {
 	for i, l := range lines {
 		c.text(margin, margin+glyphAscent+i*lineHeight, l, colText)

@@ -184,6 +184,7 @@ func TestScaleLabels(t *testing.T) {
 		{[]float64{-0.3, 0.1}, PNGOptions{}, []string{"-0.3", "-0.2", "-0.1", "0", "0.1"}},
 		{[]float64{5, 5}, PNGOptions{}, []string{"4.5", "4.75", "5", "5.25", "5.5"}},
 		{[]float64{0, 0}, PNGOptions{}, []string{"-1", "-0.5", "0", "0.5", "1"}},
+		{[]float64{-1, float64(float32(0.99999994))}, PNGOptions{}, []string{"-1", "-0.5", "0", "0.5", "1"}},
 		{[]float64{math.NaN(), 3}, PNGOptions{Min: f64p(-1), Max: f64p(7)}, []string{"-1", "1", "3", "5", "7"}},
 		{[]float64{-math.MaxFloat64, math.MaxFloat64}, PNGOptions{}, []string{"-1.798e+308", "-8.988e+307", "0", "8.988e+307", "1.798e+308"}},
 	}
@@ -253,4 +254,50 @@ func TestWriteDemoPNG(t *testing.T) {
 	if err := WritePNG(base+"_line.png", line, PNGOptions{Title: "damped sine"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCanvasLine checks that every segment, in every direction and slope,
+// terminates and covers both end points (an earlier version could overshoot
+// its end point and loop forever).
+func TestCanvasLine(t *testing.T) {
+	c := newCanvas(64, 64)
+	red := color.NRGBA{255, 0, 0, 255}
+	pts := []int{0, 1, 2, 5, 17, 31, 40, 63}
+	for _, x0 := range pts {
+		for _, y0 := range pts {
+			for _, x1 := range pts {
+				for _, y1 := range pts {
+					c.line(x0, y0, x1, y1, red)
+					if c.img.NRGBAAt(x0, y0) != red || c.img.NRGBAAt(x1, y1) != red {
+						t.Fatalf("line (%d,%d)-(%d,%d) misses an end point", x0, y0, x1, y1)
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzRender checks that no array content or small shape makes Render
+// panic; the bytes become float64 values via their bit patterns, so NaN,
+// Inf and extreme magnitudes all occur.
+func FuzzRender(f *testing.F) {
+	f.Add(uint8(2), uint8(3), uint8(4), []byte("\x00\x00\x00\x00\x00\x00\xf0\x7f"))
+	f.Add(uint8(1), uint8(9), uint8(0), []byte("\xff\xff\xff\xff\xff\xff\xef\x7f\xff\xff\xff\xff\xff\xff\xef\xff"))
+	f.Fuzz(func(t *testing.T, ndim, d0, d1 uint8, data []byte) {
+		shape := []int{int(d0%40) + 1, int(d1%40) + 1, 3}[:ndim%4]
+		a := NewArray(F64, shape)
+		vals := a.Data.([]float64)
+		for i := range vals {
+			var bits uint64
+			for k := 0; k < 8; k++ {
+				if j := (i*8 + k) % max(len(data), 1); j < len(data) {
+					bits |= uint64(data[j]) << (8 * k)
+				}
+			}
+			vals[i] = math.Float64frombits(bits)
+		}
+		if img, err := Render(a, PNGOptions{}); err == nil && img.Bounds().Empty() {
+			t.Fatal("empty image without error")
+		}
+	})
 }

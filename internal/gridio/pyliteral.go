@@ -45,6 +45,7 @@ type pyParser struct {
 	pos int
 }
 
+// errorf reports a syntax error with its offset in the header.
 func (p *pyParser) errorf(format string, args ...any) error {
 	return fmt.Errorf("header dictionary: at offset %d: %s", p.pos, fmt.Sprintf(format, args...))
 }
@@ -58,12 +59,14 @@ func (p *pyParser) rest() string {
 	return r
 }
 
+// skipSpace advances past whitespace, which Python allows between tokens.
 func (p *pyParser) skipSpace() {
 	for p.pos < len(p.s) && strings.IndexByte(" \t\r\n", p.s[p.pos]) >= 0 {
 		p.pos++
 	}
 }
 
+// value parses any literal; depth counts enclosing containers.
 func (p *pyParser) value(depth int) (any, error) {
 	if depth > maxPyDepth {
 		return nil, p.errorf("nested too deeply")
@@ -99,6 +102,7 @@ func (p *pyParser) value(depth int) (any, error) {
 	return nil, p.errorf("unexpected %q", p.rest())
 }
 
+// dict parses a {key: value, ...} literal with string keys.
 func (p *pyParser) dict(depth int) (any, error) {
 	p.pos++ // '{'
 	m := map[string]any{}
@@ -142,6 +146,8 @@ func (p *pyParser) dict(depth int) (any, error) {
 	}
 }
 
+// seq parses the items of a tuple or list up to closer, allowing the
+// trailing comma Python writes in one-element tuples such as (3,).
 func (p *pyParser) seq(depth int, closer byte) ([]any, error) {
 	p.pos++ // opener
 	items := []any{}

@@ -75,6 +75,12 @@ func (c *checker) convert(x operand, t ir.Type, pos diag.Pos, what string) opera
 			c.fail(pos, fmt.Sprintf("write %s(...) to truncate", t), "%s: constant %v is not an integer (%s)", what, v, t)
 		}
 		return operand{e: &ir.Const{V: ir.MakeInt(t, int64(v))}}
+	case x.untyped == untypedInt && t.IsInt():
+		v := x.e.(*ir.Const).V.I
+		if t == ir.I32 && (v > math.MaxInt32 || v < math.MinInt32) {
+			c.fail(pos, "write i64(...) or use an i64 grid or parameter", "%s: constant %d does not fit in i32", what, v)
+		}
+		return operand{e: &ir.Const{V: ir.MakeInt(t, v)}}
 	case x.untyped != typed:
 		return operand{e: &ir.Const{V: ir.ConvertValue(x.e.(*ir.Const).V, t)}}
 	case xt == t:
@@ -192,6 +198,9 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 			panic(bail{})
 		}
 		c.fail(id.Pos, "a binding can use only bindings declared before it", "%s is not available here", id.Name)
+	}
+	if pos, later := c.laterLets[id.Name]; later {
+		c.fail(id.Pos, fmt.Sprintf("move the binding above this use; a binding can use only bindings declared before it"), "binding %s is declared later, at line %d", id.Name, pos.Line)
 	}
 	hint := c.suggest(id.Name)
 	if hint == "" {
@@ -358,7 +367,11 @@ func (c *checker) call(e *syntax.Call, s *scope) operand {
 			c.fail(e.Args[0].ExprPos(), "write select(cond, 1, 0)", "cannot convert a condition to %s", t)
 		}
 		if x.untyped != typed {
-			x = operand{e: c.settle(x)}
+			// An untyped constant converts straight to the target type (i64(3000000000)).
+			if x.untyped == untypedInt && t.IsInt() {
+				return c.convert(x, t, e.Args[0].ExprPos(), name)
+			}
+			return operand{e: &ir.Const{V: ir.ConvertValue(x.e.(*ir.Const).V, t)}}
 		}
 		return operand{e: fold(&ir.Convert{X: x.e, To: t})}
 	case "size":
@@ -538,6 +551,9 @@ func (c *checker) sum(e *syntax.Sum, s *scope) operand {
 				c.fail(x.ExprPos(), "sum bounds are constant integers", "sum bound is not a constant integer")
 			}
 			return kc.V.I
+		}
+		if _, taken := c.decls[v.Name.Name]; taken || reserved[v.Name.Name] {
+			c.fail(v.Name.Pos, "choose an index name that is not an axis, grid, parameter, binding or builtin", "sum index %q hides another name", v.Name.Name)
 		}
 		r := rng{name: v.Name.Name, lo: bound(v.Lo), hi: bound(v.Hi)}
 		if r.hi < r.lo {

@@ -46,6 +46,8 @@ type checker struct {
 	updated map[string]bool
 	// failed marks parameters and bindings whose declaration had an error.
 	failed map[string]bool
+	// laterLets holds the bindings not yet checked, for a clear message on forward references.
+	laterLets map[string]diag.Pos
 }
 
 func (c *checker) errorf(pos diag.Pos, hint, format string, args ...any) {
@@ -175,7 +177,14 @@ func (c *checker) run(f *syntax.File, opt Options) {
 			c.gridClauses(g, c.grids[g.Name.Name])
 		}
 	}
+	c.laterLets = map[string]diag.Pos{}
 	for _, l := range lets {
+		if _, dup := c.laterLets[l.Name.Name]; !dup {
+			c.laterLets[l.Name.Name] = l.Name.Pos
+		}
+	}
+	for _, l := range lets {
+		delete(c.laterLets, l.Name.Name)
 		c.let(l)
 	}
 	for _, u := range updates {
@@ -237,7 +246,7 @@ func (c *checker) param(d *syntax.ParamDecl) {
 			}
 		case v.untyped == untypedInt:
 			t = ir.I32
-		case v.untyped == untypedFloat || k.V.T.IsFloat():
+		case v.untyped == untypedFloat:
 			t = c.floatType()
 		default:
 			t = k.V.T
@@ -278,6 +287,9 @@ func (c *checker) gridHeader(d *syntax.GridDecl) {
 		}
 	}
 	if d.Prev != nil {
+		if d.Levels != nil && d.Levels.Val == 1 {
+			c.errorf(d.Levels.Pos, "drop `levels 1`: a prev clause keeps two levels", "grid %s says levels 1 but gives a previous level", g.Name)
+		}
 		g.Levels = 2
 	}
 	if g.Input && g.Levels > 1 {

@@ -171,6 +171,9 @@ func (p *parser) gridDecl(pos diag.Pos, input bool) *GridDecl {
 			g.Prev = p.expr()
 		case "levels":
 			p.next()
+			if g.Levels != nil {
+				p.errorf(kwPos, "give one levels clause per grid", "grid %s has two levels clauses", g.Name.Name)
+			}
 			if p.tok.kind != tInt {
 				p.errorf(p.tok.pos, "write levels 2 for a grid that keeps its previous step", "expected the number of time levels, found %s", p.tok)
 			}
@@ -179,6 +182,9 @@ func (p *parser) gridDecl(pos diag.Pos, input bool) *GridDecl {
 			p.next()
 		case "layers":
 			p.next()
+			if g.Layers != nil {
+				p.errorf(kwPos, "give one layers clause per grid", "grid %s has two layers clauses", g.Name.Name)
+			}
 			g.Layers = p.expr()
 		case "boundary":
 			p.next()

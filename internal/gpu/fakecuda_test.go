@@ -1,0 +1,62 @@
+package gpu
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/ebitengine/purego"
+)
+
+// TestFakeCUDA runs the CUDA backend's whole test suite against a fake
+// driver + NVRTC (testdata/fakecuda.c) built with the system C compiler. It
+// checks what can be checked without a GPU: symbol names and fallbacks
+// (CUDA 12 and CUDA 13 spellings), argument marshalling through purego
+// (cuLaunchKernel's 11 arguments, kernelParams), that every driver call runs
+// on the thread where the context is current, the >48 KB shared-memory
+// opt-in, and the NVRTC log formatting. Skips when no C compiler exists.
+func TestFakeCUDA(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		if cc, err = exec.LookPath("gcc"); err != nil {
+			t.Skip("no C compiler to build the fake CUDA driver")
+		}
+	}
+	for _, variant := range []struct{ name, flag string }{{"cuda12", ""}, {"cuda13", "-DCUDA13"}} {
+		t.Run(variant.name, func(t *testing.T) {
+			lib := filepath.Join(t.TempDir(), "libfakecuda_"+variant.name+".so")
+			args := []string{"-shared", "-fPIC", "-O1", "-o", lib, "testdata/fakecuda.c"}
+			if variant.flag != "" {
+				args = append(args, variant.flag)
+			}
+			if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+				t.Skipf("cannot build the fake driver: %v\n%s", err, out)
+			}
+			t.Setenv(envLibCUDA, lib)
+			t.Setenv(envNVRTC, lib)
+			t.Setenv("TEMPEST_REQUIRE_CUDA", "1")
+
+			// Registered first, so it runs after testBackend's Close.
+			t.Cleanup(func() {
+				h, err := purego.Dlopen(lib, purego.RTLD_NOW)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var launches, retained func() int32
+				purego.RegisterLibFunc(&launches, h, "fakeLaunches")
+				purego.RegisterLibFunc(&retained, h, "fakeRetained")
+				if n := launches(); n < 4 {
+					t.Errorf("fake driver saw %d launches", n)
+				}
+				if r := retained(); r != 0 {
+					t.Errorf("primary context retained %d times after Close", r)
+				}
+			})
+			testBackend(t, "cuda")
+		})
+	}
+}

@@ -1,0 +1,183 @@
+package gpurun
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"tempest/internal/gpu"
+	"tempest/internal/ir"
+	"tempest/internal/load"
+	"tempest/internal/plan"
+	"tempest/internal/ref"
+	"tempest/internal/state"
+)
+
+// openDevice opens a backend for the tests. A missing backend skips, unless
+// TEMPEST_REQUIRE_<BACKEND>=1 says it must be there (CI sets it for OpenCL).
+func openDevice(t *testing.T, backend string) gpu.Device {
+	t.Helper()
+	dev, err := gpu.Open(backend)
+	if err != nil {
+		if os.Getenv("TEMPEST_REQUIRE_"+strings.ToUpper(backend)) == "1" || !errors.Is(err, gpu.ErrUnavailable) {
+			t.Fatalf("opening %s: %v", backend, err)
+		}
+		t.Skipf("%s not available: %v", backend, err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// Tolerances for float results, relative to the largest magnitude of the reference field:
+// GPU compilers contract a*b+c into FMAs and their math functions differ from Go's by a few
+// units in the last place, so float results agree to rounding, not bitwise.
+const (
+	tolF32 = 2e-5
+	tolF64 = 1e-12
+)
+
+// agree compares a GPU state with the reference: integers bitwise, floats within the
+// tolerance of their type. It returns a description of the first disagreement.
+func agree(want, got *state.State) string {
+	for _, u := range want.Prog.Updates {
+		g := u.Grid
+		a, b := want.Cur[g.Index].Float64s(), got.Cur[g.Index].Float64s()
+		scale := 1.0
+		for _, v := range a {
+			if !math.IsInf(v, 0) && !math.IsNaN(v) {
+				scale = max(scale, math.Abs(v))
+			}
+		}
+		tol := 0.0
+		switch g.Type {
+		case ir.F32:
+			tol = tolF32 * scale
+		case ir.F64:
+			tol = tolF64 * scale
+		}
+		for i := range a {
+			if math.IsNaN(a[i]) && math.IsNaN(b[i]) || a[i] == b[i] {
+				continue
+			}
+			if math.Abs(a[i]-b[i]) > tol || math.IsNaN(b[i]) || math.IsNaN(a[i]) {
+				return fmt.Sprintf("grid %s cell %d: got %v, reference %v (tolerance %.3g)", g.Name, i, b[i], a[i], tol)
+			}
+		}
+	}
+	return ""
+}
+
+// awkwardShapes are sizes that catch indexing mistakes: ones, primes, sizes below a tile.
+var awkwardShapes = map[int][][]int{
+	1: {{1}, {37}, {300}},
+	2: {{1, 1}, {1, 9}, {7, 1}, {13, 29}, {37, 70}},
+	3: {{1, 1, 1}, {5, 7, 11}, {9, 2, 35}},
+}
+
+// planVariants are the plans and sampled parameters the matrix runs per dimension.
+func planVariants(p *ir.Program) []plan.Plan {
+	var out []plan.Plan
+	for _, s := range plan.Strategies {
+		def, err := plan.Default(s, p)
+		if err != nil {
+			continue
+		}
+		out = append(out, def)
+		alt := def
+		switch p.Dims() {
+		case 1:
+			alt.BX = 64
+		case 2:
+			alt.BX, alt.BY = 8, 4
+		case 3:
+			alt.BX, alt.BY = 4, 4
+			if alt.BZ > 1 {
+				alt.BZ = 2
+			}
+		}
+		if s == "pyramid" {
+			alt.PH = 3
+		}
+		if s == "stream25d" {
+			alt.Chunk = 4
+		}
+		out = append(out, alt)
+	}
+	return out
+}
+
+func examples(t *testing.T) []string {
+	var files []string
+	filepath.WalkDir("../../examples", func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".stencil") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	if len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	return files
+}
+
+// runMatrix runs every example x plan x shape x step count on a backend against the reference.
+func runMatrix(t *testing.T, backend string) {
+	dev := openDevice(t, backend)
+	steps := []int{1, 3, 5}
+	runs := 0
+	for _, f := range examples(t) {
+		p, err := load.File(f, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "../../examples/"), ".stencil")
+		for _, pl := range planVariants(p) {
+			for _, shape := range awkwardShapes[p.Dims()] {
+				s, err := state.New(p, shape, state.DefaultParams(p), 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref.Init(s)
+				gs := s.Clone()
+				r, err := Prepare(dev, gs, pl)
+				if err != nil {
+					if strings.Contains(err.Error(), "not implemented") {
+						break
+					}
+					t.Errorf("%s %s: %v", name, pl, err)
+					break
+				}
+				want := s.Clone()
+				done := 0
+				for _, n := range steps {
+					ref.Run(want, n-done)
+					if err := r.Run(n - done); err != nil {
+						t.Fatalf("%s %s %v: %v", name, pl, shape, err)
+					}
+					done = n
+					if err := r.Download(); err != nil {
+						t.Fatalf("%s %s %v: %v", name, pl, shape, err)
+					}
+					if msg := agree(want, gs); msg != "" {
+						t.Errorf("%s %s size %v after %d steps: %s", name, pl, shape, n, msg)
+					}
+					runs++
+				}
+				r.Close()
+			}
+		}
+	}
+	t.Logf("%s: %d comparisons with the reference", backend, runs)
+}
+
+// TestMatrixOpenCL is the correctness matrix on OpenCL (PoCL in CI).
+func TestMatrixOpenCL(t *testing.T) { runMatrix(t, "opencl") }
+
+// TestMatrixCUDA is the same matrix on CUDA; it runs on the GPU machine.
+func TestMatrixCUDA(t *testing.T) { runMatrix(t, "cuda") }

@@ -1,0 +1,253 @@
+// Package gpurun executes a lowered program on a GPU device: it compiles the kernels for the
+// device's dialect, keeps each grid's levels in device buffers, binds launch arguments,
+// rotates buffers between launches and times the launch sequence with events.
+package gpurun
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+
+	"tempest/internal/gpu"
+	"tempest/internal/gridio"
+	"tempest/internal/ir"
+	"tempest/internal/kir"
+	"tempest/internal/lower"
+	"tempest/internal/state"
+)
+
+// Runner runs one lowered program over one state on one device.
+type Runner struct {
+	dev     gpu.Device
+	s       *state.State
+	low     *lower.Lowered
+	mod     gpu.Module
+	kernels map[string]gpu.Kernel
+	// slots holds each grid's buffers: [0] current, [1] previous, [2] next, [3] next previous.
+	slots  [][4]gpu.Buffer
+	Source string // the generated kernel source
+	Attrs  map[string]gpu.KernelAttrs
+}
+
+// Dialect is the kernel language a device compiles.
+func Dialect(dev gpu.Device) kir.Dialect {
+	if dev.Props().Backend == "cuda" {
+		return kir.CUDA
+	}
+	return kir.OpenCL
+}
+
+// New compiles the kernels and uploads the state.
+func New(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.CompileOptions, name string) (*Runner, error) {
+	r := &Runner{dev: dev, s: s, low: low, kernels: map[string]gpu.Kernel{}, Attrs: map[string]gpu.KernelAttrs{}}
+	r.Source = kir.Print(low.Module, Dialect(dev))
+	mod, err := dev.Compile(name, r.Source, opt)
+	if err != nil {
+		return nil, err
+	}
+	r.mod = mod
+	for _, k := range low.Module.Kernels {
+		kk, err := mod.Kernel(k.Name)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.kernels[k.Name] = kk
+		r.Attrs[k.Name] = kk.Attrs()
+	}
+	multi := false
+	for _, l := range low.Launches {
+		if l.Steps > 1 {
+			multi = true
+		}
+	}
+	r.slots = make([][4]gpu.Buffer, len(s.Prog.Grids))
+	for _, g := range s.Prog.Grids {
+		n := 1
+		if g.Update != nil {
+			n = 2
+			if g.Levels > 1 {
+				n = 3
+				if multi {
+					n = 4
+				}
+			}
+		}
+		bytes := int64(s.Cur[g.Index].Len() * g.Type.Size())
+		for i := 0; i < n; i++ {
+			b, err := dev.Alloc(bytes)
+			if err != nil {
+				r.Close()
+				return nil, fmt.Errorf("allocating %s of device memory for grid %s: %w", state.HumanBytes(bytes), g.Name, err)
+			}
+			r.slots[g.Index][i] = b
+		}
+		// Every buffer starts with the current values so that cells no kernel writes (a fixed
+		// rim) hold them whichever buffer is read.
+		for i := 0; i < n; i++ {
+			src := s.Cur[g.Index]
+			if i == 1 && g.Levels > 1 {
+				src = s.Prev[g.Index]
+			}
+			if err := r.slots[g.Index][i].Write(rawBytes(src)); err != nil {
+				r.Close()
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+func rawBytes(a *gridio.Array) []byte {
+	switch d := a.Data.(type) {
+	case []float32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
+	case []float64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
+	case []int32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
+	case []int64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
+	}
+	panic("internal error: array data")
+}
+
+// Close frees device resources.
+func (r *Runner) Close() {
+	for _, sl := range r.slots {
+		for _, b := range sl {
+			if b != nil {
+				b.Free()
+			}
+		}
+	}
+	if r.mod != nil {
+		r.mod.Close()
+	}
+}
+
+// Plan returns the launches that cover n steps: the deepest first, as many as fit, then
+// shallower ones for the remainder.
+func (r *Runner) schedule(n int) []lower.Launch {
+	ls := append([]lower.Launch(nil), r.low.Launches...)
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Steps > ls[j].Steps })
+	var out []lower.Launch
+	for _, l := range ls {
+		for n >= l.Steps {
+			out = append(out, l)
+			n -= l.Steps
+		}
+	}
+	if n != 0 {
+		panic("internal error: launches cannot cover the remaining steps")
+	}
+	return out
+}
+
+func (r *Runner) bind(l lower.Launch) []any {
+	args := make([]any, len(l.Args))
+	for i, a := range l.Args {
+		switch a.Kind {
+		case lower.ArgBuffer:
+			slot := map[lower.Role]int{lower.In0: 0, lower.In1: 1, lower.Out0: 2, lower.Out1: 3}[a.Role]
+			g := r.s.Prog.Grids[a.Grid]
+			if g.Update != nil && g.Levels == 1 && a.Role == lower.Out0 {
+				slot = 1
+			}
+			args[i] = r.slots[a.Grid][slot]
+		case lower.ArgSize:
+			args[i] = int32(r.s.Shape[a.Axis])
+		case lower.ArgStep:
+			args[i] = int32(r.s.Steps)
+		case lower.ArgLayers:
+			args[i] = int32(r.s.Layers[a.Grid])
+		case lower.ArgParam:
+			v := r.s.Params[a.Param]
+			switch v.T {
+			case ir.F32:
+				args[i] = float32(v.F)
+			case ir.F64:
+				args[i] = v.F
+			case ir.I32:
+				args[i] = int32(v.I)
+			case ir.I64:
+				args[i] = v.I
+			}
+		}
+	}
+	return args
+}
+
+// rotate moves each state grid's buffers after a launch that advanced k steps.
+func (r *Runner) rotate(k int) {
+	for _, u := range r.s.Prog.Updates {
+		sl := &r.slots[u.Grid.Index]
+		switch {
+		case u.Grid.Levels == 1:
+			sl[0], sl[1] = sl[1], sl[0]
+		case k == 1:
+			sl[0], sl[1], sl[2] = sl[2], sl[0], sl[1]
+		default:
+			sl[0], sl[1], sl[2], sl[3] = sl[2], sl[3], sl[0], sl[1]
+		}
+	}
+}
+
+// Run enqueues launches that advance the state by n steps (without waiting).
+func (r *Runner) Run(n int) error {
+	for _, l := range r.schedule(n) {
+		k := r.kernels[l.Kernel]
+		if err := k.Launch(l.Grid, l.Block, l.Shared, r.bind(l)...); err != nil {
+			return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", l.Kernel, l.Grid, l.Block, l.Shared, err)
+		}
+		r.rotate(l.Steps)
+		r.s.Steps += l.Steps
+	}
+	return nil
+}
+
+// Timed runs n steps between two events and returns the elapsed milliseconds.
+func (r *Runner) Timed(n int) (float64, error) {
+	start, err := r.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer start.Free()
+	end, err := r.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer end.Free()
+	if err := start.Record(); err != nil {
+		return 0, err
+	}
+	if err := r.Run(n); err != nil {
+		return 0, err
+	}
+	if err := end.Record(); err != nil {
+		return 0, err
+	}
+	if err := end.Synchronize(); err != nil {
+		return 0, err
+	}
+	return end.ElapsedMs(start)
+}
+
+// Download copies the current (and previous) levels back into the state.
+func (r *Runner) Download() error {
+	if err := r.dev.Synchronize(); err != nil {
+		return err
+	}
+	for _, u := range r.s.Prog.Updates {
+		g := u.Grid
+		if err := r.slots[g.Index][0].Read(rawBytes(r.s.Cur[g.Index])); err != nil {
+			return err
+		}
+		if g.Levels > 1 {
+			if err := r.slots[g.Index][1].Read(rawBytes(r.s.Prev[g.Index])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

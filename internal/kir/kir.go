@@ -1,0 +1,259 @@
+// Package kir is Tempest's kernel IR: a small C-like AST that strategies build and two printers
+// (CUDA, OpenCL) render. The printers differ only in qualifiers, index builtins, barriers and
+// math names; every decision about the computation is made before a kernel reaches them.
+package kir
+
+import "tempest/internal/ir"
+
+// Type is a scalar type of kernel code.
+type Type int
+
+const (
+	Void Type = iota
+	Bool
+	I32
+	I64
+	F32
+	F64
+)
+
+// FromIR maps an element type.
+func FromIR(t ir.Type) Type {
+	switch t {
+	case ir.Bool:
+		return Bool
+	case ir.I32:
+		return I32
+	case ir.I64:
+		return I64
+	case ir.F32:
+		return F32
+	case ir.F64:
+		return F64
+	}
+	panic("internal error: kir type of " + t.String())
+}
+
+// IsFloat reports whether t is f32 or f64.
+func (t Type) IsFloat() bool { return t == F32 || t == F64 }
+
+// Space is where an array lives.
+type Space int
+
+const (
+	Global Space = iota
+	Shared
+	Local // a per-thread array (registers when indices are constant)
+)
+
+// Kernel is one __global__ / __kernel function.
+type Kernel struct {
+	Name   string
+	Params []Param
+	Body   []Stmt
+	// DynShared is the element type of the dynamic shared-memory array `smem` the body uses
+	// (Void: none). CUDA declares it extern; OpenCL receives it as the last parameter.
+	DynShared Type
+}
+
+// Param is a kernel parameter: a pointer to global memory or a scalar.
+type Param struct {
+	Name    string
+	Type    Type
+	Pointer bool
+	Const   bool // read-only pointer
+}
+
+// Module is the kernels of one compilation unit plus the precision they need.
+type Module struct {
+	Kernels []*Kernel
+	Uses64  bool // double precision: OpenCL needs cl_khr_fp64
+}
+
+// Stmt is a statement.
+type Stmt interface{ stmt() }
+
+type (
+	// Decl declares a local variable, optionally initialised.
+	Decl struct {
+		Name string
+		Type Type
+		Init Expr
+	}
+	// ArrayDecl declares a fixed-size array in shared or local memory.
+	ArrayDecl struct {
+		Name  string
+		Type  Type
+		Space Space
+		Len   int
+	}
+	// Assign stores into a variable or array element.
+	Assign struct {
+		LHS Expr
+		RHS Expr
+	}
+	// If is a conditional statement.
+	If struct {
+		Cond Expr
+		Then []Stmt
+		Else []Stmt
+	}
+	// For is `for (int Var = From; Var < To; Var += Step)`.
+	For struct {
+		Var      string
+		From, To Expr
+		Step     int
+		Unroll   bool
+		Body     []Stmt
+	}
+	// Barrier synchronises the threads of a block (and makes shared memory consistent).
+	Barrier struct{}
+	// Return leaves the kernel.
+	Return struct{}
+	// Comment is printed as a line comment.
+	Comment struct{ Text string }
+	// Block is a nested scope.
+	Block struct{ Body []Stmt }
+)
+
+func (*Decl) stmt()      {}
+func (*ArrayDecl) stmt() {}
+func (*Assign) stmt()    {}
+func (*If) stmt()        {}
+func (*For) stmt()       {}
+func (*Barrier) stmt()   {}
+func (*Return) stmt()    {}
+func (*Comment) stmt()   {}
+func (*Block) stmt()     {}
+
+// Expr is an expression.
+type Expr interface{ expr() }
+
+// Dim is a thread-index builtin.
+type Dim int
+
+const (
+	ThreadIdx Dim = iota
+	BlockIdx
+	BlockDim
+	GridDim
+)
+
+type (
+	// Ident names a variable or parameter.
+	Ident struct{ Name string }
+	// Int is an integer literal of type T (I32 or I64).
+	Int struct {
+		V int64
+		T Type
+	}
+	// Float is a float literal of type T.
+	Float struct {
+		V float64
+		T Type
+	}
+	// BoolLit is true or false.
+	BoolLit struct{ V bool }
+	// Unary is -X or !X.
+	Unary struct {
+		Op string
+		X  Expr
+	}
+	// Binary is X op Y in C semantics.
+	Binary struct {
+		Op   string
+		X, Y Expr
+	}
+	// Cond is C ? A : B.
+	Cond struct{ C, A, B Expr }
+	// Call is a math function; the printers pick the name for type T.
+	Call struct {
+		Fn   string
+		T    Type
+		Args []Expr
+	}
+	// Cast converts X from type From to T with the IR's rules (float to int truncates and
+	// saturates, NaN gives 0; wider to narrower integers wrap).
+	Cast struct {
+		T, From Type
+		X       Expr
+	}
+	// Index is Array[Idx].
+	Index struct {
+		Array Expr
+		Idx   Expr
+	}
+	// Builtin is threadIdx.x and friends; Axis is 0 (x), 1 (y) or 2 (z).
+	Builtin struct {
+		D    Dim
+		Axis int
+	}
+)
+
+func (*Ident) expr()   {}
+func (*Int) expr()     {}
+func (*Float) expr()   {}
+func (*BoolLit) expr() {}
+func (*Unary) expr()   {}
+func (*Binary) expr()  {}
+func (*Cond) expr()    {}
+func (*Call) expr()    {}
+func (*Cast) expr()    {}
+func (*Index) expr()   {}
+func (*Builtin) expr() {}
+
+// Helpers that keep strategy code short.
+
+// Id is an identifier expression.
+func Id(name string) Expr { return &Ident{Name: name} }
+
+// I is an int literal.
+func I(v int) Expr { return &Int{V: int64(v), T: I32} }
+
+// Bin builds X op Y, folding integer literals so printed indices stay readable.
+func Bin(op string, x, y Expr) Expr {
+	xi, xok := x.(*Int)
+	yi, yok := y.(*Int)
+	if xok && yok && xi.T == I32 && yi.T == I32 {
+		switch op {
+		case "+":
+			return I(int(xi.V + yi.V))
+		case "-":
+			return I(int(xi.V - yi.V))
+		case "*":
+			return I(int(xi.V * yi.V))
+		}
+	}
+	if yok && yi.V < 0 && yi.T == I32 && (op == "+" || op == "-") {
+		flip := map[string]string{"+": "-", "-": "+"}[op]
+		return &Binary{Op: flip, X: x, Y: I(int(-yi.V))}
+	}
+	if yok && yi.V == 0 && (op == "+" || op == "-") {
+		return x
+	}
+	if xok && xi.V == 0 && op == "+" {
+		return y
+	}
+	if yok && yi.V == 1 && (op == "*" || op == "/") {
+		return x
+	}
+	if xok && xi.V == 1 && op == "*" {
+		return y
+	}
+	if (xok && xi.V == 0 || yok && yi.V == 0) && op == "*" {
+		return I(0)
+	}
+	return &Binary{Op: op, X: x, Y: y}
+}
+
+// Add is x + y.
+func Add(x, y Expr) Expr { return Bin("+", x, y) }
+
+// Mul is x * y.
+func Mul(x, y Expr) Expr { return Bin("*", x, y) }
+
+// Set is an assignment statement.
+func Set(lhs, rhs Expr) Stmt { return &Assign{LHS: lhs, RHS: rhs} }
+
+// At is array[idx].
+func At(array string, idx Expr) Expr { return &Index{Array: Id(array), Idx: idx} }

@@ -1,0 +1,145 @@
+package lower
+
+import (
+	"fmt"
+
+	"tempest/internal/ir"
+	"tempest/internal/kir"
+	"tempest/internal/plan"
+)
+
+// cellCoords declares c0..c{d-1} for a thread-per-cell mapping (x = fastest axis) and returns
+// them with the statement that leaves when the thread lies outside the domain.
+func cellCoords(d int) ([]kir.Stmt, []kir.Expr) {
+	var body []kir.Stmt
+	coords := make([]kir.Expr, d)
+	var outside kir.Expr
+	for a := d - 1; a >= 0; a-- {
+		dim := d - 1 - a
+		name := fmt.Sprintf("c%d", a)
+		body = append(body, &kir.Decl{Name: name, Type: kir.I32, Init: kir.Add(kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, &kir.Builtin{D: kir.BlockDim, Axis: dim}), &kir.Builtin{D: kir.ThreadIdx, Axis: dim})})
+		coords[a] = kir.Id(name)
+		o := &kir.Binary{Op: ">=", X: kir.Id(name), Y: kir.Id(fmt.Sprintf("n%d", a))}
+		if outside == nil {
+			outside = o
+		} else {
+			outside = &kir.Binary{Op: "||", X: outside, Y: o}
+		}
+	}
+	body = append(body, &kir.If{Cond: outside, Then: []kir.Stmt{&kir.Return{}}})
+	return body, coords
+}
+
+// inRim is the condition that coordinates lie in g's fixed rim (nil when it has none).
+func inRim(g *ir.Grid, coords []kir.Expr) kir.Expr {
+	var cond kir.Expr
+	for a, r := range g.Rim {
+		if r == 0 {
+			continue
+		}
+		n := kir.Id(fmt.Sprintf("n%d", a))
+		c := &kir.Binary{Op: "||", X: &kir.Binary{Op: "<", X: coords[a], Y: kir.I(r)}, Y: &kir.Binary{Op: ">=", X: coords[a], Y: kir.Bin("-", n, kir.I(r))}}
+		if cond == nil {
+			cond = c
+		} else {
+			cond = &kir.Binary{Op: "||", X: cond, Y: c}
+		}
+	}
+	return cond
+}
+
+// storeUpdates evaluates every update at the cell and stores it at index idx; rim cells keep
+// their current value.
+func storeUpdates(em *emitter, idx kir.Expr) []kir.Stmt {
+	var body []kir.Stmt
+	em.out = &body
+	var vals []ir.Expr
+	for _, u := range em.p.Updates {
+		vals = append(vals, u.Value)
+	}
+	em.declareLets(vals...)
+	for _, u := range em.p.Updates {
+		g := u.Grid
+		store := kir.Set(&kir.Index{Array: kir.Id(bufName(g, Out0)), Idx: idx}, em.expr(u.Value))
+		if rim := inRim(g, em.coords); rim != nil {
+			keep := kir.Set(&kir.Index{Array: kir.Id(bufName(g, Out0)), Idx: idx}, &kir.Index{Array: kir.Id(bufName(g, In0)), Idx: idx})
+			body = append(body, &kir.If{Cond: rim, Then: []kir.Stmt{keep}, Else: []kir.Stmt{store}})
+		} else {
+			body = append(body, store)
+		}
+	}
+	return body
+}
+
+// naive: a thread per cell, global memory, one step per launch.
+func lowerNaive(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
+	d := p.Dims()
+	ps, args := params(p, readRoles)
+	k := &kir.Kernel{Name: "tempest_naive", Params: ps}
+	body, coords := cellCoords(d)
+	em := &emitter{p: p, wide: wide, coords: coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+	em.read = func(l *ir.Load) kir.Expr { return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off) }
+	idx := em.linear(coords, nil)
+	body = append(body, &kir.Decl{Name: "idx", Type: em.idxType(), Init: idx})
+	body = append(body, storeUpdates(em, kir.Id("idx"))...)
+	k.Body = body
+	block := [3]int{pl.BX, pl.BY, pl.BZ}
+	var grid [3]int
+	for dim := 0; dim < 3; dim++ {
+		grid[dim] = 1
+		if a := d - 1 - dim; a >= 0 {
+			grid[dim] = ceilDiv(shape[a], block[dim])
+		}
+	}
+	return &Lowered{
+		Module:   &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
+		Launches: []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
+	}, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func uses64(p *ir.Program) bool {
+	for _, g := range p.Grids {
+		if g.Type == ir.F64 {
+			return true
+		}
+	}
+	for _, pr := range p.Params {
+		if pr.Type == ir.F64 {
+			return true
+		}
+	}
+	found := false
+	check := func(e ir.Expr) {
+		ir.WalkDeep(e, func(x ir.Expr) {
+			if x.(ir.Expr).Type() == ir.F64 {
+				found = true
+			}
+		})
+	}
+	for _, u := range p.Updates {
+		check(u.Value)
+	}
+	return found
+}
+
+// Lower lowers p for a plan and a domain size.
+func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, error) {
+	cells := int64(1)
+	for _, n := range shape {
+		cells *= int64(n)
+	}
+	maxLayers := int64(1)
+	for _, l := range layers {
+		maxLayers = max(maxLayers, int64(l))
+	}
+	wide := cells*maxLayers > 1<<31-1
+	switch pl.Strategy {
+	case "naive":
+		return lowerNaive(p, shape, pl, wide)
+	case "tiled":
+		return lowerTiled(p, shape, pl, wide)
+	}
+	return nil, fmt.Errorf("plan %s is not implemented yet", pl.Strategy)
+}

@@ -1,0 +1,178 @@
+// Package plan describes how a stencil runs on a GPU: a strategy and its parameters, as data.
+// Lowering turns a plan into kernels; the tuner enumerates plans; people write them on the
+// command line as `tiled:bx=32,by=8`.
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"tempest/internal/ir"
+)
+
+// Strategies Tempest knows, in the order they are offered.
+var Strategies = []string{"naive", "tiled", "stream25d", "pyramid"}
+
+// Plan is a strategy with its parameters.
+type Plan struct {
+	Strategy string
+	// BX, BY, BZ are the thread-block sizes along the fastest, second and third-fastest axes
+	// (BZ unused by streaming plans, which walk the slowest axis).
+	BX, BY, BZ int
+	// PH is the pyramid height: time steps per launch (pyramid only).
+	PH int
+	// Chunk is the length of the slowest axis one streaming block covers (0: the whole axis).
+	Chunk int
+	// FastMath compiles with fast math (as AN5D's comparisons do).
+	FastMath bool
+	// MaxRegs caps registers per thread (0: no cap).
+	MaxRegs int
+}
+
+// Default gives a strategy's default parameters for a program.
+func Default(strategy string, p *ir.Program) (Plan, error) {
+	pl := Plan{Strategy: strategy}
+	d := p.Dims()
+	switch strategy {
+	case "naive":
+		pl.BX, pl.BY, pl.BZ = 256, 1, 1
+		if d >= 2 {
+			pl.BX, pl.BY = 32, 8
+		}
+	case "tiled":
+		pl.BX, pl.BY, pl.BZ = 256, 1, 1
+		switch d {
+		case 2:
+			pl.BX, pl.BY = 32, 8
+		case 3:
+			pl.BX, pl.BY, pl.BZ = 32, 4, 4
+		}
+	case "stream25d":
+		if d < 2 {
+			return pl, fmt.Errorf("plan stream25d streams along the slowest axis of a 2D or 3D grid; %s is 1D", p.Name)
+		}
+		pl.BX, pl.BY, pl.BZ = 256, 1, 1
+		if d == 3 {
+			pl.BX, pl.BY = 32, 8
+		}
+	case "pyramid":
+		pl.BX, pl.BY, pl.BZ, pl.PH = 256, 1, 1, 4
+		switch d {
+		case 2:
+			pl.BX, pl.BY = 32, 16
+		case 3:
+			pl.BX, pl.BY, pl.BZ, pl.PH = 16, 8, 8, 2
+		}
+	default:
+		return pl, fmt.Errorf("unknown plan %q; plans are %s", strategy, strings.Join(Strategies, ", "))
+	}
+	return pl, nil
+}
+
+// Parse reads `name` or `name:key=value,...` and fills the rest from Default.
+func Parse(text string, p *ir.Program) (Plan, error) {
+	name, args, _ := strings.Cut(text, ":")
+	pl, err := Default(strings.TrimSpace(name), p)
+	if err != nil {
+		return pl, err
+	}
+	if strings.TrimSpace(args) == "" {
+		return pl, nil
+	}
+	fields := map[string]*int{"bx": &pl.BX, "by": &pl.BY, "bz": &pl.BZ, "ph": &pl.PH, "chunk": &pl.Chunk, "maxregs": &pl.MaxRegs}
+	for _, kv := range strings.Split(args, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
+		}
+		if k == "fastmath" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return pl, fmt.Errorf("plan %q: fastmath=%s is not true or false", text, v)
+			}
+			pl.FastMath = b
+			continue
+		}
+		f, ok := fields[k]
+		if !ok {
+			var keys []string
+			for key := range fields {
+				keys = append(keys, key)
+			}
+			sort.Strings(keys)
+			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, fastmath)", text, k, strings.Join(keys, ", "))
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return pl, fmt.Errorf("plan %q: %s=%s is not a whole number", text, k, v)
+		}
+		*f = n
+	}
+	return pl, nil
+}
+
+// String prints the plan so that Parse reads it back.
+func (pl Plan) String() string {
+	parts := []string{fmt.Sprintf("bx=%d", pl.BX)}
+	if pl.BY > 1 || pl.Strategy != "naive" {
+		parts = append(parts, fmt.Sprintf("by=%d", pl.BY))
+	}
+	if pl.BZ > 1 {
+		parts = append(parts, fmt.Sprintf("bz=%d", pl.BZ))
+	}
+	if pl.Strategy == "pyramid" {
+		parts = append(parts, fmt.Sprintf("ph=%d", pl.PH))
+	}
+	if pl.Chunk > 0 {
+		parts = append(parts, fmt.Sprintf("chunk=%d", pl.Chunk))
+	}
+	if pl.MaxRegs > 0 {
+		parts = append(parts, fmt.Sprintf("maxregs=%d", pl.MaxRegs))
+	}
+	if pl.FastMath {
+		parts = append(parts, "fastmath=true")
+	}
+	return pl.Strategy + ":" + strings.Join(parts, ",")
+}
+
+// Limits are the device limits a plan must respect.
+type Limits struct {
+	MaxThreadsPerBlock int
+	MaxSharedPerBlock  int // the opt-in maximum
+}
+
+// Threads is the number of threads per block.
+func (pl Plan) Threads() int { return pl.BX * max(pl.BY, 1) * max(pl.BZ, 1) }
+
+// Validate checks the plan's own consistency and the block against the device; sharedBytes
+// is what lowering computed the plan needs.
+func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
+	if pl.BX < 1 || pl.BY < 1 || pl.BZ < 1 {
+		return fmt.Errorf("plan %s: block sizes must be at least 1", pl)
+	}
+	d := p.Dims()
+	if d == 1 && (pl.BY > 1 || pl.BZ > 1) {
+		return fmt.Errorf("plan %s: a 1D grid takes 1D blocks (by=1, bz=1)", pl)
+	}
+	if d == 2 && pl.BZ > 1 {
+		return fmt.Errorf("plan %s: a 2D grid takes 2D blocks (bz=1)", pl)
+	}
+	if (pl.Strategy == "stream25d") && pl.BZ > 1 {
+		return fmt.Errorf("plan %s: streaming blocks are one plane thick (bz=1)", pl)
+	}
+	if pl.Strategy == "pyramid" && (pl.PH < 1 || pl.PH > 64) {
+		return fmt.Errorf("plan %s: pyramid height must be 1..64", pl)
+	}
+	if pl.Chunk < 0 {
+		return fmt.Errorf("plan %s: chunk must be positive", pl)
+	}
+	if lim.MaxThreadsPerBlock > 0 && pl.Threads() > lim.MaxThreadsPerBlock {
+		return fmt.Errorf("plan %s: %d threads per block exceed the device's %d", pl, pl.Threads(), lim.MaxThreadsPerBlock)
+	}
+	if lim.MaxSharedPerBlock > 0 && sharedBytes > lim.MaxSharedPerBlock {
+		return fmt.Errorf("plan %s: needs %d bytes of shared memory per block, the device has %d", pl, sharedBytes, lim.MaxSharedPerBlock)
+	}
+	return nil
+}
