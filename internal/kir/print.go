@@ -29,9 +29,6 @@ func Print(m *Module, d Dialect) string {
 	if d == OpenCL && m.Uses64 {
 		p.line("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
 	}
-	if d == CUDA {
-		p.line("#include <stdint.h>")
-	}
 	for _, k := range m.Kernels {
 		p.line("")
 		p.kernel(k)
