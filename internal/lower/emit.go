@@ -113,10 +113,13 @@ type emitter struct {
 	wide   bool       // 64-bit element indices
 	coords []kir.Expr // the cell's coordinates, slowest axis first
 	step   kir.Expr   // steps completed before the one being computed
-	read   func(l *ir.Load) kir.Expr
+	read   func(em *emitter, l *ir.Load) kir.Expr
 	edge   kir.Expr // `value` inside an edge expression
 	lets   map[*ir.Let]string
 	out    *[]kir.Stmt // where let declarations go
+	// interior says the cell lies at least the program's reach from every edge, so reads at
+	// constant offsets need no boundary handling.
+	interior bool
 }
 
 func (em *emitter) idxType() kir.Type {
@@ -176,7 +179,7 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 	case *ir.EdgeValue:
 		return em.edge
 	case *ir.Load:
-		return em.read(e)
+		return em.read(em, e)
 	case *ir.Unary:
 		return &kir.Unary{Op: e.Op, X: em.expr(e.X)}
 	case *ir.Binary:
@@ -269,6 +272,23 @@ const anyOffset = 1 << 30
 // position rather than a cell plus a constant offset).
 func (em *emitter) globalReadAt(g *ir.Grid, level int, layer ir.Expr, base []kir.Expr, off []int, general bool) kir.Expr {
 	d := len(base)
+	if em.interior && !general {
+		// The cell is far enough from every edge that no read leaves the domain.
+		q := make([]kir.Expr, d)
+		for a := range q {
+			q[a] = kir.Add(base[a], kir.I(off[a]))
+		}
+		var layerE kir.Expr
+		if layer != nil {
+			hi := kir.Bin("-", kir.Id("layers_"+g.Name), kir.I(1))
+			layerE = &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{em.expr(layer), kir.I(0)}}, hi}}
+		}
+		role := In0
+		if level == 1 {
+			role = In1
+		}
+		return &kir.Index{Array: kir.Id(bufName(g, role)), Idx: em.linear(q, layerE)}
+	}
 	if general {
 		o := make([]int, d)
 		for a := range o {

@@ -48,6 +48,45 @@ func inRim(g *ir.Grid, coords []kir.Expr) kir.Expr {
 	return cond
 }
 
+// reach is, per axis, the largest offset any update reads at.
+func reach(p *ir.Program) []int {
+	r := make([]int, p.Dims())
+	for _, u := range p.Updates {
+		for a, v := range ir.Reach(u.Value, p.Dims()) {
+			r[a] = max(r[a], v)
+		}
+	}
+	return r
+}
+
+// storeUpdatesSplit is storeUpdates twice: a version without boundary handling for cells at
+// least the program's reach from every edge (nearly all of them), and the general one.
+func storeUpdatesSplit(em *emitter, idx kir.Expr) []kir.Stmt {
+	r := reach(em.p)
+	var cond kir.Expr
+	for a, v := range r {
+		if v == 0 {
+			continue
+		}
+		n := kir.Id(fmt.Sprintf("n%d", a))
+		c := &kir.Binary{Op: "&&", X: &kir.Binary{Op: ">=", X: em.coords[a], Y: kir.I(v)}, Y: &kir.Binary{Op: "<", X: em.coords[a], Y: kir.Bin("-", n, kir.I(v))}}
+		if cond == nil {
+			cond = c
+		} else {
+			cond = &kir.Binary{Op: "&&", X: cond, Y: c}
+		}
+	}
+	if cond == nil {
+		return storeUpdates(em, idx)
+	}
+	fast := *em
+	fast.interior = true
+	fast.lets = map[*ir.Let]string{}
+	slow := *em
+	slow.lets = map[*ir.Let]string{}
+	return []kir.Stmt{&kir.If{Cond: cond, Then: storeUpdates(&fast, idx), Else: storeUpdates(&slow, idx)}}
+}
+
 // storeUpdates evaluates every update at the cell and stores it at index idx; rim cells keep
 // their current value.
 func storeUpdates(em *emitter, idx kir.Expr) []kir.Stmt {
@@ -78,10 +117,10 @@ func lowerNaive(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, 
 	k := &kir.Kernel{Name: "tempest_naive", Params: ps}
 	body, coords := cellCoords(d)
 	em := &emitter{p: p, wide: wide, coords: coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
-	em.read = func(l *ir.Load) kir.Expr { return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off) }
+	em.read = func(em *emitter, l *ir.Load) kir.Expr { return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off) }
 	idx := em.linear(coords, nil)
 	body = append(body, &kir.Decl{Name: "idx", Type: em.idxType(), Init: idx})
-	body = append(body, storeUpdates(em, kir.Id("idx"))...)
+	body = append(body, storeUpdatesSplit(em, kir.Id("idx"))...)
 	k.Body = body
 	block := [3]int{pl.BX, pl.BY, pl.BZ}
 	var grid [3]int

@@ -118,7 +118,7 @@ func lowerTiled(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, 
 	if len(tiles) > 0 {
 		body = append(body, &kir.Barrier{})
 	}
-	em.read = func(l *ir.Load) kir.Expr {
+	em.read = func(em *emitter, l *ir.Load) kir.Expr {
 		if t, ok := tiles[gridLevel{l.G.Index, l.Level}]; ok && l.Layer == nil {
 			return t.at(local, l.Off)
 		}
@@ -126,7 +126,7 @@ func lowerTiled(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, 
 	}
 	var compute []kir.Stmt
 	compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(coords, nil)})
-	compute = append(compute, storeUpdates(em, kir.Id("idx"))...)
+	compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
 	body = append(body, &kir.If{Cond: inside, Then: compute})
 	k.Body = body
 	var grid [3]int

@@ -7,10 +7,19 @@ __kernel void tempest_naive(__global const float* restrict in0_u, __global float
     return;
   }
   int idx = c0 * n1 + c1;
-  out0_u[idx] = 2.5e-01f * ((c1 - 1 < 0 || c1 - 1 >= n1 ? in0_u[c0 * n1 + max(c1 - 1, 0)] * 5e-01f + (float)(c1 - 1) : in0_u[c0 * n1 + max(c1 - 1, 0)]) + (c1 + 1 < 0 || c1 + 1 >= n1 ? in0_u[c0 * n1 + min(c1 + 1, n1 - 1)] * 5e-01f + (float)(c1 + 1) : in0_u[c0 * n1 + min(c1 + 1, n1 - 1)]) + (c0 - 1 < 0 || c0 - 1 >= n0 ? p_a * 2e+00f : in0_u[max(c0 - 1, 0) * n1 + c1]) + (c0 + 1 < 0 || c0 + 1 >= n0 ? p_a * 2e+00f : in0_u[min(c0 + 1, n0 - 1) * n1 + c1])) + p_a * sqrt(fabs(in0_u[c0 * n1 + c1]));
-  if (c1 < 1 || c1 >= n1 - 1) {
-    out0_v[idx] = in0_v[idx];
+  if (c0 >= 1 && c0 < n0 - 1 && (c1 >= 1 && c1 < n1 - 1)) {
+    out0_u[idx] = 2.5e-01f * (in0_u[c0 * n1 + (c1 - 1)] + in0_u[c0 * n1 + (c1 + 1)] + in0_u[(c0 - 1) * n1 + c1] + in0_u[(c0 + 1) * n1 + c1]) + p_a * sqrt(fabs(in0_u[c0 * n1 + c1]));
+    if (c1 < 1 || c1 >= n1 - 1) {
+      out0_v[idx] = in0_v[idx];
+    } else {
+      out0_v[idx] = (in0_v[c0 * n1 + c1] + 1 == 0 ? 0 : in0_v[c0 * n1 + (c1 - 1)] / (in0_v[c0 * n1 + c1] + 1)) + convert_int_sat_rtz(in0_u[c0 * n1 + c1]);
+    }
   } else {
-    out0_v[idx] = (in0_v[c0 * n1 + c1] + 1 == 0 ? 0 : in0_v[c0 * n1 + max(c1 - 1, 0)] / (in0_v[c0 * n1 + c1] + 1)) + convert_int_sat_rtz(in0_u[c0 * n1 + c1]);
+    out0_u[idx] = 2.5e-01f * ((c1 - 1 < 0 || c1 - 1 >= n1 ? in0_u[c0 * n1 + max(c1 - 1, 0)] * 5e-01f + (float)(c1 - 1) : in0_u[c0 * n1 + max(c1 - 1, 0)]) + (c1 + 1 < 0 || c1 + 1 >= n1 ? in0_u[c0 * n1 + min(c1 + 1, n1 - 1)] * 5e-01f + (float)(c1 + 1) : in0_u[c0 * n1 + min(c1 + 1, n1 - 1)]) + (c0 - 1 < 0 || c0 - 1 >= n0 ? p_a * 2e+00f : in0_u[max(c0 - 1, 0) * n1 + c1]) + (c0 + 1 < 0 || c0 + 1 >= n0 ? p_a * 2e+00f : in0_u[min(c0 + 1, n0 - 1) * n1 + c1])) + p_a * sqrt(fabs(in0_u[c0 * n1 + c1]));
+    if (c1 < 1 || c1 >= n1 - 1) {
+      out0_v[idx] = in0_v[idx];
+    } else {
+      out0_v[idx] = (in0_v[c0 * n1 + c1] + 1 == 0 ? 0 : in0_v[c0 * n1 + max(c1 - 1, 0)] / (in0_v[c0 * n1 + c1] + 1)) + convert_int_sat_rtz(in0_u[c0 * n1 + c1]);
+    }
   }
 }

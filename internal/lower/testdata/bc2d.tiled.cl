@@ -23,11 +23,20 @@ __kernel void tempest_tiled(__global const float* restrict in0_u, __global float
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (c1 < n1 && c0 < n0) {
     int idx = c0 * n1 + c1;
-    out0_u[idx] = 2.5e-01f * (tile_u_0[(l0 + 1) * 34 + l1] + tile_u_0[(l0 + 1) * 34 + (l1 + 2)] + tile_u_0[l0 * 34 + (l1 + 1)] + tile_u_0[(l0 + 2) * 34 + (l1 + 1)]) + p_a * sqrt(fabs(tile_u_0[(l0 + 1) * 34 + (l1 + 1)]));
-    if (c1 < 1 || c1 >= n1 - 1) {
-      out0_v[idx] = in0_v[idx];
+    if (c0 >= 1 && c0 < n0 - 1 && (c1 >= 1 && c1 < n1 - 1)) {
+      out0_u[idx] = 2.5e-01f * (tile_u_0[(l0 + 1) * 34 + l1] + tile_u_0[(l0 + 1) * 34 + (l1 + 2)] + tile_u_0[l0 * 34 + (l1 + 1)] + tile_u_0[(l0 + 2) * 34 + (l1 + 1)]) + p_a * sqrt(fabs(tile_u_0[(l0 + 1) * 34 + (l1 + 1)]));
+      if (c1 < 1 || c1 >= n1 - 1) {
+        out0_v[idx] = in0_v[idx];
+      } else {
+        out0_v[idx] = (tile_v_0[l0 * 34 + (l1 + 1)] + 1 == 0 ? 0 : tile_v_0[l0 * 34 + l1] / (tile_v_0[l0 * 34 + (l1 + 1)] + 1)) + convert_int_sat_rtz(tile_u_0[(l0 + 1) * 34 + (l1 + 1)]);
+      }
     } else {
-      out0_v[idx] = (tile_v_0[l0 * 34 + (l1 + 1)] + 1 == 0 ? 0 : tile_v_0[l0 * 34 + l1] / (tile_v_0[l0 * 34 + (l1 + 1)] + 1)) + convert_int_sat_rtz(tile_u_0[(l0 + 1) * 34 + (l1 + 1)]);
+      out0_u[idx] = 2.5e-01f * (tile_u_0[(l0 + 1) * 34 + l1] + tile_u_0[(l0 + 1) * 34 + (l1 + 2)] + tile_u_0[l0 * 34 + (l1 + 1)] + tile_u_0[(l0 + 2) * 34 + (l1 + 1)]) + p_a * sqrt(fabs(tile_u_0[(l0 + 1) * 34 + (l1 + 1)]));
+      if (c1 < 1 || c1 >= n1 - 1) {
+        out0_v[idx] = in0_v[idx];
+      } else {
+        out0_v[idx] = (tile_v_0[l0 * 34 + (l1 + 1)] + 1 == 0 ? 0 : tile_v_0[l0 * 34 + l1] / (tile_v_0[l0 * 34 + (l1 + 1)] + 1)) + convert_int_sat_rtz(tile_u_0[(l0 + 1) * 34 + (l1 + 1)]);
+      }
     }
   }
 }

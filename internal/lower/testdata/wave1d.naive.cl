@@ -7,6 +7,11 @@ __kernel void tempest_naive(__global const double* restrict in0_u, __global cons
     return;
   }
   int idx = c0;
-  double let_lap = in0_u[n0 == 1 ? 0 : (((c0 - 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - ((c0 - 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : ((c0 - 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))] + in0_u[n0 == 1 ? 0 : (((c0 + 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - ((c0 + 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : ((c0 + 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))] - 2e+00 * in0_u[c0];
-  out0_u[idx] = 2e+00 * in0_u[c0] - in1_u[c0] + 1e-01 * let_lap + in0_w[min(max(step0, 0), layers_w - 1) * n0 + ((c0 + 2) % n0 + n0) % n0];
+  if (c0 >= 2 && c0 < n0 - 2) {
+    double let_lap = in0_u[c0 - 1] + in0_u[c0 + 1] - 2e+00 * in0_u[c0];
+    out0_u[idx] = 2e+00 * in0_u[c0] - in1_u[c0] + 1e-01 * let_lap + in0_w[min(max(step0, 0), layers_w - 1) * n0 + (c0 + 2)];
+  } else {
+    double let_lap = in0_u[n0 == 1 ? 0 : (((c0 - 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - ((c0 - 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : ((c0 - 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))] + in0_u[n0 == 1 ? 0 : (((c0 + 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - ((c0 + 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : ((c0 + 1) % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))] - 2e+00 * in0_u[c0];
+    out0_u[idx] = 2e+00 * in0_u[c0] - in1_u[c0] + 1e-01 * let_lap + in0_w[min(max(step0, 0), layers_w - 1) * n0 + ((c0 + 2) % n0 + n0) % n0];
+  }
 }

@@ -14,7 +14,12 @@ __kernel void tempest_tiled(__global const double* restrict in0_u, __global cons
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (c0 < n0) {
     int idx = c0;
-    double let_lap = tile_u_0[l0] + tile_u_0[l0 + 2] - 2e+00 * tile_u_0[l0 + 1];
-    out0_u[idx] = 2e+00 * tile_u_0[l0 + 1] - in1_u[c0] + 1e-01 * let_lap + in0_w[min(max(step0, 0), layers_w - 1) * n0 + ((c0 + 2) % n0 + n0) % n0];
+    if (c0 >= 2 && c0 < n0 - 2) {
+      double let_lap = tile_u_0[l0] + tile_u_0[l0 + 2] - 2e+00 * tile_u_0[l0 + 1];
+      out0_u[idx] = 2e+00 * tile_u_0[l0 + 1] - in1_u[c0] + 1e-01 * let_lap + in0_w[min(max(step0, 0), layers_w - 1) * n0 + (c0 + 2)];
+    } else {
+      double let_lap = tile_u_0[l0] + tile_u_0[l0 + 2] - 2e+00 * tile_u_0[l0 + 1];
+      out0_u[idx] = 2e+00 * tile_u_0[l0 + 1] - in1_u[c0] + 1e-01 * let_lap + in0_w[min(max(step0, 0), layers_w - 1) * n0 + ((c0 + 2) % n0 + n0) % n0];
+    }
   }
 }
