@@ -82,7 +82,11 @@ var awkwardShapes = map[int][][]int{
 // planVariants are the plans and sampled parameters the matrix runs per dimension.
 func planVariants(p *ir.Program) []plan.Plan {
 	var out []plan.Plan
+	only := os.Getenv("TEMPEST_MATRIX_PLANS") // a comma-separated subset, for quick runs
 	for _, s := range plan.Strategies {
+		if only != "" && !strings.Contains(","+only+",", ","+s+",") {
+			continue
+		}
 		def, err := plan.Default(s, p)
 		if err != nil {
 			continue
@@ -94,6 +98,9 @@ func planVariants(p *ir.Program) []plan.Plan {
 			alt.BX = 64
 		case 2:
 			alt.BX, alt.BY = 8, 4
+			if s == "pyramid" {
+				alt.BX, alt.BY = 16, 16
+			}
 		case 3:
 			alt.BX, alt.BY = 4, 4
 			if alt.BZ > 1 {
@@ -102,6 +109,9 @@ func planVariants(p *ir.Program) []plan.Plan {
 		}
 		if s == "pyramid" {
 			alt.PH = 3
+			if alt.FitPH(p) != nil {
+				continue
+			}
 		}
 		if s == "stream25d" {
 			alt.Chunk = 4

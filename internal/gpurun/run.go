@@ -159,6 +159,8 @@ func (r *Runner) bind(l lower.Launch) []any {
 			args[i] = int32(r.s.Shape[a.Axis])
 		case lower.ArgStep:
 			args[i] = int32(r.s.Steps)
+		case lower.ArgConst:
+			args[i] = int32(a.Value)
 		case lower.ArgLayers:
 			args[i] = int32(r.s.Layers[a.Grid])
 		case lower.ArgParam:

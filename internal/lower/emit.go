@@ -29,6 +29,7 @@ const (
 	ArgStep                  // steps completed before this launch (i32)
 	ArgParam                 // a program parameter: Param
 	ArgLayers                // layer count of a layered grid: Grid (i32)
+	ArgConst                 // a value fixed at lowering time: Value (i32)
 )
 
 // Arg is one kernel argument, bound by the runner at launch time.
@@ -38,6 +39,7 @@ type Arg struct {
 	Role  Role
 	Axis  int
 	Param int
+	Value int64
 }
 
 // Launch is one kernel launch of the schedule.

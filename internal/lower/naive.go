@@ -179,6 +179,10 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 		return lowerNaive(p, shape, pl, wide)
 	case "tiled":
 		return lowerTiled(p, shape, pl, wide)
+	case "stream25d":
+		return lowerStream25D(p, shape, pl, wide)
+	case "pyramid":
+		return lowerPyramid(p, shape, pl, wide)
 	}
 	return nil, fmt.Errorf("plan %s is not implemented yet", pl.Strategy)
 }

@@ -65,10 +65,42 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 		case 3:
 			pl.BX, pl.BY, pl.BZ, pl.PH = 16, 8, 8, 2
 		}
+		if err := pl.FitPH(p); err != nil {
+			return pl, err
+		}
 	default:
 		return pl, fmt.Errorf("unknown plan %q; plans are %s", strategy, strings.Join(Strategies, ", "))
 	}
 	return pl, nil
+}
+
+// reach is the program's largest read offset per axis.
+func reach(p *ir.Program) []int {
+	r := make([]int, p.Dims())
+	for _, u := range p.Updates {
+		for a, v := range ir.Reach(u.Value, p.Dims()) {
+			r[a] = max(r[a], v)
+		}
+	}
+	return r
+}
+
+// FitPH lowers a pyramid's height until every block axis keeps at least one output cell
+// (2*reach*PH < block); it fails when even one step does not fit.
+func (pl *Plan) FitPH(p *ir.Program) error {
+	r := reach(p)
+	block := []int{pl.BX, pl.BY, pl.BZ}
+	for a, v := range r {
+		b := block[len(r)-1-a]
+		if v == 0 {
+			continue
+		}
+		if b <= 2*v {
+			return fmt.Errorf("plan pyramid: a block of %d cells along %s cannot cover a reach of %d; pyramid does not fit this stencil with these blocks", b, p.Axes[a], v)
+		}
+		pl.PH = min(pl.PH, (b-1)/(2*v))
+	}
+	return nil
 }
 
 // Parse reads `name` or `name:key=value,...` and fills the rest from Default.
