@@ -275,7 +275,7 @@ func allPeriodic(p []bool) bool {
 // first axis with a value rule that is still outside decides, as in the reference.
 func ghostValue(p *ir.Program, g *ir.Grid, u, local []kir.Expr, bsize, tstride []int, periodic []bool, inDom []kir.Expr, base kir.Expr, step kir.Expr) kir.Expr {
 	d := len(u)
-	q := make([]kir.Expr, d)   // coordinates after index rules (raw on value axes)
+	q := make([]kir.Expr, d)    // coordinates after index rules (raw on value axes)
 	near := make([]kir.Expr, d) // nearest position for the tile read
 	var valueAxes []int
 	for a := 0; a < d; a++ {

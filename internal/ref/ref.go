@@ -5,6 +5,8 @@ package ref
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"tempest/internal/gridio"
 	"tempest/internal/ir"
@@ -193,18 +195,27 @@ func forEachCell(shape []int, f func(c []int, i int)) {
 }
 
 // Init sets every grid's initial values from its init (and prev) expressions; grids without
-// one are left as they are (zero when new), so callers can load data first.
+// one are left as they are (zero when new), so callers can load data first. Rows are spread
+// over all cores: initial values of a large grid would otherwise take longer than the run.
 func Init(s *state.State) {
-	ev := newEvaluator(s)
 	for _, g := range s.Prog.Grids {
 		set := func(arr *gridio.Array, e ir.Expr, level int) {
-			ev.grid, ev.level = g.Index, level
-			forEachCell(s.Shape, func(c []int, i int) {
-				ev.at(c)
-				ev.linear = i
-				v := ir.ConvertValue(ev.eval(e), g.Type)
-				for l := 0; l < max(s.Layers[g.Index], 1); l++ {
-					state.Set(arr, l*s.Cells()+i, v)
+			parallelCells(s.Shape, func(lo, hi int) {
+				ev := newEvaluator(s)
+				ev.grid, ev.level = g.Index, level
+				c := make([]int, len(s.Shape))
+				for i := lo; i < hi; i++ {
+					rest := i
+					for a := len(s.Shape) - 1; a >= 0; a-- {
+						c[a] = rest % s.Shape[a]
+						rest /= s.Shape[a]
+					}
+					ev.at(c)
+					ev.linear = i
+					v := ir.ConvertValue(ev.eval(e), g.Type)
+					for l := 0; l < max(s.Layers[g.Index], 1); l++ {
+						state.Set(arr, l*s.Cells()+i, v)
+					}
 				}
 			})
 		}
@@ -219,6 +230,28 @@ func Init(s *state.State) {
 			}
 		}
 	}
+}
+
+// parallelCells splits the cells of shape into one contiguous range per core.
+func parallelCells(shape []int, f func(lo, hi int)) {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if n < 1<<14 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // inRim reports whether c lies in the band a fixed boundary leaves alone.

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every plan on every stencil of the AN5D table (shared/design/benchmarks.md): float,
+# 16384^2 or 512^3 interior cells (plus the fixed rim), 1000 steps. Prints one line per run.
+# Usage (on the GPU machine, from the repository root): bench/gpu/an5d-plans.sh [tempest] [steps]
+set -u
+T=${1:-./.gpu/tempest}
+STEPS=${2:-1000}
+PLANS=${PLANS:-"naive tiled stream25d pyramid"}
+for s in star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt; do
+  f=examples/an5d/$s.stencil
+  r=$(sed -n 's/^radius: *//p' <($T check $f) | tr -cd '0-9 \n' | awk '{m=0; for(i=1;i<=NF;i++) if($i>m) m=$i; print m}')
+  case $s in
+    *3d*) n=$((512 + 2*r)); size=${n}x${n}x${n} ;;
+    *) n=$((16384 + 2*r)); size=${n}x${n} ;;
+  esac
+  for p in $PLANS; do
+    out=$($T run $f --backend cuda --plan "$p" --size $size --steps $STEPS --quiet 2>&1)
+    line=$(echo "$out" | grep '^time' || echo "$out" | tail -1)
+    plan=$(echo "$out" | sed -n 's/.* steps, \(.*\) on .*/\1/p' | head -1)
+    echo "$s | $size | ${plan:-$p} | $line"
+  done
+done
