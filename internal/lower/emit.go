@@ -5,6 +5,7 @@ package lower
 
 import (
 	"fmt"
+	"math"
 
 	"tempest/internal/ir"
 	"tempest/internal/kir"
@@ -122,6 +123,7 @@ type emitter struct {
 	// interior says the cell lies at least the program's reach from every edge, so reads at
 	// constant offsets need no boundary handling.
 	interior bool
+	tmp      int // temporaries declared so far
 }
 
 func (em *emitter) idxType() kir.Type {
@@ -154,7 +156,8 @@ func (em *emitter) declareLets(es ...ir.Expr) {
 	for _, l := range em.p.Lets {
 		if used[l] && em.lets[l] == "" {
 			name := "let_" + l.Name
-			*em.out = append(*em.out, &kir.Decl{Name: name, Type: kir.FromIR(l.Value.Type()), Init: em.expr(l.Value)})
+			init := em.expr(l.Value) // may declare temporaries first
+			*em.out = append(*em.out, &kir.Decl{Name: name, Type: kir.FromIR(l.Value.Type()), Init: init})
 			em.lets[l] = name
 		}
 	}
@@ -194,6 +197,11 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 		if e.T.IsFloat() && e.Op == "%" {
 			return &kir.Call{Fn: "fmod", T: kir.FromIR(e.T), Args: []kir.Expr{x, y}}
 		}
+		if k, ok := e.Y.(*ir.Const); ok && e.Op == "/" && e.T.IsFloat() && em.out != nil {
+			if q := em.divByConst(x, k.V); q != nil {
+				return q
+			}
+		}
 		return &kir.Binary{Op: e.Op, X: x, Y: y}
 	case *ir.Select:
 		return &kir.Cond{C: em.expr(e.C), A: em.expr(e.A), B: em.expr(e.B)}
@@ -207,6 +215,41 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 		return &kir.Cast{T: kir.FromIR(e.To), From: kir.FromIR(e.X.Type()), X: em.expr(e.X)}
 	}
 	panic(fmt.Sprintf("internal error: cannot lower %T", e))
+}
+
+// divByConst divides by a constant with a multiplication and two FMAs instead of a division
+// (a dozen instructions in IEEE mode). With r the correctly rounded 1/c, q = x*r is within an
+// ulp of x/c, the residual x - q*c is exact in an FMA, and q + residual*r rounds to the
+// correctly rounded quotient (Markstein's theorem) for results in the normal range. The
+// numerator is computed once into a temporary. Divisors that are not normal numbers keep the
+// division.
+func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
+	f := c.F
+	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil
+	}
+	t := kir.FromIR(c.T)
+	r := 1 / f
+	if c.T == ir.F32 {
+		if math.Abs(f) < 0x1p-126 || math.Abs(f) > 0x1p126 {
+			return nil
+		}
+		r = float64(float32(1 / float32(f)))
+	} else if math.Abs(f) < 0x1p-1022 || math.Abs(f) > 0x1p1022 {
+		return nil
+	}
+	if frac, _ := math.Frexp(f); frac == 0.5 || frac == -0.5 {
+		// A power of two: the reciprocal is exact and so is the product.
+		return &kir.Binary{Op: "*", X: x, Y: &kir.Float{V: r, T: t}}
+	}
+	em.tmp++
+	nx := fmt.Sprintf("num%d", em.tmp)
+	nq := fmt.Sprintf("quo%d", em.tmp)
+	*em.out = append(*em.out,
+		&kir.Decl{Name: nx, Type: t, Init: x},
+		&kir.Decl{Name: nq, Type: t, Init: &kir.Binary{Op: "*", X: kir.Id(nx), Y: &kir.Float{V: r, T: t}}})
+	resid := &kir.Call{Fn: "fma", T: t, Args: []kir.Expr{&kir.Unary{Op: "-", X: kir.Id(nq)}, &kir.Float{V: f, T: t}, kir.Id(nx)}}
+	return &kir.Call{Fn: "fma", T: t, Args: []kir.Expr{resid, &kir.Float{V: r, T: t}, kir.Id(nq)}}
 }
 
 // mapIndex maps coordinate c (which may lie outside 0..n-1) by an index rule; off is the
