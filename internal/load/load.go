@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"tempest/internal/diag"
+	"tempest/internal/frontend/cloop"
+	"tempest/internal/frontend/sl"
 	"tempest/internal/ir"
 	"tempest/internal/sema"
 	"tempest/internal/syntax"
@@ -35,7 +37,11 @@ func Source(name, text string, opt Options) (*ir.Program, error) {
 			return nil, err
 		}
 		return sema.Check(f, opt)
+	case ".sl":
+		return sl.Load(diag.NewSource(name, text), opt)
+	case ".c":
+		return cloop.Load(diag.NewSource(name, text), opt)
 	default:
-		return nil, fmt.Errorf("%s: unsupported file type %q (Tempest reads .stencil programs)", name, ext)
+		return nil, fmt.Errorf("%s: unsupported file type %q (Tempest reads .stencil, .sl and .c programs)", name, ext)
 	}
 }

@@ -1,0 +1,38 @@
+// star3d4r: AN5D's synthetic 3D star stencil of radius 4 (49 FLOP per cell). Written as a C loop
+// nest in the form AN5D takes as input (an5d-temporal-blocking.txt, Figure 4 and section 4.3):
+// Tempest reads the #pragma scop region, where the loops skip BENCH_RAD cells at each end (the
+// fixed boundary). The coefficients are those of examples/an5d/star3d4r.stencil, so both give the
+// same result.
+//   tempest run examples/c/star3d4r.c --steps 100
+#define BENCH_DIM 3
+#define BENCH_FPP 49
+#define BENCH_RAD 4
+
+#include "common.h"
+
+double kernel_stencil(SB_TYPE *A1, int compsize, int timestep, bool scop)
+{
+  double start_time = sb_time(), end_time = 0.0;
+  int dimsize = compsize + BENCH_RAD * 2;
+  SB_TYPE (*A)[dimsize][dimsize][dimsize] = (SB_TYPE (*)[dimsize][dimsize][dimsize])A1;
+
+  if (scop) {
+#pragma scop
+    for (int t = 0; t < timestep; t++)
+      for (int i = BENCH_RAD; i < dimsize - BENCH_RAD; i++)
+        for (int j = BENCH_RAD; j < dimsize - BENCH_RAD; j++)
+          for (int k = BENCH_RAD; k < dimsize - BENCH_RAD; k++)
+            A[(t+1)%2][i][j][k] =
+              0.22f * A[t%2][i][j][k]
+              + 0.047f * A[t%2][i-1][j][k] + 0.049f * A[t%2][i+1][j][k] + 0.051f * A[t%2][i][j-1][k]
+              + 0.053f * A[t%2][i][j+1][k] + 0.055f * A[t%2][i][j][k-1] + 0.057f * A[t%2][i][j][k+1]
+              + 0.034f * A[t%2][i-2][j][k] + 0.036f * A[t%2][i+2][j][k] + 0.038f * A[t%2][i][j-2][k]
+              + 0.04f * A[t%2][i][j+2][k] + 0.042f * A[t%2][i][j][k-2] + 0.044f * A[t%2][i][j][k+2]
+              + 0.021f * A[t%2][i-3][j][k] + 0.023f * A[t%2][i+3][j][k] + 0.025f * A[t%2][i][j-3][k]
+              + 0.027f * A[t%2][i][j+3][k] + 0.029f * A[t%2][i][j][k-3] + 0.031f * A[t%2][i][j][k+3]
+              + 0.008f * A[t%2][i-4][j][k] + 0.01f * A[t%2][i+4][j][k] + 0.012f * A[t%2][i][j-4][k]
+              + 0.014f * A[t%2][i][j+4][k] + 0.016f * A[t%2][i][j][k-4] + 0.018f * A[t%2][i][j][k+4];
+#pragma endscop
+  }
+  return (((end_time != 0.0) ? end_time : sb_time()) - start_time);
+}

@@ -1,0 +1,4 @@
+#define N 64
+for (t = 0; t < T; t++)
+  for (i = 1; i < N - 1; i++)
+    A[(t+1)%2][i] = A[t%2][i-1];

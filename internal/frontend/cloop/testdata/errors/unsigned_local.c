@@ -1,0 +1,10 @@
+#define N 64
+#pragma scop
+for (t = 0; t < T; t++)
+  for (i = 1; i < N - 1; i++)
+    for (j = 1; j < N - 1; j++)
+      {
+        unsigned int k = 2;
+        A[(t+1)%2][i][j] = A[t%2][i][j] / k;
+      }
+#pragma endscop

@@ -1,0 +1,3 @@
+NumDimensions 4
+DataType float
+CellValue { return 0; }

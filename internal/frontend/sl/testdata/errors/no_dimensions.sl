@@ -1,0 +1,2 @@
+DataType float
+CellValue { return 0; }

@@ -1,0 +1,7 @@
+NumDimensions 1
+DataType float
+CellValue {
+  return get(-1) + get(1);
+EdgeValue {
+  return value;
+}

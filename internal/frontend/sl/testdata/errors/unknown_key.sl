@@ -1,0 +1,3 @@
+NumDimension 2
+DataType float
+CellValue { return 0; }

@@ -1,0 +1,3 @@
+NumDimensions 1
+DataType unsigned int
+CellValue { return 0; }
