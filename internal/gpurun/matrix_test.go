@@ -116,6 +116,15 @@ func planVariants(p *ir.Program) []plan.Plan {
 		if s == "stream25d" {
 			alt.Chunk = 4
 		}
+		if s == "n5d" {
+			alt.Chunk, alt.BT = 5, 3
+			if p.Dims() == 2 {
+				alt.BX, alt.BY = 16, 1
+			}
+			if alt.FitBT(p) != nil {
+				continue
+			}
+		}
 		out = append(out, alt)
 	}
 	return out

@@ -183,6 +183,8 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 		return lowerStream25D(p, shape, pl, wide)
 	case "pyramid":
 		return lowerPyramid(p, shape, pl, wide)
+	case "n5d":
+		return lowerN5D(p, shape, pl, wide)
 	}
 	return nil, fmt.Errorf("plan %s is not implemented yet", pl.Strategy)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Strategies Tempest knows, in the order they are offered.
-var Strategies = []string{"naive", "tiled", "stream25d", "pyramid"}
+var Strategies = []string{"naive", "tiled", "stream25d", "pyramid", "n5d"}
 
 // Plan is a strategy with its parameters.
 type Plan struct {
@@ -23,8 +23,11 @@ type Plan struct {
 	BX, BY, BZ int
 	// PH is the pyramid height: time steps per launch (pyramid only).
 	PH int
-	// Chunk is the length of the slowest axis one streaming block covers (0: the whole axis).
+	// Chunk is the length of the slowest axis one streaming block covers (0: the whole axis);
+	// for n5d it is AN5D's stream block length hSN.
 	Chunk int
+	// BT is the temporal block of n5d: time steps per launch, streamed through registers.
+	BT int
 	// FastMath compiles with fast math (as AN5D's comparisons do).
 	FastMath bool
 	// MaxRegs caps registers per thread (0: no cap).
@@ -53,7 +56,9 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 		if d < 2 {
 			return pl, fmt.Errorf("plan stream25d streams along the slowest axis of a 2D or 3D grid; %s is 1D", p.Name)
 		}
-		pl.BX, pl.BY, pl.BZ = 256, 1, 1
+		// Chunks of 128 planes give a 16384^2 grid 8192 blocks instead of 64 (measured on the
+		// H100, docs/performance.md).
+		pl.BX, pl.BY, pl.BZ, pl.Chunk = 256, 1, 1, 128
 		if d == 3 {
 			pl.BX, pl.BY = 32, 8
 		}
@@ -66,6 +71,17 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 			pl.BX, pl.BY, pl.BZ, pl.PH = 16, 8, 8, 2
 		}
 		if err := pl.FitPH(p); err != nil {
+			return pl, err
+		}
+	case "n5d":
+		if err := n5dApplies(p); err != nil {
+			return pl, err
+		}
+		pl.BX, pl.BY, pl.BZ, pl.BT, pl.Chunk = 256, 1, 1, 4, 256
+		if d == 3 {
+			pl.BX, pl.BY, pl.BT, pl.Chunk = 32, 16, 2, 64
+		}
+		if err := pl.FitBT(p); err != nil {
 			return pl, err
 		}
 	default:
@@ -103,6 +119,42 @@ func (pl *Plan) FitPH(p *ir.Program) error {
 	return nil
 }
 
+// n5dApplies says whether N.5D blocking can run p: a 2D or 3D grid whose state grids keep one
+// time level and hold their outer cells fixed on every axis (AN5D's setting).
+func n5dApplies(p *ir.Program) error {
+	if p.Dims() < 2 {
+		return fmt.Errorf("plan n5d streams along the slowest axis of a 2D or 3D grid; %s is %dD", p.Name, p.Dims())
+	}
+	for _, u := range p.Updates {
+		if u.Grid.Levels > 1 {
+			return fmt.Errorf("plan n5d does not keep two time levels (grid %s); use pyramid", u.Grid.Name)
+		}
+		for a, bc := range u.Grid.BC {
+			if bc.Kind != ir.Fixed {
+				return fmt.Errorf("plan n5d needs a fixed boundary on every axis (grid %s is %s along %s); use pyramid", u.Grid.Name, bc.Kind, p.Axes[a])
+			}
+		}
+	}
+	return nil
+}
+
+// FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
+func (pl *Plan) FitBT(p *ir.Program) error {
+	r := reach(p)
+	block := []int{pl.BX, pl.BY}
+	for a := 1; a < len(r); a++ {
+		b := block[len(r)-1-a]
+		if r[a] == 0 {
+			continue
+		}
+		if b <= 2*r[a] {
+			return fmt.Errorf("plan n5d: a block of %d cells along %s cannot cover a reach of %d", b, p.Axes[a], r[a])
+		}
+		pl.BT = min(pl.BT, (b-1)/(2*r[a]))
+	}
+	return nil
+}
+
 // Parse reads `name` or `name:key=value,...` and fills the rest from Default.
 func Parse(text string, p *ir.Program) (Plan, error) {
 	name, args, _ := strings.Cut(text, ":")
@@ -113,7 +165,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 	if strings.TrimSpace(args) == "" {
 		return pl, nil
 	}
-	fields := map[string]*int{"bx": &pl.BX, "by": &pl.BY, "bz": &pl.BZ, "ph": &pl.PH, "chunk": &pl.Chunk, "maxregs": &pl.MaxRegs}
+	fields := map[string]*int{"bx": &pl.BX, "by": &pl.BY, "bz": &pl.BZ, "ph": &pl.PH, "bt": &pl.BT, "chunk": &pl.Chunk, "maxregs": &pl.MaxRegs}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
@@ -157,6 +209,9 @@ func (pl Plan) String() string {
 	if pl.Strategy == "pyramid" {
 		parts = append(parts, fmt.Sprintf("ph=%d", pl.PH))
 	}
+	if pl.Strategy == "n5d" {
+		parts = append(parts, fmt.Sprintf("bt=%d", pl.BT))
+	}
 	if pl.Chunk > 0 {
 		parts = append(parts, fmt.Sprintf("chunk=%d", pl.Chunk))
 	}
@@ -196,6 +251,17 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 	}
 	if pl.Strategy == "pyramid" && (pl.PH < 1 || pl.PH > 64) {
 		return fmt.Errorf("plan %s: pyramid height must be 1..64", pl)
+	}
+	if pl.Strategy == "n5d" {
+		if err := n5dApplies(p); err != nil {
+			return err
+		}
+		if hi := map[int]int{2: 16, 3: 8}[d]; pl.BT < 1 || pl.BT > hi {
+			return fmt.Errorf("plan %s: the temporal block bt must be 1..%d in %dD", pl, hi, d)
+		}
+		if pl.BZ > 1 {
+			return fmt.Errorf("plan %s: n5d blocks are one plane thick (bz=1)", pl)
+		}
 	}
 	if pl.Chunk < 0 {
 		return fmt.Errorf("plan %s: chunk must be positive", pl)
