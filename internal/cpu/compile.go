@@ -415,11 +415,25 @@ func (c *compiler) chain(e *ir.Binary, k ir.Expr, op byte, root bool) fn {
 		neg  bool
 		coef ir.Expr
 		v    fn
+		// A plain grid read is sliced straight out of the padded array (no interface value,
+		// so no allocation per chunk): grid, level and element offset.
+		direct      bool
+		grid, level int
+		off         int
 	}
 	cs := make([]compiled, len(ts))
 	for i, t := range ts {
-		cs[i] = compiled{neg: t.neg, coef: t.coef, v: c.compile(t.v)}
+		cs[i] = compiled{neg: t.neg, coef: t.coef}
+		if l, ok := t.v.(*ir.Load); ok && l.Layer == nil {
+			cs[i].direct, cs[i].grid, cs[i].level = true, l.G.Index, l.Level
+			for a, o := range l.Off {
+				cs[i].off += o * c.e.pstride[a]
+			}
+			continue
+		}
+		cs[i].v = c.compile(t.v)
 	}
+	eng := c.e
 	buf := newBuf(e.T, chunk)
 	bcast := make([]any, len(ts))
 	for i := range bcast {
@@ -430,7 +444,12 @@ func (c *compiler) chain(e *ir.Binary, k ir.Expr, op byte, root bool) fn {
 		terms := make([]term[float32], len(cs))
 		return func(w *worker) val {
 			for i, t := range cs {
-				terms[i] = term[float32]{neg: t.neg, scal: t.coef != nil, v: vector(t.v(w), e.T, bcast[i], w.n).([]float32)}
+				if t.direct {
+					start := w.base + w.x0 + t.off
+					terms[i] = term[float32]{neg: t.neg, scal: t.coef != nil, v: eng.bufs[t.grid][t.level].([]float32)[start : start+w.n]}
+				} else {
+					terms[i] = term[float32]{neg: t.neg, scal: t.coef != nil, v: vector(t.v(w), e.T, bcast[i], w.n).([]float32)}
+				}
 				if t.coef != nil {
 					terms[i].coef = float32(scalar(w, t.coef).F)
 				}
@@ -450,7 +469,12 @@ func (c *compiler) chain(e *ir.Binary, k ir.Expr, op byte, root bool) fn {
 		terms := make([]term[float64], len(cs))
 		return func(w *worker) val {
 			for i, t := range cs {
-				terms[i] = term[float64]{neg: t.neg, scal: t.coef != nil, v: vector(t.v(w), e.T, bcast[i], w.n).([]float64)}
+				if t.direct {
+					start := w.base + w.x0 + t.off
+					terms[i] = term[float64]{neg: t.neg, scal: t.coef != nil, v: eng.bufs[t.grid][t.level].([]float64)[start : start+w.n]}
+				} else {
+					terms[i] = term[float64]{neg: t.neg, scal: t.coef != nil, v: vector(t.v(w), e.T, bcast[i], w.n).([]float64)}
+				}
 				if t.coef != nil {
 					terms[i].coef = scalar(w, t.coef).F
 				}

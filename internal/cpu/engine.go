@@ -17,7 +17,7 @@ import (
 
 // chunk is the number of cells evaluated together: small enough that a node's buffer stays in
 // L1, large enough to amortize the closure calls.
-const chunk = 512
+const chunk = 1024
 
 // Engine runs a program on the CPU.
 type Engine struct {

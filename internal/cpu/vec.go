@@ -103,6 +103,9 @@ type post[T float] struct {
 // post operation the last term gets a pass of its own that also applies it, so a five-point
 // Jacobi stencil takes two passes.
 func accumulate[T float](out []T, ts []term[T], p post[T]) {
+	if onePass(out, ts, p) {
+		return
+	}
 	n := len(out)
 	last := len(ts)
 	if p.op != 0 && len(ts) > 1 {
@@ -149,6 +152,80 @@ func accumulate[T float](out []T, ts []term[T], p post[T]) {
 	for i := range out {
 		out[i] = T((out[i] + T(c*v[i])) * k)
 	}
+}
+
+// onePass evaluates a whole chain of five to eight positive, scaled terms (the weighted sums of
+// Jacobi stencils) and its post operation in a single pass over the chunk, in the reference's
+// order of operations.
+func onePass[T float](out []T, ts []term[T], p post[T]) bool {
+	if len(ts) < 5 || len(ts) > 8 {
+		return false
+	}
+	for _, t := range ts {
+		if t.neg || !t.scal {
+			return false
+		}
+	}
+	switch len(ts) {
+	case 5:
+		v0, v1, v2, v3, v4 := ts[0].v[:len(out)], ts[1].v[:len(out)], ts[2].v[:len(out)], ts[3].v[:len(out)], ts[4].v[:len(out)]
+		c0, c1, c2, c3, c4 := ts[0].coef, ts[1].coef, ts[2].coef, ts[3].coef, ts[4].coef
+		for i := range out {
+			s := T(c0*v0[i]) + T(c1*v1[i])
+			s = s + T(c2*v2[i])
+			s = s + T(c3*v3[i])
+			s = s + T(c4*v4[i])
+			out[i] = finish(s, p)
+		}
+	case 6:
+		v0, v1, v2, v3, v4, v5 := ts[0].v[:len(out)], ts[1].v[:len(out)], ts[2].v[:len(out)], ts[3].v[:len(out)], ts[4].v[:len(out)], ts[5].v[:len(out)]
+		c0, c1, c2, c3, c4, c5 := ts[0].coef, ts[1].coef, ts[2].coef, ts[3].coef, ts[4].coef, ts[5].coef
+		for i := range out {
+			s := T(c0*v0[i]) + T(c1*v1[i])
+			s = s + T(c2*v2[i])
+			s = s + T(c3*v3[i])
+			s = s + T(c4*v4[i])
+			s = s + T(c5*v5[i])
+			out[i] = finish(s, p)
+		}
+	case 7:
+		v0, v1, v2, v3, v4, v5, v6 := ts[0].v[:len(out)], ts[1].v[:len(out)], ts[2].v[:len(out)], ts[3].v[:len(out)], ts[4].v[:len(out)], ts[5].v[:len(out)], ts[6].v[:len(out)]
+		c0, c1, c2, c3, c4, c5, c6 := ts[0].coef, ts[1].coef, ts[2].coef, ts[3].coef, ts[4].coef, ts[5].coef, ts[6].coef
+		for i := range out {
+			s := T(c0*v0[i]) + T(c1*v1[i])
+			s = s + T(c2*v2[i])
+			s = s + T(c3*v3[i])
+			s = s + T(c4*v4[i])
+			s = s + T(c5*v5[i])
+			s = s + T(c6*v6[i])
+			out[i] = finish(s, p)
+		}
+	case 8:
+		v0, v1, v2, v3, v4, v5, v6, v7 := ts[0].v[:len(out)], ts[1].v[:len(out)], ts[2].v[:len(out)], ts[3].v[:len(out)], ts[4].v[:len(out)], ts[5].v[:len(out)], ts[6].v[:len(out)], ts[7].v[:len(out)]
+		c0, c1, c2, c3, c4, c5, c6, c7 := ts[0].coef, ts[1].coef, ts[2].coef, ts[3].coef, ts[4].coef, ts[5].coef, ts[6].coef, ts[7].coef
+		for i := range out {
+			s := T(c0*v0[i]) + T(c1*v1[i])
+			s = s + T(c2*v2[i])
+			s = s + T(c3*v3[i])
+			s = s + T(c4*v4[i])
+			s = s + T(c5*v5[i])
+			s = s + T(c6*v6[i])
+			s = s + T(c7*v7[i])
+			out[i] = finish(s, p)
+		}
+	}
+	return true
+}
+
+// finish applies a chain's post operation to its sum.
+func finish[T float](s T, p post[T]) T {
+	switch p.op {
+	case '/':
+		return s / p.k
+	case '*':
+		return T(s * p.k)
+	}
+	return s
 }
 
 func applyPost[T float](out []T, p post[T]) {
