@@ -104,9 +104,21 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// Windows per state grid and level 0..bt-1.
 	type window struct {
 		queue []string
-		sh    string
+		sh    int // element offset of its planes in the dynamic shared array smem
 		ring  int // planes in shared memory: 0 (none), 2 (double-buffered current plane), 2R+2
 	}
+	// All planes live in one dynamic shared array, so blocks may use the opt-in maximum
+	// (227 KB on Hopper) rather than the 48 KB of static declarations. It needs one element
+	// type for every state grid.
+	var shType ir.Type
+	for i, u := range p.Updates {
+		if i == 0 {
+			shType = u.Grid.Type
+		} else if u.Grid.Type != shType {
+			return builtKernel{}, 0, fmt.Errorf("plan %s: n5d needs state grids of one element type (%s is %s, %s is %s)", pl, p.Updates[0].Grid.Name, shType, u.Grid.Name, u.Grid.Type)
+		}
+	}
+	shElems := 0
 	win := map[[2]int]*window{}
 	shared := 0
 	for _, u := range p.Updates {
@@ -137,16 +149,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				w.ring = 2
 			}
 			if w.ring > 0 {
-				w.sh = fmt.Sprintf("sh_%s_%d", g.Name, lv)
-				body = append(body, &kir.ArrayDecl{Name: w.sh, Type: t, Space: kir.Shared, Len: w.ring * plane})
+				w.sh = shElems
+				shElems += w.ring * plane
 				shared += w.ring * plane * g.Type.Size()
 			}
 			win[[2]int{g.Index, lv}] = w
 		}
 	}
-	if shared > staticSharedLimit {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks or a lower bt", pl, shared, staticSharedLimit)
-	}
+
 	// push shifts a queue and appends v; publish writes the plane shared readers need.
 	push := func(w *window, v kir.Expr) []kir.Stmt {
 		var s []kir.Stmt
@@ -162,10 +172,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		case 2:
 			// The queue's centre is the plane the next level computes.
 			slot := kir.Mul(kir.Bin("&", kir.Id("j"), kir.I(1)), kir.I(plane))
-			return []kir.Stmt{kir.Set(kir.At(w.sh, kir.Add(slot, kir.Id("tid"))), kir.Id(w.queue[R]))}
+			return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), kir.Id(w.queue[R]))}
 		}
 		slot := kir.Mul(kir.Bin("%", kir.Add(row, kir.I(w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
-		return []kir.Stmt{kir.Set(kir.At(w.sh, kir.Add(slot, kir.Id("tid"))), kir.Id(w.queue[2*R]))}
+		return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), kir.Id(w.queue[2*R]))}
 	}
 
 	var loop []kir.Stmt
@@ -212,7 +222,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			} else {
 				slot = kir.Mul(kir.Bin("%", kir.Add(kir.Id(row), kir.I(l.Off[0]+w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
 			}
-			return kir.At(w.sh, kir.Add(slot, idx))
+			return kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, idx)))
 		}
 		var compute []kir.Stmt
 		em.out = &compute
@@ -258,11 +268,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	body = append(body, &kir.For{Var: "j", From: kir.Bin("-", kir.Id("zb"), kir.I(R*bt)), To: kir.Add(kir.Id("ze"), kir.I(R*bt)), Step: 1, Body: loop})
 	k.Body = body
+	if shElems > 0 {
+		k.DynShared = kir.FromIR(shType)
+	}
 	var grid [3]int
 	grid[0], grid[1], grid[2] = 1, 1, 1
 	for a := 1; a < d; a++ {
 		grid[d-1-a] = ceilDiv(shape[a], outSize[a])
 	}
 	grid[chunkDim] = ceilDiv(shape[0], chunk)
-	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: bt}}, shared, nil
+	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: bt, Shared: shared}}, shared, nil
 }
