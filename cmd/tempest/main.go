@@ -22,6 +22,9 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(runCmd(), checkCmd(), translateCmd())
+	driver.Version = version
+	root.AddCommand(probeCmd(), tuneCmd())
+	root.AddCommand(genCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -40,6 +43,9 @@ func runCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
+			if err := driver.CheckTuneMode(o.Tune); err != nil {
+				return err
+			}
 			if data != "" {
 				o.Inits = append(o.Inits, "data="+data)
 			}
@@ -58,7 +64,8 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "write the final state grid(s) as .npy")
 	f.StringVar(&o.PNG, "png", "", "write a heat map of the final state grid(s) as PNG (middle slice for 3D)")
 	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
-	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d or pyramid, with parameters as plan:key=value,... (e.g. tiled:bx=32,by=8)")
+	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none (the default plan), cached (the tuning cache's best), model (the models' pick), full (tune now); default: cached, else model")
+	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid or n5d, with parameters as plan:key=value,... (e.g. n5d:bt=8)")
 	f.BoolVar(&o.Verify, "verify", false, "also run the reference interpreter and report max abs and RMS error")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
 	return c
@@ -95,5 +102,108 @@ func translateCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&typ, "type", "", "element type replacing the program's default type")
+	return c
+}
+
+func probeCmd() *cobra.Command {
+	var o driver.ProbeOptions
+	c := &cobra.Command{
+		Use:   "probe",
+		Short: "Measure the device (DRAM, L2, shared memory, FMA, launch latency) and save its profile",
+		Long: `Runs micro-benchmarks on the device and saves the result as its profile in the cache
+directory (TEMPEST_CACHE_DIR, else the user's cache directory)/tempest/profiles, where the
+performance models of tempest tune and tempest run --tune read it.`,
+		Example: `  tempest probe
+  tempest probe --backend opencl --quick --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return driver.Probe(o, cmd.OutOrStdout(), os.Stderr)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda or opencl")
+	f.BoolVar(&o.JSON, "json", false, "print the profile as JSON")
+	f.BoolVar(&o.Quick, "quick", false, "small sizes (automatic on CPU OpenCL devices)")
+	f.IntVar(&o.Reps, "reps", 0, "timed repetitions per benchmark (default 7, quick 5)")
+	f.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	return c
+}
+
+func tuneCmd() *cobra.Command {
+	var o driver.TuneOptions
+	var list bool
+	c := &cobra.Command{
+		Use:   "tune FILE",
+		Short: "Search the plans of a program on the device and cache the best",
+		Long: `Enumerates the plans of every strategy (block sizes, pyramid heights, stream chunks, n5d
+temporal blocks), prunes those the device cannot run, ranks the rest with the performance
+models, and times the best candidates (topk: the k best; beta: every prediction within beta percent of the best;
+exhaustive: all). Results go to the tuning cache (TEMPEST_CACHE_DIR, else the user's cache
+directory)/tempest/tune, keyed by stencil, element type, size class, device, driver,
+compiler and Tempest version; a second run resumes, measuring only what is missing.
+tempest run uses the cached plan (--tune cached, the default when the cache has one).`,
+		Example: `  tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386
+  tempest tune examples/an5d/star3d1r.stencil --size 514x514x514 --mode exhaustive
+  tempest tune --list`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if list {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if list {
+				return driver.TuneList(o.JSON, cmd.OutOrStdout())
+			}
+			o.File = args[0]
+			return driver.Tune(o, cmd.OutOrStdout(), os.Stderr)
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&list, "list", false, "show what the tuning cache holds")
+	f.StringVar(&o.Size, "size", "", "grid size, slowest axis first (default 65536 / 512x512 / 128x128x128)")
+	f.StringArrayVar(&o.Params, "param", nil, "set a parameter: name=value (repeatable)")
+	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed for initial values and for breaking ties in the ranking")
+	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda or opencl")
+	f.StringVar(&o.Mode, "mode", "topk", "search: topk, beta or exhaustive")
+	f.IntVar(&o.K, "k", 5, "topk: how many of the best predictions to time")
+	f.Float64Var(&o.Beta, "beta", 5, "beta: time every plan predicted within this percentage of the best")
+	f.IntVar(&o.Steps, "steps", 0, "steps per timed run (default: about 50 ms of the best prediction)")
+	f.IntVar(&o.Reps, "reps", 3, "timed runs per candidate, after one warm-up run (the median is kept)")
+	f.StringSliceVar(&o.Strategies, "strategies", nil, "only these strategies (comma-separated: naive, tiled, stream25d, pyramid, n5d)")
+	f.BoolVar(&o.Fresh, "fresh", false, "measure again what the cache already holds (results still go to the cache)")
+	f.BoolVar(&o.JSON, "json", false, "print JSON")
+	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar or progress lines")
+	return c
+}
+
+// genCmd writes standalone CUDA or OpenCL code (kernels, host code, a C header and optionally a
+// benchmark harness) that builds with nvcc or a C compiler and libOpenCL, without Tempest.
+func genCmd() *cobra.Command {
+	var o driver.GenOptions
+	c := &cobra.Command{
+		Use:   "gen FILE --target cuda|opencl -o DIR",
+		Short: "Write standalone CUDA or OpenCL code with a C API (and a benchmark harness)",
+		Example: `  tempest gen examples/an5d/j2d5pt.stencil --target cuda --plan pyramid -o j2d5pt_cuda --harness
+  tempest gen examples/demos/grayscott.stencil --target opencl --size 256x256 -o gs --harness`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.File = args[0]
+			return driver.Gen(o, cmd.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Target, "target", "", "cuda or opencl")
+	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid or n5d, with parameters as plan:key=value,...")
+	f.StringVar(&o.Size, "size", "", "size the code is lowered at and the harness's default, slowest axis first (any size works at run time)")
+	f.StringVarP(&o.Out, "out", "o", "", "output directory")
+	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
+	f.StringArrayVar(&o.Params, "param", nil, "parameter default written into the header: name=value (repeatable)")
+	f.StringVar(&o.Name, "name", "", "C prefix of the API (default: the program's name)")
+	f.BoolVar(&o.Harness, "harness", false, "also write main.c / main.cu: timing (-s -t -n), CPU check (-c), raw input/output (-i -o)")
+	f.BoolVar(&o.Index64, "index64", false, "64-bit element indices, for grids of more than 2^31-1 elements")
+	c.MarkFlagRequired("target")
+	c.MarkFlagRequired("out")
 	return c
 }

@@ -39,7 +39,8 @@ type RunOptions struct {
 	Out     string // .npy of the final state grid(s)
 	PNG     string // heat map of the final state grid(s)
 	Backend string // auto | cuda | opencl | cpu
-	Plan    string // GPU plan, e.g. "tiled:bx=32,by=8"; empty: the default
+	Plan    string // GPU plan, e.g. "tiled:bx=32,by=8"; empty: chosen by Tune
+	Tune    string // without --plan: none | cached | model | full ("": cached, else model)
 	Verify  bool
 	Quiet   bool // no progress bar
 }
@@ -355,7 +356,7 @@ func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, std
 	s := pr.State
 	name := o.Plan
 	if name == "" {
-		name = DefaultPlan(pr.Prog)
+		name = ChoosePlanName(dev, pr, o.Tune, stderr)
 	}
 	pl, err := plan.Parse(name, pr.Prog)
 	if err != nil {

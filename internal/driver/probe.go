@@ -1,0 +1,94 @@
+package driver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"tempest/internal/gpu"
+	"tempest/internal/probe"
+)
+
+// ProbeOptions are the settings of `tempest probe`.
+type ProbeOptions struct {
+	Backend string // auto | cuda | opencl
+	JSON    bool
+	Quick   bool // small sizes (automatic on CPU OpenCL devices)
+	Reps    int  // timed repetitions per benchmark (0: default)
+	Quiet   bool // no progress lines
+}
+
+// Probe carries out `tempest probe`: micro-benchmarks of the device, saved as its profile in
+// the cache directory and printed as a table (or JSON).
+func Probe(o ProbeOptions, stdout, stderr io.Writer) error {
+	dev, err := openGPUBackend(o.Backend)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	var log io.Writer
+	if !o.Quiet {
+		log = stderr
+		fmt.Fprintf(stderr, "probing %s (%s)...\n", dev.Props().Name, dev.Props().Backend)
+	}
+	pr, err := probe.Run(dev, probe.Options{Quick: o.Quick, Reps: o.Reps, Log: log})
+	if err != nil {
+		return err
+	}
+	path, err := probe.Save(pr, "")
+	if err != nil {
+		return fmt.Errorf("saving the device profile: %w", err)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(pr)
+	}
+	fmt.Fprint(stdout, pr.Table())
+	fmt.Fprintf(stdout, "\nsaved %s\n", path)
+	return nil
+}
+
+// openGPUBackend opens a GPU backend by name ("" or auto: CUDA, then OpenCL).
+func openGPUBackend(backend string) (gpu.Device, error) {
+	switch backend {
+	case "", "auto":
+		d, err := gpu.Open("auto")
+		if err != nil {
+			return nil, fmt.Errorf("no GPU or OpenCL device to use: %w", err)
+		}
+		return d, nil
+	case "cuda", "opencl":
+		d, err := gpu.Open(backend)
+		if err != nil {
+			return nil, fmt.Errorf("--backend %s: %w", backend, err)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("--backend %q: choose auto, cuda or opencl", backend)
+}
+
+// loadDeviceProfile is the saved profile of a device; without one it measures and saves one when
+// measure is set (quick sizes on CPU devices), else it estimates one from the properties.
+func loadDeviceProfile(dev gpu.Device, measure bool, log io.Writer) *probe.Profile {
+	props := dev.Props()
+	if pr, err := probe.Load(props, ""); err == nil {
+		return pr
+	}
+	if measure {
+		if log != nil {
+			fmt.Fprintf(log, "no profile of %s yet: probing it (tempest probe)...\n", props.Name)
+		}
+		pr, err := probe.Run(dev, probe.Options{})
+		if err == nil {
+			if _, err := probe.Save(pr, ""); err != nil && log != nil {
+				fmt.Fprintf(log, "note: could not save the device profile: %v\n", err)
+			}
+			return pr
+		}
+		if log != nil {
+			fmt.Fprintf(log, "note: probing failed (%v); the models use estimates\n", err)
+		}
+	}
+	return probe.Estimate(props)
+}

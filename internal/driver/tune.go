@@ -1,0 +1,275 @@
+package driver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"tempest/internal/gpu"
+	"tempest/internal/plan"
+	"tempest/internal/tune"
+)
+
+// Version is Tempest's version, part of every tuning cache key; cmd/tempest sets it.
+var Version = "0.1.0-dev"
+
+// TuneOptions are the settings of `tempest tune`.
+type TuneOptions struct {
+	File, Size, Type string
+	Params           []string
+	Seed             uint64
+	Backend          string // auto | cuda | opencl
+	Mode             string // topk | beta | exhaustive
+	K                int
+	Beta             float64
+	Steps            int      // steps per timed run (0: automatic)
+	Reps             int      // timed runs per candidate (0: 3)
+	Strategies       []string // restrict the search (nil: every strategy)
+	Fresh            bool     // measure again what the cache already holds
+	JSON             bool
+	Quiet            bool
+}
+
+// TuneModes are the values of `tempest run --tune`.
+var TuneModes = []string{"none", "cached", "model", "full"}
+
+// CheckTuneMode validates a `--tune` value ("" is the default: cached, else model).
+func CheckTuneMode(mode string) error {
+	if mode == "" {
+		return nil
+	}
+	for _, m := range TuneModes {
+		if mode == m {
+			return nil
+		}
+	}
+	return fmt.Errorf("--tune %q: choose none, cached, model or full (default: cached, else model)", mode)
+}
+
+// Tune carries out `tempest tune`: it searches the plan space of a program at a size on the
+// device, records every measurement in the tuning cache (resuming what is there) and prints
+// the candidates and the best plan.
+func Tune(o TuneOptions, stdout, stderr io.Writer) error {
+	mode, err := tune.ParseMode(o.Mode)
+	if err != nil {
+		return fmt.Errorf("--mode: %w", err)
+	}
+	dev, err := openGPUBackend(o.Backend)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	pr, err := Prepare(RunOptions{File: o.File, Size: o.Size, Type: o.Type, Params: o.Params, Seed: o.Seed}, 1.5)
+	if err != nil {
+		return err
+	}
+	var log io.Writer
+	if !o.Quiet {
+		log = stderr
+	}
+	prof := loadDeviceProfile(dev, true, log)
+	cache, err := tune.OpenCache("")
+	if err != nil {
+		return err
+	}
+	opt := tune.Options{Mode: mode, K: o.K, Beta: o.Beta, Seed: o.Seed, Steps: o.Steps, Reps: o.Reps, Strategies: o.Strategies,
+		Profile: prof, Cache: cache, Version: Version, Log: log}
+	if !o.Quiet {
+		opt.Progress = stderr
+	}
+	if o.Fresh {
+		opt.Cache = nil
+	}
+	s := pr.State
+	props := dev.Props()
+	if log != nil {
+		fmt.Fprintf(log, "tuning %s: %s, %s, on %s (%s), mode %s\n", pr.Prog.Name, sizeString(s.Shape), pr.Prog.DefaultType, props.Name, props.Backend, mode)
+	}
+	res, err := tune.Tune(dev, s, opt)
+	if o.Fresh && res != nil {
+		// Measured afresh: the results still go to the cache.
+		for _, c := range res.Selected() {
+			cache.Put(res.Key, recordOf(c, res, s.Shape))
+		}
+	}
+	if err != nil {
+		if res != nil && !o.JSON {
+			tune.Report(stdout, res, 3)
+		}
+		return err
+	}
+	cells := UpdatedCells(s)
+	if o.JSON {
+		return writeTuneJSON(stdout, res, cells)
+	}
+	tune.Report(stdout, res, 3)
+	b := res.Best
+	fmt.Fprintf(stdout, "\nbest: %s  %.4f ms/step, %.1f GCells/s (predicted %.4f ms/step, %s)\n", b.Plan, b.SecondsPerStep*1e3,
+		cells/b.SecondsPerStep/1e9, b.Predicted*1e3, b.Pred.Bottleneck)
+	fmt.Fprintf(stdout, "%d measured, %d failed, %d pruned, %d from the cache; up to %d steps per timed run; %.1f s\n",
+		res.Measured, res.Failed, res.Pruned, res.Resumed, res.Steps, res.Elapsed.Seconds())
+	if !o.Fresh {
+		fmt.Fprintf(stdout, "cached in %s (key %s, size class %s)\n", cache.Dir, res.Key.ID(), res.Key.SizeClass)
+	}
+	if prof.Estimated {
+		fmt.Fprintln(stdout, "note: the model used estimated device rates; run `tempest probe` for measured ones")
+	}
+	return nil
+}
+
+func recordOf(c *tune.Candidate, res *tune.Result, shape []int) tune.Record {
+	return tune.Record{Plan: c.Plan.String(), Status: c.Status, Reason: c.Reason, SecondsPerStep: c.SecondsPerStep, SamplesMs: c.SamplesMs,
+		Steps: c.Steps, Predicted: c.Predicted, Bottleneck: string(c.Pred.Bottleneck), Regs: c.Regs, Shape: shape,
+		When: time.Now().UTC().Truncate(time.Second)}
+}
+
+type tuneJSON struct {
+	Key        tune.Key        `json:"key"`
+	KeyID      string          `json:"keyId"`
+	Mode       tune.Mode       `json:"mode"`
+	Steps      int             `json:"stepsPerRun"`
+	Seconds    float64         `json:"tuningSeconds"`
+	Best       string          `json:"best"`
+	BestGCells float64         `json:"bestGCellsPerSecond"`
+	Measured   int             `json:"measured"`
+	Failed     int             `json:"failed"`
+	Pruned     int             `json:"pruned"`
+	Resumed    int             `json:"resumed"`
+	Candidates []candidateJSON `json:"candidates"`
+}
+
+type candidateJSON struct {
+	Rank           int     `json:"rank"`
+	Plan           string  `json:"plan"`
+	Status         string  `json:"status"`
+	Reason         string  `json:"reason,omitempty"`
+	Predicted      float64 `json:"predictedSecondsPerStep,omitempty"`
+	Bottleneck     string  `json:"bottleneck,omitempty"`
+	SecondsPerStep float64 `json:"secondsPerStep,omitempty"`
+	Regs           int     `json:"regs,omitempty"`
+	Cached         bool    `json:"cached,omitempty"`
+}
+
+func writeTuneJSON(w io.Writer, r *tune.Result, cells float64) error {
+	out := tuneJSON{Key: r.Key, KeyID: r.Key.ID(), Mode: r.Mode, Steps: r.Steps, Seconds: r.Elapsed.Seconds(), Best: r.Best.Plan.String(),
+		BestGCells: cells / r.Best.SecondsPerStep / 1e9, Measured: r.Measured, Failed: r.Failed, Pruned: r.Pruned, Resumed: r.Resumed}
+	for _, c := range r.Candidates {
+		out.Candidates = append(out.Candidates, candidateJSON{Rank: c.Rank, Plan: c.Plan.String(), Status: string(c.Status), Reason: c.Reason,
+			Predicted: c.Predicted, Bottleneck: string(c.Pred.Bottleneck), SecondsPerStep: c.SecondsPerStep, Regs: c.Regs, Cached: c.Cached})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// TuneList carries out `tempest tune --list`: what the tuning cache holds.
+func TuneList(asJSON bool, stdout io.Writer) error {
+	cache, err := tune.OpenCache("")
+	if err != nil {
+		return err
+	}
+	es, err := cache.List()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if es == nil {
+			es = []*tune.Entry{}
+		}
+		return enc.Encode(es)
+	}
+	_, err = io.WriteString(stdout, tune.ListText(es, cache.Dir))
+	return err
+}
+
+// ChoosePlan picks the plan of `tempest run --tune MODE` when no --plan is given:
+//
+//	none    DefaultPlan
+//	cached  the best measured plan in the tuning cache for this stencil, type, size class,
+//	        device and version; DefaultPlan when there is none
+//	model   the best plan by the performance models that compiles (nothing is timed)
+//	full    tune now (top-5, resuming the cache) and take the best measured plan
+//	""      cached, else model
+//
+// It reports its choice on log (nil: silent). An error means the mode could not choose
+// (no cache entry for "cached" falls back instead of failing).
+func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, log io.Writer) (plan.Plan, error) {
+	if err := CheckTuneMode(mode); err != nil {
+		return plan.Plan{}, err
+	}
+	p, s := pr.Prog, pr.State
+	say := func(format string, a ...any) {
+		if log != nil {
+			fmt.Fprintf(log, format+"\n", a...)
+		}
+	}
+	def := func() (plan.Plan, error) { return plan.Parse(DefaultPlan(p), p) }
+	if mode == "none" {
+		return def()
+	}
+	if mode == "" || mode == "cached" {
+		cache, err := tune.OpenCache("")
+		if err == nil {
+			key := tune.KeyFor(p, s.Shape, dev.Props(), Version)
+			if e, err := cache.Load(key); err == nil {
+				if b := e.Best(); b != nil {
+					if pl, err := plan.Parse(b.Plan, p); err == nil {
+						say("plan %s from the tuning cache (%.4f ms/step measured at %v)", pl, b.SecondsPerStep*1e3, sizeString(b.Shape))
+						return pl, nil
+					}
+				}
+			} else {
+				say("note: %v", err)
+			}
+		}
+		if mode == "cached" {
+			say("no tuned plan for %s at size class %s on this device: using the default (run `tempest tune` to fill the cache)", p.Name, tune.SizeClass(s.Shape))
+			return def()
+		}
+		mode = "model"
+	}
+	prof := loadDeviceProfile(dev, false, nil)
+	opt := tune.Options{Profile: prof, Version: Version}
+	if mode == "model" {
+		c, err := tune.Pick(dev, s, opt)
+		if err != nil {
+			return plan.Plan{}, err
+		}
+		est := ""
+		if prof.Estimated {
+			est = ", estimated device rates"
+		}
+		say("plan %s chosen by the model (predicted %.4f ms/step, %s%s)", c.Plan, c.Predicted*1e3, c.Pred.Bottleneck, est)
+		return c.Plan, nil
+	}
+	// full
+	cache, err := tune.OpenCache("")
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	opt.Profile = loadDeviceProfile(dev, true, log)
+	opt.Cache, opt.Mode, opt.Log, opt.Progress = cache, tune.TopK, nil, log
+	res, err := tune.Tune(dev, s, opt)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	say("plan %s tuned: %.4f ms/step (%d measured, %d from the cache, %.1f s)", res.Best.Plan, res.Best.SecondsPerStep*1e3, res.Measured, res.Resumed, res.Elapsed.Seconds())
+	return res.Best.Plan, nil
+}
+
+// ChoosePlanName is ChoosePlan for runGPU: the plan's text, DefaultPlan when the choice
+// fails (the reason goes to log).
+func ChoosePlanName(dev gpu.Device, pr *Prepared, mode string, log io.Writer) string {
+	pl, err := ChoosePlan(dev, pr, mode, log)
+	if err != nil {
+		if log != nil {
+			fmt.Fprintf(log, "note: --tune %s: %v; using the default plan\n", strings.TrimSpace(mode), err)
+		}
+		return DefaultPlan(pr.Prog)
+	}
+	return pl.String()
+}

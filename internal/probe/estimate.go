@@ -1,0 +1,123 @@
+package probe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"tempest/internal/gpu"
+)
+
+func shortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])[:10]
+}
+
+// fp32Lanes is FP32 lanes per multiprocessor by compute capability (NVIDIA's tables).
+func fp32Lanes(major, minor int) int {
+	switch {
+	case major >= 9, major == 8 && minor >= 6:
+		return 128
+	case major == 8, major == 7, major == 6 && minor == 0:
+		return 64
+	case major > 0:
+		return 128
+	}
+	return 0
+}
+
+// fp64Ratio is FP64 throughput relative to FP32.
+func fp64Ratio(major, minor int) float64 {
+	switch {
+	case major == 9 && minor == 0, major == 8 && minor == 0, major == 7 && minor == 0, major == 6 && minor == 0:
+		return 0.5
+	case major >= 10:
+		return 0.5
+	}
+	return 1.0 / 32
+}
+
+// Estimate is a profile of nominal values derived from the device's properties, for when
+// nothing has been measured: theoretical DRAM bandwidth at 85%, FP32 lanes x 2 x clock, 128
+// bytes of shared memory per multiprocessor and clock. CPU OpenCL devices get modest
+// per-core guesses. It is good enough to rank plans, not to report efficiencies.
+func Estimate(p gpu.Props) *Profile {
+	pr := &Profile{Key: Key(p), Device: p, Created: time.Now().UTC().Truncate(time.Second), Estimated: true}
+	sms := float64(max(p.SMs, 1))
+	clock := float64(p.ClockKHz) * 1e3
+	if clock <= 0 {
+		clock = 1.5e9
+	}
+	switch {
+	case p.Backend == "cuda":
+		lanes := float64(fp32Lanes(p.ComputeMajor, p.ComputeMinor))
+		pr.FMAF32GFLOPs = sms * lanes * 2 * clock / 1e9
+		pr.FMAF64GFLOPs = pr.FMAF32GFLOPs * fp64Ratio(p.ComputeMajor, p.ComputeMinor)
+		if p.MemClockKHz > 0 && p.MemBusWidthBits > 0 {
+			pr.DRAMCopyGBs = 0.85 * 2 * float64(p.MemClockKHz) * 1e3 * float64(p.MemBusWidthBits) / 8 / 1e9
+		} else {
+			pr.DRAMCopyGBs = 500
+		}
+		pr.SharedF32GBs = sms * 128 * clock / 1e9
+		pr.LaunchUs, pr.LaunchSyncUs = 2.5, 8
+	case LooksLikeCPU(p):
+		pr.FMAF32GFLOPs = sms * 32 * clock / 1e9
+		pr.FMAF64GFLOPs = pr.FMAF32GFLOPs / 2
+		pr.DRAMCopyGBs = 8 * sms
+		pr.SharedF32GBs = 60 * sms
+		pr.LaunchUs, pr.LaunchSyncUs = 20, 40
+	default: // another OpenCL GPU
+		pr.FMAF32GFLOPs = sms * 128 * clock / 1e9
+		pr.FMAF64GFLOPs = pr.FMAF32GFLOPs / 16
+		pr.DRAMCopyGBs = 400
+		pr.SharedF32GBs = sms * 128 * clock / 1e9
+		pr.LaunchUs, pr.LaunchSyncUs = 5, 15
+	}
+	pr.DRAMTriadGBs = pr.DRAMCopyGBs
+	pr.SharedF64GBs = pr.SharedF32GBs
+	pr.L2GBs = 2.5 * pr.DRAMCopyGBs
+	return pr
+}
+
+// The accessors below are what models read: the measured value, or the estimate where the
+// measurement is missing. Rates are in bytes or FLOPs per second, times in seconds.
+
+func (pr *Profile) orEstimate(v float64, f func(e *Profile) float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return f(Estimate(pr.Device))
+}
+
+// DRAMBytesPerSec is the copy bandwidth.
+func (pr *Profile) DRAMBytesPerSec() float64 {
+	return 1e9 * pr.orEstimate(pr.DRAMCopyGBs, func(e *Profile) float64 { return e.DRAMCopyGBs })
+}
+
+// L2BytesPerSec is the L2 read bandwidth (never below DRAM's).
+func (pr *Profile) L2BytesPerSec() float64 {
+	return max(pr.DRAMBytesPerSec(), 1e9*pr.orEstimate(pr.L2GBs, func(e *Profile) float64 { return e.L2GBs }))
+}
+
+// SharedBytesPerSec is the shared-memory bandwidth for words of the given size (4 or 8).
+func (pr *Profile) SharedBytesPerSec(word int) float64 {
+	if word >= 8 {
+		if pr.SharedF64GBs > 0 {
+			return 1e9 * pr.SharedF64GBs
+		}
+	}
+	return 1e9 * pr.orEstimate(pr.SharedF32GBs, func(e *Profile) float64 { return e.SharedF32GBs })
+}
+
+// FLOPsPerSec is the peak (all-FMA) rate for words of the given size.
+func (pr *Profile) FLOPsPerSec(word int) float64 {
+	if word >= 8 {
+		return 1e9 * pr.orEstimate(pr.FMAF64GFLOPs, func(e *Profile) float64 { return e.FMAF64GFLOPs })
+	}
+	return 1e9 * pr.orEstimate(pr.FMAF32GFLOPs, func(e *Profile) float64 { return e.FMAF32GFLOPs })
+}
+
+// LaunchSeconds is the interval between back-to-back launches.
+func (pr *Profile) LaunchSeconds() float64 {
+	return 1e-6 * pr.orEstimate(pr.LaunchUs, func(e *Profile) float64 { return e.LaunchUs })
+}

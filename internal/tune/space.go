@@ -1,0 +1,193 @@
+package tune
+
+import (
+	"slices"
+
+	"tempest/internal/ir"
+	"tempest/internal/model"
+	"tempest/internal/plan"
+)
+
+// The plan space per strategy and dimension: block shapes (x fastest), pyramid heights and
+// stream chunks. Block shapes keep a multiple of 32 threads along x where they can (coalesced
+// rows, whole warps); the sets are small enough that an exhaustive search of one stencil takes
+// about a minute on a GPU (each candidate is compiled, uploaded and timed).
+var (
+	naive1D = [][3]int{{64, 1, 1}, {128, 1, 1}, {256, 1, 1}, {512, 1, 1}, {1024, 1, 1}}
+	naive2D = [][3]int{{32, 4, 1}, {32, 8, 1}, {32, 16, 1}, {64, 4, 1}, {64, 8, 1}, {128, 2, 1}, {128, 4, 1}, {256, 1, 1}, {256, 2, 1}, {512, 1, 1}}
+	naive3D = [][3]int{{32, 4, 1}, {32, 8, 1}, {32, 16, 1}, {64, 4, 1}, {64, 8, 1}, {128, 2, 1}, {128, 4, 1}, {256, 1, 1}}
+
+	tiled2D = [][3]int{{16, 16, 1}, {32, 4, 1}, {32, 8, 1}, {32, 16, 1}, {64, 4, 1}, {64, 8, 1}, {128, 2, 1}, {128, 4, 1}, {256, 1, 1}}
+	tiled3D = [][3]int{{32, 4, 4}, {32, 8, 2}, {32, 8, 4}, {16, 8, 4}, {16, 16, 2}, {64, 4, 2}, {32, 4, 2}, {32, 16, 2}}
+
+	stream2D      = [][3]int{{128, 1, 1}, {256, 1, 1}, {512, 1, 1}, {1024, 1, 1}}
+	stream2DChunk = []int{32, 64, 128, 256}
+	stream3D      = [][3]int{{32, 4, 1}, {32, 8, 1}, {32, 16, 1}, {64, 4, 1}, {64, 8, 1}, {128, 2, 1}}
+	stream3DChunk = []int{32, 64, 128}
+
+	pyramid1D   = [][3]int{{128, 1, 1}, {256, 1, 1}, {512, 1, 1}, {1024, 1, 1}}
+	pyramid1DPH = []int{1, 2, 4, 8, 16}
+	pyramid2D   = [][3]int{{32, 8, 1}, {32, 16, 1}, {32, 32, 1}, {64, 8, 1}, {64, 16, 1}}
+	pyramid2DPH = []int{1, 2, 3, 4, 5, 6, 8}
+	pyramid3D   = [][3]int{{16, 8, 8}, {32, 8, 4}, {16, 16, 4}, {32, 4, 4}}
+	pyramid3DPH = []int{1, 2, 3, 4}
+)
+
+func pow2Ceil(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return p
+}
+
+// Strategies is every strategy Tempest can lower that has a model, in plan.Strategies order
+// (an "n5d" strategy is picked up here when the plan package offers it).
+func Strategies() []string {
+	var out []string
+	for _, s := range plan.Strategies {
+		if _, ok := model.For(s); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Enumerate lists the candidate plans of the given strategies (nil: Strategies()) for a
+// program and size. Blocks far larger than the domain are left out (one block shape per
+// strategy is always kept), stream chunks at least as long as the streaming axis become the
+// whole axis, and duplicates are removed. Validity against the device is checked later.
+func Enumerate(p *ir.Program, shape []int, strategies []string) []plan.Plan {
+	if strategies == nil {
+		strategies = Strategies()
+	}
+	d := p.Dims()
+	seen := map[string]bool{}
+	var out []plan.Plan
+	add := func(pl plan.Plan) {
+		if k := pl.String(); !seen[k] {
+			seen[k] = true
+			out = append(out, pl)
+		}
+	}
+	// fits: no block dimension is beyond the next power of two of its axis.
+	fits := func(b [3]int, streaming bool) bool {
+		for dim := 0; dim < 3; dim++ {
+			a := d - 1 - dim
+			if streaming && a == 0 {
+				continue
+			}
+			if a < 0 {
+				if b[dim] > 1 {
+					return false
+				}
+				continue
+			}
+			if b[dim] > max(pow2Ceil(shape[a]), 8) {
+				return false
+			}
+		}
+		return true
+	}
+	blocks := func(all [][3]int, streaming bool) [][3]int {
+		var keep [][3]int
+		for _, b := range all {
+			if fits(b, streaming) {
+				keep = append(keep, b)
+			}
+		}
+		if len(keep) == 0 && len(all) > 0 {
+			// The smallest block (fewest threads) stands in for a domain smaller than all.
+			small := all[0]
+			for _, b := range all {
+				if b[0]*b[1]*b[2] < small[0]*small[1]*small[2] {
+					small = b
+				}
+			}
+			keep = append(keep, small)
+		}
+		return keep
+	}
+	for _, s := range strategies {
+		switch s {
+		case "naive":
+			for _, b := range blocks(pick(d, naive1D, naive2D, naive3D), false) {
+				add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2]})
+			}
+		case "tiled":
+			for _, b := range blocks(pick(d, naive1D, tiled2D, tiled3D), false) {
+				add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2]})
+			}
+		case "stream25d":
+			if d < 2 {
+				continue
+			}
+			bs, chunks := stream2D, stream2DChunk
+			if d == 3 {
+				bs, chunks = stream3D, stream3DChunk
+			}
+			for _, b := range blocks(bs, true) {
+				for _, c := range chunks {
+					if c >= shape[0] {
+						c = 0
+					}
+					add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Chunk: c})
+				}
+			}
+		case "pyramid":
+			bs, phs := pyramid1D, pyramid1DPH
+			switch d {
+			case 2:
+				bs, phs = pyramid2D, pyramid2DPH
+			case 3:
+				bs, phs = pyramid3D, pyramid3DPH
+			}
+			for _, b := range blocks(bs, false) {
+				for _, ph := range phs {
+					pl := plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2], PH: ph}
+					if pl.FitPH(p) != nil || pl.PH != ph {
+						continue // this height leaves no output cell in the block
+					}
+					add(pl)
+				}
+			}
+		case "n5d":
+			// AN5D's space (section 6.3): b_T = BT, b_S = BX (2D) or BY x BX (3D),
+			// h_SN = Chunk; heights that leave a block no output cell are left out.
+			if d < 2 || d > 3 {
+				continue
+			}
+			for _, c := range model.AN5DSpace(d) {
+				pl := plan.Plan{Strategy: s, BX: c.BS[len(c.BS)-1], BY: 1, BZ: 1, BT: c.BT, Chunk: c.HSN}
+				if d == 3 {
+					pl.BY = c.BS[0]
+				}
+				if !fits([3]int{pl.BX, pl.BY, 1}, true) {
+					continue
+				}
+				if pl.Chunk >= shape[0] {
+					pl.Chunk = 0
+				}
+				if pl.FitBT(p) != nil || pl.BT != c.BT {
+					continue
+				}
+				add(pl)
+			}
+		default:
+			if pl, err := plan.Default(s, p); err == nil {
+				add(pl)
+			}
+		}
+	}
+	return out
+}
+
+func pick(d int, one, two, three [][3]int) [][3]int {
+	switch d {
+	case 1:
+		return slices.Clone(one)
+	case 2:
+		return slices.Clone(two)
+	}
+	return slices.Clone(three)
+}

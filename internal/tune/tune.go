@@ -1,0 +1,833 @@
+// Package tune searches the plan space of a stencil on a device: it enumerates the plans of
+// every applicable strategy, prunes those that cannot run (threads, shared memory and, after
+// compilation, registers), ranks the rest with the performance models of internal/model,
+// compiles the best candidates in parallel and times them one at a time, and keeps the results
+// in a persistent cache keyed by stencil, element type, size class, device, driver, compiler
+// and Tempest's version.
+//
+// Modes: top-k (the k best predictions), beta (every prediction within beta percent of the
+// best, as the in-plane paper prunes), exhaustive (everything). In top-k and beta modes the
+// pyramid model is first calibrated from measured PH=1 and PH=2 runs of the pyramid block
+// shapes that made the selection (SL's pyramid-height model), and the ranking is redone. A
+// candidate that fails to compile or launch is recorded with its reason and skipped; top-k
+// then measures the next one. The ranking is deterministic for a seed (ties are broken by a
+// seeded hash of the plan).
+package tune
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"tempest/internal/analysis"
+	"tempest/internal/gpu"
+	"tempest/internal/gpurun"
+	"tempest/internal/kir"
+	"tempest/internal/lower"
+	"tempest/internal/model"
+	"tempest/internal/plan"
+	"tempest/internal/probe"
+	"tempest/internal/state"
+)
+
+// Mode is how many of the ranked candidates are measured.
+type Mode string
+
+const (
+	TopK       Mode = "topk"
+	Beta       Mode = "beta"
+	Exhaustive Mode = "exhaustive"
+)
+
+// ParseMode reads a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(strings.ToLower(strings.TrimSpace(s))) {
+	case TopK, "top-k", "":
+		return TopK, nil
+	case Beta:
+		return Beta, nil
+	case Exhaustive, "full", "all":
+		return Exhaustive, nil
+	}
+	return "", fmt.Errorf("tuning mode %q: choose topk, beta or exhaustive", s)
+}
+
+// Status is a candidate's state.
+type Status string
+
+const (
+	Pruned     Status = "pruned"     // cannot run: lowering, validation or the model said so
+	Unmeasured Status = "unmeasured" // ranked, not selected
+	Measured   Status = "measured"
+	Failed     Status = "failed" // compile, register limit or launch failure
+)
+
+// Options control a search.
+type Options struct {
+	Mode Mode
+	K    int     // top-k: successful measurements wanted (default 5)
+	Beta float64 // beta: percent above the best prediction (default 5)
+	Seed uint64
+	// Steps is how many steps one timed run advances (0: automatic, about 50 ms per run for
+	// each candidate, judged from a short warm-up; see chooseSteps).
+	Steps int
+	// Reps is the number of timed runs per candidate after one warm-up run (default 3).
+	Reps int
+	// Parallel is the number of concurrent compilations (default GOMAXPROCS).
+	Parallel int
+	// Strategies restricts the search (nil: Strategies()).
+	Strategies []string
+	// Candidates replaces the enumerated space (tests, or a user's own list).
+	Candidates []plan.Plan
+	// Limits replaces the device's limits in validation (tests and what-if studies).
+	Limits *plan.Limits
+	// Profile is the device profile the models use (nil: estimated from the properties).
+	Profile *probe.Profile
+	// NoCalibrate skips the pyramid calibration of top-k and beta modes.
+	NoCalibrate bool
+	// Cache keeps results and lets a search resume (nil: nothing is kept).
+	Cache   *Cache
+	Version string // Tempest's version, part of the cache key
+	// Progress receives a progress bar when it is a terminal; Log receives lines of text.
+	Progress io.Writer
+	Log      io.Writer
+}
+
+// Candidate is one plan of the search.
+type Candidate struct {
+	Plan           plan.Plan
+	Rank           int // 1-based position by prediction (0: pruned)
+	Pred           model.Prediction
+	Predicted      float64 // predicted seconds per step
+	Status         Status
+	Reason         string
+	SecondsPerStep float64   // measured median per step
+	SamplesMs      []float64 // each timed run
+	Steps          int
+	Regs           int
+	SharedBytes    int
+	Cached         bool // the measurement comes from the cache (resumed)
+
+	low *lower.Lowered
+}
+
+// Result is a search's outcome.
+type Result struct {
+	Key        Key
+	Mode       Mode
+	Steps      int           // steps of a timed run (automatic steps: at most; Candidate.Steps has each one's)
+	Candidates []*Candidate  // viable ones ranked by prediction, then the pruned ones
+	Best       *Candidate    // fastest measured (nil if none)
+	Elapsed    time.Duration // wall time of the search
+	// Counts of this search (resumed records not included in Measured and Failed).
+	Measured, Failed, Pruned, Resumed int
+	Calibrations                      []*model.PyramidCal
+}
+
+// Selected are the candidates measured or failed, in rank order.
+func (r *Result) Selected() []*Candidate {
+	var out []*Candidate
+	for _, c := range r.Candidates {
+		if c.Status == Measured || c.Status == Failed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (o *Options) defaults() {
+	if o.Mode == "" {
+		o.Mode = TopK
+	}
+	if o.K <= 0 {
+		o.K = 5
+	}
+	if o.Beta <= 0 {
+		o.Beta = 5
+	}
+	if o.Reps <= 0 {
+		o.Reps = 3
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = runtime.GOMAXPROCS(0)
+	}
+}
+
+// Rank enumerates, prunes and ranks the plan space without measuring anything. Viable
+// candidates come first in rank order, pruned ones after with their reasons.
+func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
+	o.defaults()
+	p := s.Prog
+	props := dev.Props()
+	prof := o.Profile
+	if prof == nil {
+		prof = probe.Estimate(props)
+	}
+	lim := gpurun.Limits(dev)
+	if o.Limits != nil {
+		lim = *o.Limits
+	}
+	sum := analysis.Analyze(p)
+	plans := o.Candidates
+	if plans == nil {
+		plans = Enumerate(p, s.Shape, o.Strategies)
+	}
+	if len(plans) == 0 {
+		return nil, fmt.Errorf("no plan applies to %s", p.Name)
+	}
+	cands := make([]*Candidate, len(plans))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, o.Parallel)
+	for i, pl := range plans {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, pl plan.Plan) {
+			c := &Candidate{Plan: pl, Status: Unmeasured}
+			cands[i] = c
+			defer func() {
+				if r := recover(); r != nil {
+					c.Status, c.Reason, c.low = Pruned, fmt.Sprintf("internal error while lowering or predicting: %v", r), nil
+				}
+				<-sem
+				wg.Done()
+			}()
+			low, err := lower.Lower(p, s.Shape, s.Layers, pl)
+			if err != nil {
+				c.Status, c.Reason = Pruned, err.Error()
+				return
+			}
+			if err := pl.Validate(p, lim, low.SharedBytes); err != nil {
+				c.Status, c.Reason = Pruned, err.Error()
+				return
+			}
+			c.low, c.SharedBytes = low, low.SharedBytes
+			pred, err := model.Predict(model.Input{Prog: p, Sum: sum, Plan: pl, Shape: s.Shape, Steps: 1000, Dev: prof, SharedBytes: low.SharedBytes})
+			if err != nil {
+				c.Status, c.Reason = Pruned, err.Error()
+				return
+			}
+			c.Pred, c.Predicted = pred, pred.Seconds/1000
+		}(i, pl)
+	}
+	wg.Wait()
+	sortCandidates(cands, o.Seed)
+	return cands, nil
+}
+
+// tiebreak is a seeded hash of a plan's text.
+func tiebreak(seed uint64, s string) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|%s", seed, s)
+	return h.Sum64()
+}
+
+// sortCandidates orders viable candidates by prediction (ties by the seeded hash) and puts
+// pruned ones last in their enumeration order; it sets Rank.
+func sortCandidates(cands []*Candidate, seed uint64) {
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if (a.Status == Pruned) != (b.Status == Pruned) {
+			return b.Status == Pruned
+		}
+		if a.Status == Pruned {
+			return false
+		}
+		if a.Predicted != b.Predicted {
+			return a.Predicted < b.Predicted
+		}
+		return tiebreak(seed, a.Plan.String()) < tiebreak(seed, b.Plan.String())
+	})
+	for i, c := range cands {
+		c.Rank = 0
+		if c.Status != Pruned {
+			c.Rank = i + 1
+		}
+	}
+}
+
+// Tune runs a search on the state's program and size. The state's arrays are uploaded for
+// every candidate and never modified (each timed candidate runs on a copy of the state's
+// step counter; its results are not downloaded).
+func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
+	o.defaults()
+	start := time.Now()
+	props := dev.Props()
+	if o.Profile == nil {
+		o.Profile = probe.Estimate(props)
+	}
+	res := &Result{Key: KeyFor(s.Prog, s.Shape, props, o.Version), Mode: o.Mode}
+	cands, err := Rank(dev, s, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Candidates = cands
+	var viable []*Candidate
+	for _, c := range cands {
+		if c.Status == Pruned {
+			res.Pruned++
+		} else {
+			viable = append(viable, c)
+		}
+	}
+	if len(viable) == 0 {
+		return res, fmt.Errorf("no viable plan for %s: %s", s.Prog.Name, cands[0].Reason)
+	}
+	res.Steps = o.Steps
+	quantum := 0
+	if res.Steps <= 0 {
+		res.Steps, quantum = chooseSteps(viable)
+	}
+	// Resume: what the cache holds for this key is taken as measured (or failed).
+	if o.Cache != nil {
+		e, err := o.Cache.Load(res.Key)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range viable {
+			if r := e.Lookup(c.Plan.String()); r != nil && (r.Status == Measured || r.Status == Failed) {
+				c.Status, c.Reason, c.SecondsPerStep, c.SamplesMs, c.Steps, c.Regs, c.Cached = r.Status, r.Reason, r.SecondsPerStep, r.SamplesMs, r.Steps, r.Regs, true
+				res.Resumed++
+			}
+		}
+	}
+	t := &tuner{dev: dev, s: s, o: o, res: res, quantum: quantum}
+	t.startBar()
+	defer t.finishBar()
+
+	switch o.Mode {
+	case Exhaustive:
+		t.measure(viable)
+	case TopK, Beta:
+		if !o.NoCalibrate {
+			t.calibrate(viable)
+		}
+		if o.Mode == Beta {
+			best := viable[0].Predicted
+			var sel []*Candidate
+			for _, c := range viable {
+				if c.Predicted <= best*(1+o.Beta/100) {
+					sel = append(sel, c)
+				}
+			}
+			t.measure(sel)
+		} else {
+			// The k best that run: walking the ranking, measured candidates (resumed from the
+			// cache, or calibration runs that rank this high) count, failed ones are passed
+			// over, and unmeasured ones are measured until k have run.
+			for {
+				ok, next := 0, []*Candidate{}
+				for _, c := range viable {
+					if ok+len(next) >= o.K {
+						break
+					}
+					switch c.Status {
+					case Measured:
+						ok++
+					case Unmeasured:
+						next = append(next, c)
+					}
+				}
+				if len(next) == 0 {
+					break
+				}
+				t.measure(next)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("unknown tuning mode %q", o.Mode)
+	}
+	for _, c := range res.Candidates {
+		switch {
+		case c.Status == Measured:
+			if !c.Cached {
+				res.Measured++
+			}
+			if res.Best == nil || c.SecondsPerStep < res.Best.SecondsPerStep {
+				res.Best = c
+			}
+		case c.Status == Failed && !c.Cached:
+			res.Failed++
+		}
+	}
+	res.Elapsed = time.Since(start)
+	if res.Best == nil {
+		return res, fmt.Errorf("no candidate of %s could be measured (%d failed, %d pruned)", s.Prog.Name, res.Failed, res.Pruned)
+	}
+	return res, nil
+}
+
+// targetRun is the length of a timed run the automatic step count aims at.
+const targetRun = 0.05 // seconds
+
+// chooseSteps picks the steps of a timed run: about 50 ms by the best prediction, at least
+// twice the deepest temporal block (PH, BT) among the candidates, at most 600, rounded up to a
+// multiple of the quantum: 12, or 48 when blocks deeper than 4 steps are among them, so that
+// most blocks divide it. Each candidate's warm-up run of one quantum then shortens its own
+// timed runs towards 50 ms (a candidate ten times slower than the best prediction is not
+// timed ten times longer).
+func chooseSteps(viable []*Candidate) (steps, quantum int) {
+	best := viable[0].Predicted
+	n := 12
+	if best > 0 {
+		n = int(math.Ceil(targetRun / best))
+	}
+	deep := 1
+	for _, c := range viable {
+		deep = max(deep, c.Plan.PH, c.Plan.BT)
+	}
+	n = min(max(n, 2*deep, 12), 600)
+	m := 12
+	if deep > 4 {
+		m = 48
+	}
+	return (n + m - 1) / m * m, m
+}
+
+type tuner struct {
+	dev     gpu.Device
+	s       *state.State
+	o       Options
+	res     *Result
+	quantum int // automatic steps: the warm-up length and the multiple of timed runs (0: fixed Steps)
+	bar     *progressbar.ProgressBar
+	todo    int
+}
+
+func (t *tuner) logf(format string, a ...any) {
+	if t.o.Log != nil {
+		if t.bar != nil {
+			t.bar.Clear()
+		}
+		fmt.Fprintf(t.o.Log, format+"\n", a...)
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func (t *tuner) startBar() {
+	if t.o.Progress == nil || !isTerminal(t.o.Progress) {
+		return
+	}
+	t.bar = progressbar.NewOptions(1, progressbar.OptionSetWriter(t.o.Progress), progressbar.OptionSetDescription("tuning"),
+		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish())
+}
+
+func (t *tuner) grow(n int) {
+	t.todo += n
+	if t.bar != nil {
+		t.bar.ChangeMax(t.todo)
+	}
+}
+
+func (t *tuner) step(desc string) {
+	if t.bar != nil {
+		t.bar.Describe(desc)
+		t.bar.Add(1)
+	}
+}
+
+func (t *tuner) finishBar() {
+	if t.bar != nil {
+		t.bar.Finish()
+	}
+}
+
+// calibrate measures PH=1 and PH=2 of every pyramid block shape among the candidates the
+// selection would measure, fits SL's model to each, re-predicts that shape's pyramids and
+// re-ranks.
+func (t *tuner) calibrate(viable []*Candidate) {
+	n := t.o.K
+	if t.o.Mode == Beta {
+		n = 0
+		for _, c := range viable {
+			if c.Predicted <= viable[0].Predicted*(1+t.o.Beta/100) {
+				n++
+			}
+		}
+	}
+	type shape struct{ bx, by, bz int }
+	var shapes []shape
+	seen := map[shape]bool{}
+	for i := 0; i < len(viable) && i < n; i++ {
+		pl := viable[i].Plan
+		if sh := (shape{pl.BX, pl.BY, pl.BZ}); pl.Strategy == "pyramid" && !seen[sh] {
+			seen[sh] = true
+			shapes = append(shapes, sh)
+		}
+	}
+	if len(shapes) == 0 {
+		return
+	}
+	find := func(sh shape, ph int) *Candidate {
+		for _, c := range viable {
+			pl := c.Plan
+			if pl.Strategy == "pyramid" && pl.BX == sh.bx && pl.BY == sh.by && pl.BZ == sh.bz && pl.PH == ph {
+				return c
+			}
+		}
+		return nil
+	}
+	var runs []*Candidate
+	for _, sh := range shapes {
+		for _, ph := range []int{1, 2} {
+			if c := find(sh, ph); c != nil && c.Status == Unmeasured {
+				runs = append(runs, c)
+			}
+		}
+	}
+	t.measure(runs)
+	sum := analysis.Analyze(t.s.Prog)
+	changed := false
+	for _, sh := range shapes {
+		c1, c2 := find(sh, 1), find(sh, 2)
+		if c1 == nil || c2 == nil || c1.Status != Measured || c2.Status != Measured {
+			continue
+		}
+		in := model.Input{Prog: t.s.Prog, Sum: sum, Plan: c1.Plan, Shape: t.s.Shape, Dev: t.o.Profile, SharedBytes: c1.SharedBytes}
+		cal, err := model.CalibratePyramid(in, c1.Steps, c1.SecondsPerStep*float64(c1.Steps), c2.Steps, c2.SecondsPerStep*float64(c2.Steps))
+		if err != nil {
+			t.logf("calibrating pyramid %dx%dx%d: %v", sh.bx, sh.by, sh.bz, err)
+			continue
+		}
+		t.res.Calibrations = append(t.res.Calibrations, cal)
+		for _, c := range viable {
+			if c.Plan.Strategy != "pyramid" || c.Plan.BX != sh.bx || c.Plan.BY != sh.by || c.Plan.BZ != sh.bz {
+				continue
+			}
+			in := model.Input{Prog: t.s.Prog, Sum: sum, Plan: c.Plan, Shape: t.s.Shape, Steps: 1000, Dev: t.o.Profile, SharedBytes: c.SharedBytes, Regs: c.Regs, Cal: cal}
+			if p, err := model.Predict(in); err == nil {
+				c.Pred, c.Predicted = p, p.Seconds/1000
+				changed = true
+			}
+		}
+	}
+	if changed {
+		sortCandidates(t.res.Candidates, t.o.Seed)
+		sort.SliceStable(viable, func(i, j int) bool { return viable[i].Rank < viable[j].Rank })
+	}
+}
+
+// compiled is a candidate's compiled module, or why it has none.
+type compiled struct {
+	mod gpu.Module
+	src string
+	err error
+}
+
+// preDevice hands gpurun a module compiled beforehand, so that compilation runs in parallel
+// while uploads and launches stay serialised on the measuring goroutine.
+type preDevice struct {
+	gpu.Device
+	src string
+	mod gpu.Module
+}
+
+func (d *preDevice) Compile(name, src string, opt gpu.CompileOptions) (gpu.Module, error) {
+	if d.mod != nil && src == d.src {
+		m := d.mod
+		d.mod = nil
+		return m, nil
+	}
+	return d.Device.Compile(name, src, opt)
+}
+
+// compile builds a candidate and checks its registers against the device.
+func (t *tuner) compile(c *Candidate) (cm compiled) {
+	defer func() {
+		if r := recover(); r != nil {
+			cm = compiled{err: fmt.Errorf("internal error while compiling: %v", r)}
+		}
+	}()
+	src := kir.Print(c.low.Module, gpurun.Dialect(t.dev))
+	name := fmt.Sprintf("%s (%s)", t.s.Prog.Name, c.Plan)
+	mod, err := t.dev.Compile(name, src, gpu.CompileOptions{FastMath: c.Plan.FastMath, MaxRegs: c.Plan.MaxRegs})
+	if err != nil {
+		return compiled{err: fmt.Errorf("compile: %s", firstLine(err.Error()))}
+	}
+	props := t.dev.Props()
+	threads := c.Plan.Threads()
+	for _, k := range c.low.Module.Kernels {
+		kk, err := mod.Kernel(k.Name)
+		if err != nil {
+			mod.Close()
+			return compiled{err: err}
+		}
+		a := kk.Attrs()
+		c.Regs = max(c.Regs, a.Regs)
+		if a.MaxThreadsPerBlock > 0 && threads > a.MaxThreadsPerBlock {
+			mod.Close()
+			return compiled{err: fmt.Errorf("kernel %s takes at most %d threads per block (%d registers per thread), the plan has %d", k.Name, a.MaxThreadsPerBlock, a.Regs, threads)}
+		}
+		if props.RegsPerBlock > 0 && a.Regs*threads > props.RegsPerBlock {
+			mod.Close()
+			return compiled{err: fmt.Errorf("kernel %s needs %d registers x %d threads, the device has %d per block", k.Name, a.Regs, threads, props.RegsPerBlock)}
+		}
+		if n, err := kk.MaxActiveBlocksPerSM(threads, 0); err == nil && n == 0 {
+			mod.Close()
+			return compiled{err: fmt.Errorf("kernel %s: no block of %d threads fits on a multiprocessor", k.Name, threads)}
+		}
+	}
+	return compiled{mod: mod, src: src}
+}
+
+// measure compiles the candidates (in parallel; measuring starts with the first ready one on
+// GPUs, after all are compiled on CPU devices whose cores the compiler would take) and times
+// them one after the other in the given order. Outcomes go to the cache as they come.
+func (t *tuner) measure(cands []*Candidate) {
+	var todo []*Candidate
+	for _, c := range cands {
+		if c.Status == Unmeasured {
+			todo = append(todo, c)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	t.grow(len(todo))
+	ready := make([]chan compiled, len(todo))
+	for i := range ready {
+		ready[i] = make(chan compiled, 1)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(t.o.Parallel, len(todo)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				ready[i] <- t.compile(todo[i])
+			}
+		}()
+	}
+	go func() {
+		for i := range todo {
+			next <- i
+		}
+		close(next)
+	}()
+	if probe.LooksLikeCPU(t.dev.Props()) {
+		wg.Wait()
+	}
+	for i, c := range todo {
+		cm := <-ready[i]
+		if cm.err == nil {
+			cm.err = t.time(c, cm)
+		}
+		if cm.err != nil {
+			c.Status, c.Reason = Failed, cm.err.Error()
+			t.logf("  %-40s failed: %s", c.Plan, firstLine(c.Reason))
+		} else {
+			c.Status = Measured
+			t.logf("  %-40s %10.4f ms/step (predicted %.4f, %s)", c.Plan, c.SecondsPerStep*1e3, c.Predicted*1e3, c.Pred.Bottleneck)
+		}
+		t.record(c)
+		t.step(c.Plan.String())
+	}
+	wg.Wait()
+}
+
+// time uploads the state, runs a warm-up and Reps timed runs of Steps steps.
+func (t *tuner) time(c *Candidate, cm compiled) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error while running: %v", r)
+		}
+	}()
+	st := *t.s // a copy of the state: its own step counter, the arrays shared and only read
+	dev := &preDevice{Device: t.dev, src: cm.src, mod: cm.mod}
+	r, err := gpurun.New(dev, &st, c.low, gpu.CompileOptions{FastMath: c.Plan.FastMath, MaxRegs: c.Plan.MaxRegs}, fmt.Sprintf("%s (%s)", t.s.Prog.Name, c.Plan))
+	if dev.mod != nil {
+		dev.mod.Close() // not taken: New failed before compiling
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	steps := t.res.Steps
+	if t.quantum > 0 {
+		// Automatic steps: warm up with one quantum, then aim each timed run at targetRun.
+		warm, err := r.Timed(t.quantum)
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		if per := warm / 1e3 / float64(t.quantum); per > 0 {
+			n := int(targetRun/per) / t.quantum * t.quantum
+			steps = min(max(n, t.quantum), steps)
+		}
+	} else if _, err := r.Timed(steps); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	var ms []float64
+	for i := 0; i < t.o.Reps; i++ {
+		m, err := r.Timed(steps)
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		ms = append(ms, m)
+	}
+	med := probe.Median(ms)
+	if !(med > 0) {
+		return errors.New("the device timer measured no time")
+	}
+	c.SamplesMs, c.Steps, c.SecondsPerStep = ms, steps, med/1e3/float64(steps)
+	return nil
+}
+
+func (t *tuner) record(c *Candidate) {
+	if t.o.Cache == nil {
+		return
+	}
+	r := Record{Plan: c.Plan.String(), Status: c.Status, Reason: c.Reason, SecondsPerStep: c.SecondsPerStep, SamplesMs: c.SamplesMs,
+		Steps: c.Steps, Predicted: c.Predicted, Bottleneck: string(c.Pred.Bottleneck), Regs: c.Regs, Shape: t.s.Shape,
+		When: time.Now().UTC().Truncate(time.Second)}
+	if err := t.o.Cache.Put(t.res.Key, r); err != nil {
+		t.logf("tuning cache: %v", err)
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// Pick is the model's choice without measurements: the best-ranked candidate that compiles
+// within the device's register limits (compiled once to find out).
+func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
+	cands, err := Rank(dev, s, o)
+	if err != nil {
+		return nil, err
+	}
+	t := &tuner{dev: dev, s: s, o: o}
+	var firstErr error
+	for i, c := range cands {
+		if c.Status == Pruned || i >= 8 {
+			break
+		}
+		cm := t.compile(c)
+		if cm.err == nil {
+			cm.mod.Close()
+			return c, nil
+		}
+		if firstErr == nil {
+			firstErr = cm.err
+		}
+		c.Status, c.Reason = Failed, cm.err.Error()
+	}
+	if firstErr == nil {
+		firstErr = errors.New(cands[0].Reason)
+	}
+	return nil, fmt.Errorf("no plan of %s compiles: %v", s.Prog.Name, firstErr)
+}
+
+// Report renders a search's candidates: the measured ones, then the best of the rest.
+func Report(w io.Writer, r *Result, rest int) {
+	fmt.Fprintf(w, "%-4s %-44s %12s %12s %7s  %-18s %s\n", "rank", "plan", "predicted", "measured", "regs", "bottleneck", "status")
+	shown := 0
+	for _, c := range r.Candidates {
+		if c.Status == Pruned {
+			continue
+		}
+		if c.Status == Unmeasured {
+			if shown >= rest {
+				continue
+			}
+			shown++
+		}
+		meas := "-"
+		if c.Status == Measured {
+			meas = fmt.Sprintf("%.4f ms", c.SecondsPerStep*1e3)
+		}
+		regs := "-"
+		if c.Regs > 0 {
+			regs = fmt.Sprint(c.Regs)
+		}
+		status := string(c.Status)
+		if c.Cached {
+			status += " (cached)"
+		}
+		if c.Status == Failed {
+			status += ": " + firstLine(c.Reason)
+		}
+		if c == r.Best {
+			status += "  <- best"
+		}
+		fmt.Fprintf(w, "%-4d %-44s %9.4f ms %12s %7s  %-18s %s\n", c.Rank, c.Plan, c.Predicted*1e3, meas, regs, c.Pred.Bottleneck, status)
+	}
+	if r.Pruned > 0 {
+		fmt.Fprintf(w, "(%d plans pruned, e.g. %s: %s)\n", r.Pruned, firstPruned(r).Plan, firstLine(firstPruned(r).Reason))
+	}
+}
+
+func firstPruned(r *Result) *Candidate {
+	for _, c := range r.Candidates {
+		if c.Status == Pruned {
+			return c
+		}
+	}
+	return nil
+}
+
+// Spearman is the rank correlation of two equally long samples (average ranks for ties).
+func Spearman(x, y []float64) float64 {
+	n := len(x)
+	if n < 2 || len(y) != n {
+		return math.NaN()
+	}
+	rx, ry := ranks(x), ranks(y)
+	var mx, my float64
+	for i := 0; i < n; i++ {
+		mx += rx[i]
+		my += ry[i]
+	}
+	mx /= float64(n)
+	my /= float64(n)
+	var sxy, sxx, syy float64
+	for i := 0; i < n; i++ {
+		sxy += (rx[i] - mx) * (ry[i] - my)
+		sxx += (rx[i] - mx) * (rx[i] - mx)
+		syy += (ry[i] - my) * (ry[i] - my)
+	}
+	if sxx == 0 || syy == 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+func ranks(v []float64) []float64 {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
+	r := make([]float64, len(v))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
+			j++
+		}
+		avg := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			r[idx[k]] = avg
+		}
+		i = j + 1
+	}
+	return r
+}

@@ -1,0 +1,285 @@
+package tune
+
+import (
+	"errors"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"tempest/internal/cpu"
+	"tempest/internal/gpu"
+	"tempest/internal/gpurun"
+	"tempest/internal/ir"
+	"tempest/internal/load"
+	"tempest/internal/plan"
+	"tempest/internal/probe"
+	"tempest/internal/ref"
+	"tempest/internal/state"
+)
+
+// openDevice opens OpenCL for the tests. A missing platform skips, unless
+// TEMPEST_REQUIRE_OPENCL=1 says it must be there (CI sets it).
+func openDevice(t *testing.T) gpu.Device {
+	t.Helper()
+	dev, err := gpu.Open("opencl")
+	if err != nil {
+		if os.Getenv("TEMPEST_REQUIRE_OPENCL") == "1" || !errors.Is(err, gpu.ErrUnavailable) {
+			t.Fatalf("opening opencl: %v", err)
+		}
+		t.Skipf("opencl not available: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+func program(t *testing.T, file string) *ir.Program {
+	t.Helper()
+	p, err := load.File("../../examples/"+file, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newState(t *testing.T, p *ir.Program, shape []int) *state.State {
+	t.Helper()
+	s, err := state.New(p, shape, state.DefaultParams(p), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Init(s)
+	return s
+}
+
+func plans(t *testing.T, p *ir.Program, texts ...string) []plan.Plan {
+	t.Helper()
+	var out []plan.Plan
+	for _, s := range texts {
+		pl, err := plan.Parse(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pl)
+	}
+	return out
+}
+
+// verify runs a plan for n steps on a copy of s and compares it with the CPU engine.
+func verify(t *testing.T, dev gpu.Device, s *state.State, pl plan.Plan, n int) {
+	t.Helper()
+	gs := s.Clone()
+	r, err := gpurun.Prepare(dev, gs, pl)
+	if err != nil {
+		t.Fatalf("best plan %s does not run: %v", pl, err)
+	}
+	defer r.Close()
+	if err := r.Run(n); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Download(); err != nil {
+		t.Fatal(err)
+	}
+	want := s.Clone()
+	e := cpu.New(want)
+	e.Run(n, nil)
+	e.Sync()
+	for _, u := range s.Prog.Updates {
+		a, b := want.Cur[u.Grid.Index].Float64s(), gs.Cur[u.Grid.Index].Float64s()
+		scale := 1.0
+		for _, v := range a {
+			scale = math.Max(scale, math.Abs(v))
+		}
+		for i := range a {
+			if math.Abs(a[i]-b[i]) > 2e-5*scale {
+				t.Fatalf("plan %s, grid %s cell %d: got %v, CPU engine %v", pl, u.Grid.Name, i, b[i], a[i])
+			}
+		}
+	}
+}
+
+// The candidate lists keep PoCL's compilations few: every plan compiles once per test binary
+// (PoCL caches kernels by source in the binary's own POCL_CACHE_DIR).
+var (
+	space2D = []string{"naive:bx=32,by=4", "tiled:bx=16,by=8", "stream25d:bx=32,chunk=16", "pyramid:bx=16,by=16,ph=1", "pyramid:bx=16,by=16,ph=2"}
+	space3D = []string{"naive:bx=16,by=4", "tiled:bx=8,by=4,bz=4", "stream25d:bx=8,by=8,chunk=8", "pyramid:bx=8,by=8,bz=8,ph=1", "pyramid:bx=8,by=8,bz=8,ph=2"}
+)
+
+func TestTuneModesPickAPlanThatVerifies(t *testing.T) {
+	dev := openDevice(t)
+	prof, err := probe.Run(dev, probe.Options{Quick: true, Reps: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file  string
+		shape []int
+		space []string
+	}{
+		{"an5d/j2d5pt.stencil", []int{45, 70}, space2D},
+		{"an5d/star3d1r.stencil", []int{14, 12, 20}, space3D},
+	} {
+		p := program(t, c.file)
+		s := newState(t, p, c.shape)
+		for _, mode := range []Mode{TopK, Beta, Exhaustive} {
+			o := Options{Mode: mode, K: 2, Beta: 30, Seed: 1, Steps: 4, Reps: 2, Candidates: plans(t, p, c.space...),
+				Profile: prof, Cache: &Cache{Dir: t.TempDir()}, Version: "test"}
+			res, err := Tune(dev, s, o)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p.Name, mode, err)
+			}
+			var b strings.Builder
+			Report(&b, res, 3)
+			t.Logf("%s %s: best %s, %d measured in %v\n%s", p.Name, mode, res.Best.Plan, res.Measured, res.Elapsed.Round(1e6), b.String())
+			switch mode {
+			case Exhaustive:
+				if res.Measured != len(c.space) {
+					t.Errorf("exhaustive measured %d of %d", res.Measured, len(c.space))
+				}
+			case TopK:
+				// k = 2, plus up to two pyramid calibration runs ranked lower.
+				if res.Measured < 2 || res.Measured > 4 {
+					t.Errorf("top-2 measured %d", res.Measured)
+				}
+			}
+			if res.Best.Status != Measured || !(res.Best.SecondsPerStep > 0) {
+				t.Errorf("best %+v", res.Best)
+			}
+			if s.Steps != 0 {
+				t.Fatal("tuning must not advance the caller's state")
+			}
+			verify(t, dev, s, res.Best.Plan, 5)
+		}
+	}
+}
+
+func TestCacheRoundTripAndResume(t *testing.T) {
+	dev := openDevice(t)
+	p := program(t, "an5d/j2d5pt.stencil")
+	s := newState(t, p, []int{45, 70})
+	cache := &Cache{Dir: t.TempDir()}
+	o := Options{Mode: TopK, K: 2, Seed: 7, Steps: 4, Reps: 2, Candidates: plans(t, p, space2D...), Cache: cache, Version: "test", NoCalibrate: true}
+	first, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Measured != 2 || first.Resumed != 0 {
+		t.Fatalf("first run: %d measured, %d resumed", first.Measured, first.Resumed)
+	}
+	// The same search again measures nothing: everything comes from the cache.
+	again, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Measured != 0 || again.Resumed != 2 || again.Best.Plan.String() != first.Best.Plan.String() {
+		t.Errorf("second run: %d measured, %d resumed, best %s (first %s)", again.Measured, again.Resumed, again.Best.Plan, first.Best.Plan)
+	}
+	// Exhaustive resumes: only the three not yet measured run.
+	o.Mode = Exhaustive
+	all, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Measured != len(space2D)-2 || all.Resumed != 2 {
+		t.Errorf("exhaustive after top-2: %d measured, %d resumed", all.Measured, all.Resumed)
+	}
+	// The file round-trips: the key, every record, the best plan.
+	e, err := cache.Load(all.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Records) != len(space2D) || e.Key != all.Key || e.Best().Plan != all.Best.Plan.String() {
+		t.Errorf("cache entry %+v (best %s)", e.Key, all.Best.Plan)
+	}
+	list, err := cache.List()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %v %d", err, len(list))
+	}
+	text := ListText(list, cache.Dir)
+	if !strings.Contains(text, "j2d5pt") || !strings.Contains(text, all.Best.Plan.String()) || !strings.Contains(text, "2^5x2^6") {
+		t.Errorf("list:\n%s", text)
+	}
+	// Another size class, type or version is another key.
+	if k := KeyFor(p, []int{4096, 4096}, dev.Props(), "test"); k.ID() == all.Key.ID() {
+		t.Error("size class must be part of the key")
+	}
+	if k := KeyFor(p, s.Shape, dev.Props(), "other"); k.ID() == all.Key.ID() {
+		t.Error("version must be part of the key")
+	}
+	if SizeClass([]int{45, 70}) != "2^5x2^6" || SizeClass([]int{16386, 514}) != "2^14x2^9" {
+		t.Errorf("size classes %s %s", SizeClass([]int{45, 70}), SizeClass([]int{16386, 514}))
+	}
+}
+
+func TestFailingCandidatesAreRecordedAndSkipped(t *testing.T) {
+	dev := openDevice(t)
+	p := program(t, "an5d/j2d5pt.stencil")
+	s := newState(t, p, []int{45, 70})
+	cache := &Cache{Dir: t.TempDir()}
+	props := dev.Props()
+	// Limits that let through a block larger than the device takes (it fails when compiled)
+	// and refuse shared memory beyond 1 KB (the tiled plan is pruned).
+	lim := plan.Limits{MaxThreadsPerBlock: 1 << 20, MaxSharedPerBlock: 1024}
+	huge := plan.Plan{Strategy: "naive", BX: 2 * props.MaxThreadsPerBlock, BY: 1, BZ: 1}
+	cands := append([]plan.Plan{huge}, plans(t, p, "tiled:bx=32,by=8", "naive:bx=32,by=4")...)
+	o := Options{Mode: Exhaustive, Steps: 4, Reps: 2, Candidates: cands, Limits: &lim, Cache: cache, Version: "test"}
+	res, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPlan := map[string]*Candidate{}
+	for _, c := range res.Candidates {
+		byPlan[c.Plan.String()] = c
+	}
+	if c := byPlan[huge.String()]; c.Status != Failed || c.Reason == "" {
+		t.Errorf("%s: %s %q", huge, c.Status, c.Reason)
+	} else {
+		t.Logf("%s failed: %s", huge, c.Reason)
+	}
+	if c := byPlan["tiled:bx=32,by=8"]; c.Status != Pruned || !strings.Contains(c.Reason, "shared memory") {
+		t.Errorf("tiled: %s %q", c.Status, c.Reason)
+	}
+	if res.Best == nil || res.Best.Plan.String() != "naive:bx=32,by=4" || res.Failed != 1 || res.Pruned != 1 {
+		t.Fatalf("best %v, %d failed, %d pruned", res.Best, res.Failed, res.Pruned)
+	}
+	e, _ := cache.Load(res.Key)
+	if r := e.Lookup(huge.String()); r == nil || r.Status != Failed || r.Reason == "" {
+		t.Errorf("the failure is not in the cache: %+v", r)
+	}
+	// Resuming does not try it again.
+	again, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Failed != 0 || again.Measured != 0 || again.Resumed != 2 {
+		t.Errorf("resume: %d failed, %d measured, %d resumed", again.Failed, again.Measured, again.Resumed)
+	}
+}
+
+func TestAutomaticSteps(t *testing.T) {
+	mk := func(pred float64, pl plan.Plan) *Candidate { return &Candidate{Plan: pl, Predicted: pred} }
+	// 50 ms at 0.1 ms per step: 500 steps, a multiple of 12.
+	if n, q := chooseSteps([]*Candidate{mk(1e-4, plan.Plan{Strategy: "naive"})}); n != 504 || q != 12 {
+		t.Errorf("steps %d quantum %d", n, q)
+	}
+	// A deep temporal block: at least twice it, multiples of 48; never more than 600.
+	if n, q := chooseSteps([]*Candidate{mk(1, plan.Plan{Strategy: "naive"}), mk(2, plan.Plan{Strategy: "n5d", BT: 16})}); n != 48 || q != 48 {
+		t.Errorf("steps %d quantum %d", n, q)
+	}
+	if n, _ := chooseSteps([]*Candidate{mk(1e-9, plan.Plan{Strategy: "naive"})}); n != 600 {
+		t.Errorf("steps %d", n)
+	}
+	// On the device: each candidate's timed runs are a multiple of the quantum within the limit.
+	dev := openDevice(t)
+	p := program(t, "an5d/j2d5pt.stencil")
+	s := newState(t, p, []int{45, 70})
+	res, err := Tune(dev, s, Options{Mode: Exhaustive, Reps: 1, Candidates: plans(t, p, "naive:bx=32,by=4", "tiled:bx=16,by=8")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Selected() {
+		if c.Steps < 12 || c.Steps > res.Steps || c.Steps%12 != 0 {
+			t.Errorf("%s: %d steps (limit %d)", c.Plan, c.Steps, res.Steps)
+		}
+	}
+}
