@@ -1,0 +1,67 @@
+// Package testkit holds what several packages' tests share: golden diagnostic files and a
+// private PoCL kernel cache per test binary. Only tests import it.
+package testkit
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Diagnostics loads every testdata/errors/*<ext> file through load and compares the error with
+// the .err file beside it (position, source line, caret and hint). With update set it rewrites
+// the .err files instead.
+func Diagnostics(t *testing.T, ext string, update bool, load func(path, text string) error) {
+	t.Helper()
+	files, err := filepath.Glob("testdata/errors/*" + ext)
+	if err != nil || len(files) == 0 {
+		t.Fatal("no error cases found")
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ext)
+		t.Run(name, func(t *testing.T) {
+			text, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = load("testdata/errors/"+filepath.Base(f), string(text))
+			if err == nil {
+				t.Fatalf("%s: accepted, want a diagnostic", f)
+			}
+			got := err.Error() + "\n"
+			if !strings.Contains(got, "error:") || !strings.Contains(got, ext+":") {
+				t.Errorf("diagnostic lacks a position:\n%s", got)
+			}
+			golden := strings.TrimSuffix(f, ext) + ".err"
+			if update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("diagnostic changed:\n--- got\n%s--- want\n%s", got, want)
+			}
+		})
+	}
+}
+
+// PoCLMain runs a test binary with a PoCL kernel cache of its own: go test runs packages in
+// parallel, and two processes building into one cache can abort PoCL's linker.
+func PoCLMain(m *testing.M) {
+	if os.Getenv("POCL_CACHE_DIR") == "" {
+		dir, err := os.MkdirTemp("", "tempest-pocl-")
+		if err == nil {
+			os.Setenv("POCL_CACHE_DIR", dir)
+			code := m.Run()
+			os.RemoveAll(dir)
+			os.Exit(code)
+		}
+	}
+	os.Exit(m.Run())
+}
