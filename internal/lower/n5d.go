@@ -157,116 +157,129 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 	}
 
-	// push shifts a queue and appends v; publish writes the plane shared readers need.
-	push := func(w *window, v kir.Expr) []kir.Stmt {
-		var s []kir.Stmt
-		for i := 0; i < len(w.queue)-1; i++ {
-			s = append(s, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
+	// The loop over planes is unrolled 2R+1 times so that queues rotate through fixed
+	// registers instead of shifting (AN5D's fixed register allocation): in copy r of the
+	// body, the plane pushed overwrites register r, and afterwards logical element k of a
+	// queue is register (k + r + 1) mod (2R+1). jr is the plane of the copy.
+	U := 2*R + 1
+	bodyAt := func(r int) []kir.Stmt {
+		q := func(w *window, k int) kir.Expr { return kir.Id(w.queue[(k+r+1)%U]) }
+		push := func(w *window, v kir.Expr) []kir.Stmt {
+			return []kir.Stmt{kir.Set(kir.Id(w.queue[r%U]), v)}
 		}
-		return append(s, kir.Set(kir.Id(w.queue[len(w.queue)-1]), v))
-	}
-	publish := func(w *window, row kir.Expr) []kir.Stmt {
-		switch w.ring {
-		case 0:
-			return nil
-		case 2:
-			// The queue's centre is the plane the next level computes.
-			slot := kir.Mul(kir.Bin("&", kir.Id("j"), kir.I(1)), kir.I(plane))
-			return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), kir.Id(w.queue[R]))}
+		publish := func(w *window, row kir.Expr) []kir.Stmt {
+			switch w.ring {
+			case 0:
+				return nil
+			case 2:
+				// The queue's centre is the plane the next level computes.
+				slot := kir.Mul(kir.Bin("&", kir.Id("jr"), kir.I(1)), kir.I(plane))
+				return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), q(w, R))}
+			}
+			slot := kir.Mul(kir.Bin("%", kir.Add(row, kir.I(w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
+			return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), q(w, 2*R))}
 		}
-		slot := kir.Mul(kir.Bin("%", kir.Add(row, kir.I(w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
-		return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), kir.Id(w.queue[2*R]))}
-	}
 
-	var loop []kir.Stmt
-	// Level 0: plane j of every state grid, through its boundary rule.
-	em0 := &emitter{p: p, wide: wide, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
-	for _, u := range p.Updates {
-		g := u.Grid
-		w := win[[2]int{g.Index, 0}]
-		pos := append([]kir.Expr{kir.Id("j")}, c[1:]...)
-		loop = append(loop, push(w, em0.globalReadAt(g, 0, nil, pos, nil, true))...)
-		loop = append(loop, publish(w, kir.Id("j"))...)
-	}
-	loop = append(loop, &kir.Barrier{})
-	for t := 1; t <= bt; t++ {
-		row := fmt.Sprintf("m%d", t)
-		var lvl []kir.Stmt
-		lvl = append(lvl, &kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("j"), kir.I(R*t))})
-		coords := append([]kir.Expr{kir.Id(row)}, c[1:]...)
-		// valid: far enough from the tile edge for level t, and inside the domain.
-		var valid kir.Expr = and(kir.Id("inplane"), and(&kir.Binary{Op: ">=", X: kir.Id(row), Y: kir.I(0)}, &kir.Binary{Op: "<", X: kir.Id(row), Y: kir.Id("n0")}))
-		for a := 1; a < d; a++ {
-			if h[a] == 0 {
-				continue
-			}
-			valid = and(valid, and(&kir.Binary{Op: ">=", X: local[a], Y: kir.I(h[a] * t)}, &kir.Binary{Op: "<", X: local[a], Y: kir.I(bsize[a] - h[a]*t)}))
+		var loop []kir.Stmt
+		// Level 0: plane j of every state grid, through its boundary rule.
+		em0 := &emitter{p: p, wide: wide, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+		for _, u := range p.Updates {
+			g := u.Grid
+			w := win[[2]int{g.Index, 0}]
+			pos := append([]kir.Expr{kir.Id("jr")}, c[1:]...)
+			loop = append(loop, push(w, em0.globalReadAt(g, 0, nil, pos, nil, true))...)
+			loop = append(loop, publish(w, kir.Id("jr"))...)
 		}
-		em := &emitter{p: p, wide: wide, coords: coords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}}
-		prev := t - 1
-		em.read = func(em *emitter, l *ir.Load) kir.Expr {
-			if l.G.Update == nil || l.Layer != nil {
-				return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
-			}
-			w := win[[2]int{l.G.Index, prev}]
-			if !nonzero(l.Off[1:]) {
-				return kir.Id(w.queue[R+l.Off[0]])
-			}
-			var idx kir.Expr = kir.Id("tid")
+		loop = append(loop, &kir.Barrier{})
+		for t := 1; t <= bt; t++ {
+			row := fmt.Sprintf("m%d", t)
+			var lvl []kir.Stmt
+			lvl = append(lvl, &kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(R*t))})
+			coords := append([]kir.Expr{kir.Id(row)}, c[1:]...)
+			// valid: far enough from the tile edge for level t, and inside the domain.
+			var valid kir.Expr = and(kir.Id("inplane"), and(&kir.Binary{Op: ">=", X: kir.Id(row), Y: kir.I(0)}, &kir.Binary{Op: "<", X: kir.Id(row), Y: kir.Id("n0")}))
 			for a := 1; a < d; a++ {
-				idx = kir.Add(idx, kir.I(l.Off[a]*tstride[a]))
-			}
-			var slot kir.Expr
-			if w.ring == 2 {
-				slot = kir.Mul(kir.Bin("&", kir.Id("j"), kir.I(1)), kir.I(plane))
-			} else {
-				slot = kir.Mul(kir.Bin("%", kir.Add(kir.Id(row), kir.I(l.Off[0]+w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
-			}
-			return kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, idx)))
-		}
-		var compute []kir.Stmt
-		em.out = &compute
-		var vals []ir.Expr
-		for _, u := range p.Updates {
-			vals = append(vals, u.Value)
-		}
-		em.declareLets(vals...)
-		for _, u := range p.Updates {
-			g := u.Grid
-			nv := fmt.Sprintf("v_%s_%d", g.Name, t)
-			keep := kir.Id(win[[2]int{g.Index, prev}].queue[R])
-			lvl = append(lvl, &kir.Decl{Name: nv, Type: kir.FromIR(g.Type), Init: keep})
-			store := kir.Set(kir.Id(nv), em.expr(u.Value))
-			if rim := inRim(g, coords); rim != nil {
-				compute = append(compute, &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{store}})
-			} else {
-				compute = append(compute, store)
-			}
-		}
-		lvl = append(lvl, &kir.If{Cond: valid, Then: compute})
-		for _, u := range p.Updates {
-			g := u.Grid
-			v := kir.Id(fmt.Sprintf("v_%s_%d", g.Name, t))
-			if t < bt {
-				w := win[[2]int{g.Index, t}]
-				lvl = append(lvl, push(w, v)...)
-				lvl = append(lvl, publish(w, kir.Id(row))...)
-			} else {
-				// Store plane m of the output if this block owns it.
-				var own kir.Expr = and(kir.Id("inplane"), and(&kir.Binary{Op: ">=", X: kir.Id(row), Y: kir.Id("zb")}, &kir.Binary{Op: "<", X: kir.Id(row), Y: kir.Id("ze")}))
-				for a := 1; a < d; a++ {
-					own = and(own, and(&kir.Binary{Op: ">=", X: local[a], Y: kir.I(h[a] * bt)}, &kir.Binary{Op: "<", X: local[a], Y: kir.I(bsize[a] - h[a]*bt)}))
+				if h[a] == 0 {
+					continue
 				}
-				idx := em.linear(coords, nil)
-				lvl = append(lvl, &kir.If{Cond: own, Then: []kir.Stmt{kir.Set(kir.At(bufName(g, Out0), idx), v)}})
+				valid = and(valid, and(&kir.Binary{Op: ">=", X: local[a], Y: kir.I(h[a] * t)}, &kir.Binary{Op: "<", X: local[a], Y: kir.I(bsize[a] - h[a]*t)}))
+			}
+			em := &emitter{p: p, wide: wide, coords: coords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}}
+			prev := t - 1
+			em.read = func(em *emitter, l *ir.Load) kir.Expr {
+				if l.G.Update == nil || l.Layer != nil {
+					return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
+				}
+				w := win[[2]int{l.G.Index, prev}]
+				if !nonzero(l.Off[1:]) {
+					return q(w, R+l.Off[0])
+				}
+				var idx kir.Expr = kir.Id("tid")
+				for a := 1; a < d; a++ {
+					idx = kir.Add(idx, kir.I(l.Off[a]*tstride[a]))
+				}
+				var slot kir.Expr
+				if w.ring == 2 {
+					slot = kir.Mul(kir.Bin("&", kir.Id("jr"), kir.I(1)), kir.I(plane))
+				} else {
+					slot = kir.Mul(kir.Bin("%", kir.Add(kir.Id(row), kir.I(l.Off[0]+w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
+				}
+				return kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, idx)))
+			}
+			var compute []kir.Stmt
+			em.out = &compute
+			var vals []ir.Expr
+			for _, u := range p.Updates {
+				vals = append(vals, u.Value)
+			}
+			em.declareLets(vals...)
+			for _, u := range p.Updates {
+				g := u.Grid
+				nv := fmt.Sprintf("v_%s_%d", g.Name, t)
+				keep := q(win[[2]int{g.Index, prev}], R)
+				lvl = append(lvl, &kir.Decl{Name: nv, Type: kir.FromIR(g.Type), Init: keep})
+				store := kir.Set(kir.Id(nv), em.expr(u.Value))
+				if rim := inRim(g, coords); rim != nil {
+					compute = append(compute, &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{store}})
+				} else {
+					compute = append(compute, store)
+				}
+			}
+			lvl = append(lvl, &kir.If{Cond: valid, Then: compute})
+			for _, u := range p.Updates {
+				g := u.Grid
+				v := kir.Id(fmt.Sprintf("v_%s_%d", g.Name, t))
+				if t < bt {
+					w := win[[2]int{g.Index, t}]
+					lvl = append(lvl, push(w, v)...)
+					lvl = append(lvl, publish(w, kir.Id(row))...)
+				} else {
+					// Store plane m of the output if this block owns it.
+					var own kir.Expr = and(kir.Id("inplane"), and(&kir.Binary{Op: ">=", X: kir.Id(row), Y: kir.Id("zb")}, &kir.Binary{Op: "<", X: kir.Id(row), Y: kir.Id("ze")}))
+					for a := 1; a < d; a++ {
+						own = and(own, and(&kir.Binary{Op: ">=", X: local[a], Y: kir.I(h[a] * bt)}, &kir.Binary{Op: "<", X: local[a], Y: kir.I(bsize[a] - h[a]*bt)}))
+					}
+					idx := em.linear(coords, nil)
+					lvl = append(lvl, &kir.If{Cond: own, Then: []kir.Stmt{kir.Set(kir.At(bufName(g, Out0), idx), v)}})
+				}
+			}
+			loop = append(loop, &kir.Block{Body: lvl})
+			if t < bt {
+				loop = append(loop, &kir.Barrier{})
 			}
 		}
-		loop = append(loop, &kir.Block{Body: lvl})
-		if t < bt {
-			loop = append(loop, &kir.Barrier{})
-		}
+		return loop
 	}
-	body = append(body, &kir.For{Var: "j", From: kir.Bin("-", kir.Id("zb"), kir.I(R*bt)), To: kir.Add(kir.Id("ze"), kir.I(R*bt)), Step: 1, Body: loop})
+	// Planes zb-R*bt .. ze+R*bt-1 in whole rounds of U copies; the last round may run up to
+	// U-1 planes past the end, which read clamped planes and store nothing. (Copies under a
+	// condition would put barriers inside it, which some OpenCL compilers mishandle.)
+	first := kir.Bin("-", kir.Id("zb"), kir.I(R*bt))
+	end := kir.Add(kir.Id("ze"), kir.I(R*bt))
+	var round []kir.Stmt
+	for r := 0; r < U; r++ {
+		round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r)...)})
+	}
+	body = append(body, &kir.For{Var: "j", From: first, To: end, Step: U, Body: round})
 	k.Body = body
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
