@@ -4,6 +4,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ func main() {
 	driver.Version = version
 	root.AddCommand(probeCmd(), tuneCmd())
 	root.AddCommand(genCmd())
+	root.AddCommand(benchCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -205,5 +207,41 @@ func genCmd() *cobra.Command {
 	f.BoolVar(&o.Index64, "index64", false, "64-bit element indices, for grids of more than 2^31-1 elements")
 	c.MarkFlagRequired("target")
 	c.MarkFlagRequired("out")
+	return c
+}
+
+func benchCmd() *cobra.Command {
+	var o driver.BenchOptions
+	var stencils string
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Run a benchmark suite and report time, GCells/s, GFLOP/s, bandwidth, roofline share and speedups",
+		Example: `  tempest bench --suite an5d --backend cuda --json an5d.json --csv an5d.csv --report an5d.html
+  tempest bench --suite all --size-scale 0.05 --steps 20 --reps 2 --report quick.html
+  tempest bench --suite schafer-fey --plan stream25d`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Command = append([]string{"tempest"}, os.Args[1:]...)
+			if stencils != "" {
+				o.Stencils = strings.Split(stencils, ",")
+			}
+			_, err := driver.Bench(o, cmd.OutOrStdout(), os.Stderr)
+			return err
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Suite, "suite", "an5d", "suite: an5d, sl, lift, inplane, schafer-fey or all")
+	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
+	f.StringVar(&o.Plan, "plan", "", "force this GPU plan on every stencil (default: chosen by --tune)")
+	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none, cached, model or full (default: cached, else model)")
+	f.IntVar(&o.Steps, "steps", 0, "time steps per run (default: the suite's, 1000 for most)")
+	f.Float64Var(&o.SizeScale, "size-scale", 1, "multiply every interior extent by this (e.g. 0.05 for CI or PoCL)")
+	f.IntVar(&o.Reps, "reps", 5, "timed runs per measurement after a warm-up; the median is reported")
+	f.StringVar(&stencils, "stencils", "", "only these stencils of the suite, comma-separated (e.g. j2d5pt,star3d1r)")
+	f.StringVar(&o.Scaling, "scaling", "", "stencil of the temporal-depth and tuning-surface charts (default j2d5pt, else the first n5d-capable one; none: skip)")
+	f.BoolVar(&o.NoNaive, "no-naive", false, "skip the naive runs (no speedup over naive)")
+	f.StringVar(&o.JSON, "json", "", "write the report as JSON")
+	f.StringVar(&o.CSV, "csv", "", "write one CSV row per stencil")
+	f.StringVar(&o.Report, "report", "", "write a self-contained HTML report with charts (and the charts as PNG beside it)")
 	return c
 }

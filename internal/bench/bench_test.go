@@ -1,0 +1,190 @@
+package bench_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"tempest/internal/bench"
+	"tempest/internal/driver"
+	"tempest/internal/gpu"
+)
+
+// run benches a small subset at tiny sizes and checks every output.
+func run(t *testing.T, backend string, stencils []string) *bench.Report {
+	t.Helper()
+	dir := t.TempDir()
+	o := driver.BenchOptions{Suite: "an5d", Backend: backend, SizeScale: 0.004, Steps: 4, Reps: 1, Stencils: stencils,
+		Scaling: "none", Root: "../..", Command: []string{"tempest", "bench", "--test"},
+		JSON: filepath.Join(dir, "out.json"), CSV: filepath.Join(dir, "out.csv"), Report: filepath.Join(dir, "out.html")}
+	var stdout bytes.Buffer
+	rep, err := driver.Bench(o, &stdout, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(stencils) {
+		t.Fatalf("%d results, want %d:\n%s", len(rep.Results), len(stencils), stdout.String())
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			t.Errorf("%s: %s", r.Stencil, r.Error)
+		}
+		if !(r.Seconds > 0 && r.GCellsPerS > 0 && r.GFLOPPerS > 0 && r.GBPerS > 0) || r.Plan == "" {
+			t.Errorf("%s: missing numbers: %+v", r.Stencil, r)
+		}
+		if r.Anchor == nil || r.SpeedupAnchor <= 0 {
+			t.Errorf("%s: no anchor comparison", r.Stencil)
+		}
+	}
+	if !strings.Contains(stdout.String(), "GCells/s") {
+		t.Errorf("no table on stdout:\n%s", stdout.String())
+	}
+
+	// JSON: the schema's fields are there.
+	b, err := os.ReadFile(o.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"schemaVersion", "tempestVersion", "commandLine", "device", "driver", "backend", "results", "anchors", "sizes"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if v, _ := doc["schemaVersion"].(float64); int(v) != bench.SchemaVersion {
+		t.Errorf("schemaVersion %v", doc["schemaVersion"])
+	}
+	res := doc["results"].([]any)[0].(map[string]any)
+	for _, k := range []string{"stencil", "plan", "size", "seconds", "samplesSeconds", "gcellsPerSecond", "gflopPerSecond",
+		"effectiveGBPerSecond", "flopsPerCell", "bytesPerCell", "flopPerByte", "anchor", "speedupOverAnchor"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("JSON result lacks %q", k)
+		}
+	}
+
+	// CSV: the header and one row per result.
+	fh, err := os.Open(o.CSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	rows, err := csv.NewReader(fh).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rows[0], ",") != strings.Join(bench.CSVHeader, ",") || len(rows) != 1+len(stencils) {
+		t.Errorf("CSV: header %v, %d rows", rows[0], len(rows))
+	}
+
+	// HTML: self-contained, with the roofline chart embedded and written beside it.
+	page, err := os.ReadFile(o.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `src="data:image/png;base64,`) {
+		t.Error("the HTML report embeds no chart")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out_roofline.png")); err != nil {
+		t.Error(err)
+	}
+	return rep
+}
+
+func TestBenchCPU(t *testing.T) {
+	rep := run(t, "cpu", []string{"j2d5pt", "star3d1r"})
+	if rep.Backend != "cpu" {
+		t.Errorf("backend %q", rep.Backend)
+	}
+}
+
+func TestBenchOpenCL(t *testing.T) {
+	d, err := gpu.Open("opencl")
+	if err != nil {
+		if os.Getenv("TEMPEST_REQUIRE_OPENCL") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("no OpenCL: %v", err)
+	}
+	d.Close()
+	rep := run(t, "opencl", []string{"j2d5pt", "box2d1r"})
+	for _, r := range rep.Results {
+		if r.NaiveSeconds <= 0 || r.SpeedupNaive <= 0 {
+			t.Errorf("%s: no naive comparison", r.Stencil)
+		}
+		if r.BoundGCells <= 0 || r.RooflinePct <= 0 {
+			t.Errorf("%s: no roofline share", r.Stencil)
+		}
+	}
+}
+
+// TestAnchorsMatchDesign holds the anchor table equal to shared/design/benchmarks.md (beside
+// the repository in CI, or inside it), skipping the comparison where the document is absent.
+func TestAnchorsMatchDesign(t *testing.T) {
+	var doc *os.File
+	for _, p := range []string{"../../../shared/design/benchmarks.md", "../../shared/design/benchmarks.md"} {
+		if f, err := os.Open(p); err == nil {
+			doc = f
+			break
+		}
+	}
+	if doc == nil {
+		t.Skip("shared/design/benchmarks.md not found")
+	}
+	defer doc.Close()
+	got := map[string][2]float64{}
+	in := false
+	sc := bufio.NewScanner(doc)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.Contains(line, "numbers to beat:") {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		if strings.HasPrefix(line, "## ") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 3 {
+			continue
+		}
+		name := strings.TrimSpace(cells[0])
+		gf, err1 := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(cells[1]), ",", ""), 64)
+		gc, err2 := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(cells[2]), ",", ""), 64)
+		if err1 != nil || err2 != nil {
+			continue // the header and its rule
+		}
+		got[name] = [2]float64{gf, gc}
+	}
+	if len(got) == 0 {
+		t.Fatal("found no anchor table in benchmarks.md")
+	}
+	if len(got) != len(bench.AN5DAnchors) {
+		t.Errorf("benchmarks.md has %d anchors, the table %d", len(got), len(bench.AN5DAnchors))
+	}
+	for _, a := range bench.AN5DAnchors {
+		want, ok := got[a.Stencil]
+		if !ok {
+			t.Errorf("%s: not in benchmarks.md", a.Stencil)
+			continue
+		}
+		if a.GFLOPPerS != want[0] || a.GCellsPerS != want[1] {
+			t.Errorf("%s: table %v GFLOP/s %v GCells/s, benchmarks.md %v", a.Stencil, a.GFLOPPerS, a.GCellsPerS, want)
+		}
+		if _, err := os.Stat(filepath.Join("../../examples/an5d", a.Stencil+".stencil")); err != nil {
+			t.Errorf("anchor %s has no example: %v", a.Stencil, err)
+		}
+	}
+}
