@@ -223,7 +223,12 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 				div[dim] = gridDiv{axis: a, by: l.Block[dim]}
 			}
 		}
-	case "stream25d":
+	case "inplane":
+		// Each thread computes an rx x ry tile of outputs.
+		div[0] = gridDiv{axis: 2, by: pl.BX * pl.RX}
+		div[1] = gridDiv{axis: 1, by: pl.BY * pl.RY}
+		div[2] = gridDiv{axis: 0, chunk: true}
+	case "stream25d", "forwardplane":
 		div[0] = gridDiv{axis: d - 1, by: l.Block[0]}
 		if d == 3 {
 			div[1] = gridDiv{axis: 1, by: l.Block[1]}

@@ -113,8 +113,21 @@ func planVariants(p *ir.Program) []plan.Plan {
 				continue
 			}
 		}
-		if s == "stream25d" {
+		if s == "stream25d" || s == "forwardplane" {
 			alt.Chunk = 4
+		}
+		if s == "forwardplane" {
+			// Blocks narrower than the halo: edge threads load several halo rows and columns.
+			tiny := def
+			tiny.BX, tiny.BY, tiny.Chunk = 2, 1, 3
+			out = append(out, tiny)
+		}
+		if s == "inplane" {
+			// Vertical loading, 2x3 register tiles, pairs; horizontal, 3x1 tiles, quads.
+			alt.Chunk, alt.Load, alt.RX, alt.RY, alt.Vec = 5, 0, 2, 3, 2
+			hor := def
+			hor.BX, hor.BY, hor.Chunk, hor.Load, hor.RX, hor.RY, hor.Vec = 8, 2, 3, 1, 3, 1, 4
+			out = append(out, hor)
 		}
 		if s == "n5d" {
 			alt.Chunk, alt.BT = 5, 3

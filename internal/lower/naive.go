@@ -185,6 +185,10 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 		return lowerPyramid(p, shape, pl, wide)
 	case "n5d":
 		return lowerN5D(p, shape, pl, wide)
+	case "forwardplane":
+		return lowerForwardPlane(p, shape, pl, wide)
+	case "inplane":
+		return lowerInPlane(p, shape, pl, wide)
 	}
 	return nil, fmt.Errorf("plan %s is not implemented yet", pl.Strategy)
 }

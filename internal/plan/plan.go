@@ -9,11 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"tempest/internal/analysis"
 	"tempest/internal/ir"
 )
 
 // Strategies Tempest knows, in the order they are offered.
-var Strategies = []string{"naive", "tiled", "stream25d", "pyramid", "n5d"}
+var Strategies = []string{"naive", "tiled", "stream25d", "pyramid", "n5d", "forwardplane", "inplane"}
 
 // Plan is a strategy with its parameters.
 type Plan struct {
@@ -32,6 +33,15 @@ type Plan struct {
 	FastMath bool
 	// MaxRegs caps registers per thread (0: no cap).
 	MaxRegs int
+	// Load is the in-plane loading variant (inplane only): 0 vertical (top and bottom halos
+	// loaded with the interior), 1 horizontal (left and right halos with the interior),
+	// 2 full slice (the whole plane with its halo as one region).
+	Load int
+	// RX, RY are the register tile (inplane only): each thread computes RX x RY outputs,
+	// strided by the block size along x and y.
+	RX, RY int
+	// Vec is the width of the elements a thread loads together along x (inplane only): 1, 2 or 4.
+	Vec int
 }
 
 // Default gives a strategy's default parameters for a program.
@@ -84,6 +94,17 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 		if err := pl.FitBT(p); err != nil {
 			return pl, err
 		}
+	case "forwardplane":
+		if d != 3 {
+			return pl, fmt.Errorf("plan forwardplane streams z through a 2D block over (y, x) of a 3D grid; %s is %dD", p.Name, d)
+		}
+		pl.BX, pl.BY, pl.BZ, pl.Chunk = 32, 8, 1, 128
+	case "inplane":
+		if err := inplaneApplies(p); err != nil {
+			return pl, err
+		}
+		pl.BX, pl.BY, pl.BZ, pl.Chunk = 32, 8, 1, 128
+		pl.Load, pl.RX, pl.RY, pl.Vec = 2, 1, 2, 1
 	default:
 		return pl, fmt.Errorf("unknown plan %q; plans are %s", strategy, strings.Join(Strategies, ", "))
 	}
@@ -138,6 +159,19 @@ func n5dApplies(p *ir.Program) error {
 	return nil
 }
 
+// inplaneApplies says whether the in-plane method can run p: a 3D grid whose updates are
+// associative sums of coefficient x neighbour terms (their z contributions are accumulated
+// plane by plane, eqs. 3-5 of the in-plane paper).
+func inplaneApplies(p *ir.Program) error {
+	if p.Dims() != 3 {
+		return fmt.Errorf("plan inplane streams z through a 2D block over (y, x) of a 3D grid; %s is %dD", p.Name, p.Dims())
+	}
+	if !analysis.Analyze(p).Associative {
+		return fmt.Errorf("plan inplane needs every update to be a sum of coefficient x neighbour terms (associative); %s is not: use forwardplane or stream25d", p.Name)
+	}
+	return nil
+}
+
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
 	r := reach(p)
@@ -166,6 +200,9 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		return pl, nil
 	}
 	fields := map[string]*int{"bx": &pl.BX, "by": &pl.BY, "bz": &pl.BZ, "ph": &pl.PH, "bt": &pl.BT, "chunk": &pl.Chunk, "maxregs": &pl.MaxRegs}
+	if pl.Strategy == "inplane" {
+		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
+	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
@@ -212,6 +249,9 @@ func (pl Plan) String() string {
 	if pl.Strategy == "n5d" {
 		parts = append(parts, fmt.Sprintf("bt=%d", pl.BT))
 	}
+	if pl.Strategy == "inplane" {
+		parts = append(parts, fmt.Sprintf("load=%d,rx=%d,ry=%d,vec=%d", pl.Load, pl.RX, pl.RY, pl.Vec))
+	}
 	if pl.Chunk > 0 {
 		parts = append(parts, fmt.Sprintf("chunk=%d", pl.Chunk))
 	}
@@ -246,7 +286,24 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 	if d == 2 && pl.BZ > 1 {
 		return fmt.Errorf("plan %s: a 2D grid takes 2D blocks (bz=1)", pl)
 	}
-	if (pl.Strategy == "stream25d") && pl.BZ > 1 {
+	if pl.Strategy == "forwardplane" && d != 3 {
+		return fmt.Errorf("plan %s: forwardplane needs a 3D grid", pl)
+	}
+	if pl.Strategy == "inplane" {
+		if err := inplaneApplies(p); err != nil {
+			return err
+		}
+		if pl.Load < 0 || pl.Load > 2 {
+			return fmt.Errorf("plan %s: load must be 0 (vertical), 1 (horizontal) or 2 (full slice)", pl)
+		}
+		if pl.RX < 1 || pl.RY < 1 || pl.RX*pl.RY > 32 {
+			return fmt.Errorf("plan %s: the register tile rx x ry must be 1..32 outputs", pl)
+		}
+		if pl.Vec != 1 && pl.Vec != 2 && pl.Vec != 4 {
+			return fmt.Errorf("plan %s: vec must be 1, 2 or 4", pl)
+		}
+	}
+	if (pl.Strategy == "stream25d" || pl.Strategy == "forwardplane" || pl.Strategy == "inplane") && pl.BZ > 1 {
 		return fmt.Errorf("plan %s: streaming blocks are one plane thick (bz=1)", pl)
 	}
 	if pl.Strategy == "pyramid" && (pl.PH < 1 || pl.PH > 64) {

@@ -1,0 +1,619 @@
+package lower
+
+import (
+	"fmt"
+	"sort"
+
+	"tempest/internal/ir"
+	"tempest/internal/kir"
+	"tempest/internal/plan"
+)
+
+// This file holds the two z-streaming plans of the in-plane paper (in-plane-method.txt,
+// sections III-B and III-C): forwardplane, the NVIDIA SDK's 3D finite-difference kernel, and
+// inplane, the paper's in-plane method.
+
+// forwardplane: 2D thread blocks over (y, x) walk z. A grid level read only straight along z
+// off the current plane keeps its column in a register queue of 2r+1 values per thread (the
+// forward plane z+r is loaded into the queue's head); the current plane goes to shared memory,
+// each thread storing its own queue centre (the interior) and then the threads on the block's
+// edges loading the halos (nvstencil's pattern, Fig. 4 of the paper). A grid level read at
+// offsets on z and in-plane at once keeps a ring of 2r+1 planes in shared memory instead.
+// Blocks whose columns and halos lie inside the domain at the current z load the queues and
+// halos without boundary handling.
+func lowerForwardPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
+	d := p.Dims()
+	if d != 3 {
+		return nil, fmt.Errorf("plan %s: forwardplane needs a 3D grid", pl)
+	}
+	ps, args := params(p, readRoles)
+	k := &kir.Kernel{Name: "tempest_forwardplane", Params: ps}
+	var body []kir.Stmt
+	block := [3]int{pl.BX, pl.BY, 1}
+	bsize := []int{1, pl.BY, pl.BX}
+	local := []kir.Expr{kir.I(0), kir.Id("l1"), kir.Id("l2")}
+	origin := []kir.Expr{nil, kir.Id("o1"), kir.Id("o2")}
+	coords := []kir.Expr{kir.Id("c0"), kir.Id("c1"), kir.Id("c2")}
+	for a := 2; a >= 1; a-- {
+		dim := 2 - a
+		body = append(body,
+			&kir.Decl{Name: fmt.Sprintf("l%d", a), Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: dim}},
+			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(block[dim]))},
+			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(origin[a], local[a])})
+	}
+	inside := and(&kir.Binary{Op: "<", X: kir.Id("c1"), Y: kir.Id("n1")}, &kir.Binary{Op: "<", X: kir.Id("c2"), Y: kir.Id("n2")})
+	threads := pl.BX * pl.BY
+	body = append(body, &kir.Decl{Name: "tid", Type: kir.I32, Init: kir.Add(kir.Mul(kir.Id("l1"), kir.I(pl.BX)), kir.Id("l2"))})
+	body = append(body,
+		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 2}, kir.Id("chunk"))},
+		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}})
+
+	em := &emitter{p: p, wide: wide, coords: coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+	reach, order := footprints(p)
+	type window struct {
+		tile  tileInfo
+		ring  int
+		queue []string
+		rz    int
+	}
+	wins := map[gridLevel]*window{}
+	shared := 0
+	var prime, advance, fills []kir.Stmt
+	// The queue levels' loads without boundary handling, for blocks whose columns and halos
+	// lie inside the domain at this z.
+	var fastAdvance, fastFills, ringFills []kir.Stmt
+	fast := *em
+	fast.interior = true
+	H0, H1, H2 := 0, 0, 0
+	for _, gl := range order {
+		h := reach[gl]
+		if !nonzero(h) {
+			continue
+		}
+		g := p.Grids[gl.g]
+		t := kir.FromIR(g.Type)
+		w := &window{rz: h[0]}
+		inPlane := []int{0, h[1], h[2]}
+		plane := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), bsize, inPlane)
+		w.tile = plane
+		if columnOnly(p, gl) {
+			w.ring = 1
+			for i := 0; i <= 2*w.rz; i++ {
+				w.queue = append(w.queue, fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i))
+			}
+			for i, q := range w.queue {
+				body = append(body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
+				if i >= 1 {
+					pos := []kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(1+w.rz-i)), coords[1], coords[2]}
+					prime = append(prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+				}
+			}
+			for i := 0; i < len(w.queue)-1; i++ {
+				advance = append(advance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
+				fastAdvance = append(fastAdvance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
+			}
+			pos := []kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz)), coords[1], coords[2]}
+			advance = append(advance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+			fastAdvance = append(fastAdvance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
+			H0, H1, H2 = max(H0, w.rz), max(H1, h[1]), max(H2, h[2])
+			if nonzero(inPlane) {
+				body = append(body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len})
+				shared += plane.len * g.Type.Size()
+				fills = append(fills, edgeFill(em, g, gl.level, plane, kir.Id(w.queue[w.rz]), pl, inPlaneDiagonal(p, gl), true)...)
+				fastFills = append(fastFills, edgeFill(&fast, g, gl.level, plane, kir.Id(w.queue[w.rz]), pl, inPlaneDiagonal(p, gl), false)...)
+			}
+		} else {
+			w.ring = 2*w.rz + 1
+			body = append(body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len * w.ring})
+			shared += plane.len * w.ring * g.Type.Size()
+			for dz := -w.rz; dz < w.rz; dz++ {
+				zpos := kir.Add(kir.Id("zbeg"), kir.I(dz))
+				prime = append(prime, planeFill(em, g, gl.level, plane, origin, zpos, slotOf(zpos, w.ring, plane.len), threads)...)
+			}
+			zpos := kir.Add(kir.Id("z"), kir.I(w.rz))
+			ringFills = append(ringFills, planeFill(em, g, gl.level, plane, origin, zpos, slotOf(zpos, w.ring, plane.len), threads)...)
+		}
+		wins[gl] = w
+	}
+	if shared > staticSharedLimit {
+		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, shared, staticSharedLimit)
+	}
+	em.read = func(em *emitter, l *ir.Load) kir.Expr {
+		w, ok := wins[gridLevel{l.G.Index, l.Level}]
+		if !ok || l.Layer != nil {
+			return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
+		}
+		if w.queue != nil {
+			if !nonzero(l.Off[1:]) {
+				return kir.Id(w.queue[w.rz+l.Off[0]])
+			}
+			return w.tile.at(local, []int{0, l.Off[1], l.Off[2]})
+		}
+		zpos := kir.Add(kir.Id("z"), kir.I(l.Off[0]))
+		return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(local, []int{0, l.Off[1], l.Off[2]}).(*kir.Index).Idx)}
+	}
+	body = append(body, prime...)
+	var loop []kir.Stmt
+	loop = append(loop, kir.Set(kir.Id("c0"), kir.Id("z")))
+	if len(advance) > 0 {
+		z := kir.Id("z")
+		interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(H0)), Y: kir.Id("n0")}),
+			and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(pl.BY+H1)), Y: kir.Id("n1")}),
+				and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(pl.BX+H2)), Y: kir.Id("n2")})))
+		loop = append(loop, &kir.If{Cond: interior, Then: append(fastAdvance, fastFills...), Else: append(advance, fills...)})
+	}
+	loop = append(loop, ringFills...)
+	loop = append(loop, &kir.Barrier{})
+	var compute []kir.Stmt
+	compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(coords, nil)})
+	compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
+	loop = append(loop, &kir.If{Cond: inside, Then: compute})
+	loop = append(loop, &kir.Barrier{})
+	body = append(body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
+	body = append(body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: loop})
+	k.Body = body
+	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
+	chunk := pl.Chunk
+	if chunk <= 0 || chunk > shape[0] {
+		chunk = shape[0]
+	}
+	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
+	grid := [3]int{ceilDiv(shape[2], block[0]), ceilDiv(shape[1], block[1]), ceilDiv(shape[0], chunk)}
+	return &Lowered{
+		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
+		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
+		SharedBytes: shared,
+	}, nil
+}
+
+// inPlaneDiagonal reports whether a grid level is read at offsets on both in-plane axes at
+// once (then the plane's corners are needed).
+func inPlaneDiagonal(p *ir.Program, gl gridLevel) bool {
+	found := false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, is := e.(*ir.Load); is && l.G.Index == gl.g && l.Level == gl.level && l.Layer == nil && l.Off[1] != 0 && l.Off[2] != 0 {
+				found = true
+			}
+		})
+	}
+	return found
+}
+
+// edgeFill stores the current plane of a register-queue level into shared memory the way the
+// NVIDIA SDK kernel does: every thread its own cell (the queue centre), then threads near the
+// block's edges the halo rows and columns (and the corners, when the stencil reads them).
+func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centre kir.Expr, pl plan.Plan, diag, general bool) []kir.Stmt {
+	W := t.dims[2]
+	h1, h2 := t.halo[1], t.halo[2]
+	at := func(row, col kir.Expr) kir.Expr { return kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), col)) }
+	read := func(y, x kir.Expr) kir.Expr {
+		if !general {
+			return em.globalReadAt(g, level, nil, []kir.Expr{kir.Id("z"), y, x}, []int{0, 0, 0}, false)
+		}
+		return em.globalReadAt(g, level, nil, []kir.Expr{kir.Id("z"), y, x}, nil, true)
+	}
+	l1, l2, o1, o2, c1, c2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2"), kir.Id("c1"), kir.Id("c2")
+	row := kir.Add(l1, kir.I(h1))
+	col := kir.Add(l2, kir.I(h2))
+	out := []kir.Stmt{kir.Set(at(row, col), centre)}
+	iv, jv := "ih_"+t.name, "jh_"+t.name
+	ih, jh := kir.Id(iv), kir.Id(jv)
+	if h1 > 0 {
+		out = append(out, &kir.For{Var: iv, From: l1, To: kir.I(h1), Step: pl.BY, Body: []kir.Stmt{
+			kir.Set(at(ih, col), read(kir.Add(kir.Bin("-", o1, kir.I(h1)), ih), c2)),
+			kir.Set(at(kir.Add(ih, kir.I(pl.BY+h1)), col), read(kir.Add(kir.Add(o1, kir.I(pl.BY)), ih), c2)),
+		}})
+	}
+	if h2 > 0 {
+		out = append(out, &kir.For{Var: jv, From: l2, To: kir.I(h2), Step: pl.BX, Body: []kir.Stmt{
+			kir.Set(at(row, jh), read(c1, kir.Add(kir.Bin("-", o2, kir.I(h2)), jh))),
+			kir.Set(at(row, kir.Add(jh, kir.I(pl.BX+h2))), read(c1, kir.Add(kir.Add(o2, kir.I(pl.BX)), jh))),
+		}})
+	}
+	if diag && h1 > 0 && h2 > 0 {
+		var corners []kir.Stmt
+		for _, top := range []bool{true, false} {
+			for _, left := range []bool{true, false} {
+				r, y := ih, kir.Add(kir.Bin("-", o1, kir.I(h1)), ih)
+				if !top {
+					r, y = kir.Add(ih, kir.I(pl.BY+h1)), kir.Add(kir.Add(o1, kir.I(pl.BY)), ih)
+				}
+				c, x := jh, kir.Add(kir.Bin("-", o2, kir.I(h2)), jh)
+				if !left {
+					c, x = kir.Add(jh, kir.I(pl.BX+h2)), kir.Add(kir.Add(o2, kir.I(pl.BX)), jh)
+				}
+				corners = append(corners, kir.Set(at(r, c), read(y, x)))
+			}
+		}
+		out = append(out, &kir.For{Var: iv, From: l1, To: kir.I(h1), Step: pl.BY, Body: []kir.Stmt{
+			&kir.For{Var: jv, From: l2, To: kir.I(h2), Step: pl.BX, Body: corners}}})
+	}
+	return out
+}
+
+// inplane: the in-plane method. 2D thread blocks over (y, x) walk z; each thread computes
+// RX x RY outputs strided by the block (register tiling). Every plane p of every grid level
+// read is loaded once, with its in-plane halo, into shared memory; then each pending output
+// z = p-r .. p+r adds the terms of its update that read plane p (the update, a sum of
+// coefficient x neighbour terms, is split by z offset), so output z is complete, and written,
+// once plane z+r is in (the partial-sum recurrence of eqs. 3-5). Planes are loaded as one or
+// more rectangular regions (load=2 full slice, load=0 vertical, load=1 horizontal) whose work
+// is assigned to warps at 32-thread boundaries; each thread loads vec consecutive elements of
+// a row. A block whose plane lies wholly inside the domain loads without boundary handling;
+// the others load every element through the grids' boundary rules.
+func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
+	if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
+		return nil, err
+	}
+	BX, BY, RX, RY := pl.BX, pl.BY, pl.RX, pl.RY
+	TX, TY := BX*RX, BY*RY
+	threads := BX * BY
+	// Split each update by the z offset of its reads.
+	parts := make([]map[int]ir.Expr, len(p.Updates))
+	rz := 0
+	for i, u := range p.Updates {
+		bad := ""
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			switch e := e.(type) {
+			case *ir.Coord:
+				bad = "reads a coordinate"
+			case *ir.Load:
+				if e.Layer != nil {
+					bad = "reads a layered grid"
+				}
+			}
+		})
+		if bad != "" {
+			return nil, fmt.Errorf("plan %s: the update of %s %s; inplane takes sums of coefficient x neighbour terms", pl, u.Grid.Name, bad)
+		}
+		m, ok := splitZ(inlineLets(u.Value))
+		if !ok {
+			return nil, fmt.Errorf("plan %s: the update of %s is not a sum of terms each reading one plane", pl, u.Grid.Name)
+		}
+		parts[i] = m
+		for kz := range m {
+			rz = max(rz, abs(kz))
+		}
+	}
+	ps, args := params(p, readRoles)
+	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
+	chunk := pl.Chunk
+	if chunk <= 0 || chunk > shape[0] {
+		chunk = shape[0]
+	}
+	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
+	k := &kir.Kernel{Name: "tempest_inplane", Params: ps}
+	l1, l2, o1, o2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2")
+	body := []kir.Stmt{
+		&kir.Decl{Name: "l2", Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: 0}},
+		&kir.Decl{Name: "l1", Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: 1}},
+		&kir.Decl{Name: "o2", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 0}, kir.I(TX))},
+		&kir.Decl{Name: "o1", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 1}, kir.I(TY))},
+		&kir.Decl{Name: "tid", Type: kir.I32, Init: kir.Add(kir.Mul(l1, kir.I(BX)), l2)},
+		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 2}, kir.Id("chunk"))},
+		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}},
+	}
+	em := &emitter{p: p, wide: wide, coords: []kir.Expr{kir.Id("zo"), nil, nil}, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+	fast := *em
+	fast.interior = true
+
+	// One shared plane (with in-plane halo) per grid level read.
+	reachOf, order := footprints(p)
+	tiles := map[gridLevel]tileInfo{}
+	shared := 0
+	H1, H2 := 0, 0
+	var fastFill, slowFill []kir.Stmt
+	for _, gl := range order {
+		h := reachOf[gl]
+		g := p.Grids[gl.g]
+		t := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), []int{1, TY, TX}, []int{0, h[1], h[2]})
+		tiles[gl] = t
+		H1, H2 = max(H1, h[1]), max(H2, h[2])
+		shared += t.len * g.Type.Size()
+		body = append(body, &kir.ArrayDecl{Name: t.name, Type: kir.FromIR(g.Type), Space: kir.Shared, Len: t.len})
+		regs := loadRegions(pl.Load, TY, TX, h[1], h[2], inPlaneDiagonal(p, gl))
+		fastFill = append(fastFill, regionFill(&fast, g, gl.level, t, regs, pl.Vec, threads, false)...)
+		slowFill = append(slowFill, regionFill(em, g, gl.level, t, regs, pl.Vec, threads, true)...)
+	}
+	if shared > staticSharedLimit {
+		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks or register tiles", pl, shared, staticSharedLimit)
+	}
+	// The plane lies inside the domain: no boundary rules needed for any of its elements.
+	pz := kir.Id("pz")
+	interior := and(and(&kir.Binary{Op: ">=", X: pz, Y: kir.I(0)}, &kir.Binary{Op: "<", X: pz, Y: kir.Id("n0")}),
+		and(and(&kir.Binary{Op: ">=", X: o1, Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(o1, kir.I(TY+H1)), Y: kir.Id("n1")}),
+			and(&kir.Binary{Op: ">=", X: o2, Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(o2, kir.I(TX+H2)), Y: kir.Id("n2")})))
+
+	// Accumulators: acc_<update>_<j>_<i>_<m> holds output z = pz - rz + m.
+	accName := func(u, j, i, m int) string { return fmt.Sprintf("acc%d_%d_%d_%d", u, j, i, m) }
+	for ui, u := range p.Updates {
+		t := kir.FromIR(u.Value.Type())
+		for j := 0; j < RY; j++ {
+			for i := 0; i < RX; i++ {
+				for m := 0; m <= 2*rz; m++ {
+					body = append(body, &kir.Decl{Name: accName(ui, j, i, m), Type: t, Init: zeroOf(t)})
+				}
+			}
+		}
+	}
+	var loop []kir.Stmt
+	loop = append(loop, &kir.If{Cond: interior, Then: fastFill, Else: slowFill})
+	loop = append(loop, &kir.Barrier{})
+	var ci, cj int
+	em.read = func(em *emitter, l *ir.Load) kir.Expr {
+		t := tiles[gridLevel{l.G.Index, l.Level}]
+		row := kir.Add(l1, kir.I(cj*BY+t.halo[1]+l.Off[1]))
+		col := kir.Add(l2, kir.I(ci*BX+t.halo[2]+l.Off[2]))
+		return kir.At(t.name, kir.Add(kir.Mul(row, kir.I(t.dims[2])), col))
+	}
+	// Partial sums: output z = pz - kz takes the terms reading plane pz (offset kz).
+	for ui := range p.Updates {
+		keys := make([]int, 0, len(parts[ui]))
+		for kz := range parts[ui] {
+			keys = append(keys, kz)
+		}
+		sort.Ints(keys)
+		for cj = 0; cj < RY; cj++ {
+			for ci = 0; ci < RX; ci++ {
+				for _, kz := range keys {
+					m := rz - kz
+					var stmts []kir.Stmt
+					em.out = &stmts
+					v := em.expr(parts[ui][kz])
+					acc := kir.Id(accName(ui, cj, ci, m))
+					loop = append(loop, stmts...)
+					loop = append(loop, kir.Set(acc, kir.Add(acc, v)))
+				}
+			}
+		}
+	}
+	loop = append(loop, &kir.Barrier{})
+	// Output z = pz - rz is complete: write it, then shift the queues.
+	var store []kir.Stmt
+	for cj := 0; cj < RY; cj++ {
+		for ci := 0; ci < RX; ci++ {
+			y := kir.Add(kir.Add(o1, l1), kir.I(cj*BY))
+			x := kir.Add(kir.Add(o2, l2), kir.I(ci*BX))
+			yn, xn := fmt.Sprintf("y%d_%d", cj, ci), fmt.Sprintf("x%d_%d", cj, ci)
+			coords := []kir.Expr{kir.Id("zo"), kir.Id(yn), kir.Id(xn)}
+			var st []kir.Stmt
+			in := "idx" + fmt.Sprint(cj, "_", ci)
+			st = append(st, &kir.Decl{Name: in, Type: em.idxType(), Init: em.linear(coords, nil)})
+			for ui, u := range p.Updates {
+				g := u.Grid
+				set := kir.Set(kir.At(bufName(g, Out0), kir.Id(in)), kir.Id(accName(ui, cj, ci, 0)))
+				if rim := inRim(g, coords); rim != nil {
+					keep := kir.Set(kir.At(bufName(g, Out0), kir.Id(in)), kir.At(bufName(g, In0), kir.Id(in)))
+					st = append(st, &kir.If{Cond: rim, Then: []kir.Stmt{keep}, Else: []kir.Stmt{set}})
+				} else {
+					st = append(st, set)
+				}
+			}
+			store = append(store,
+				&kir.Decl{Name: yn, Type: kir.I32, Init: y},
+				&kir.Decl{Name: xn, Type: kir.I32, Init: x},
+				&kir.If{Cond: and(&kir.Binary{Op: "<", X: kir.Id(yn), Y: kir.Id("n1")}, &kir.Binary{Op: "<", X: kir.Id(xn), Y: kir.Id("n2")}), Then: st})
+		}
+	}
+	loop = append(loop, &kir.Decl{Name: "zo", Type: kir.I32, Init: kir.Bin("-", pz, kir.I(rz))})
+	loop = append(loop, &kir.If{Cond: &kir.Binary{Op: ">=", X: kir.Id("zo"), Y: kir.Id("zbeg")}, Then: store})
+	for ui, u := range p.Updates {
+		t := kir.FromIR(u.Value.Type())
+		for j := 0; j < RY; j++ {
+			for i := 0; i < RX; i++ {
+				for m := 0; m < 2*rz; m++ {
+					loop = append(loop, kir.Set(kir.Id(accName(ui, j, i, m)), kir.Id(accName(ui, j, i, m+1))))
+				}
+				loop = append(loop, kir.Set(kir.Id(accName(ui, j, i, 2*rz)), zeroOf(t)))
+			}
+		}
+	}
+	body = append(body, &kir.For{Var: "pz", From: kir.Bin("-", kir.Id("zbeg"), kir.I(rz)), To: kir.Add(kir.Id("zend"), kir.I(rz)), Step: 1, Body: loop})
+	k.Body = body
+	block := [3]int{BX, BY, 1}
+	grid := [3]int{ceilDiv(shape[2], TX), ceilDiv(shape[1], TY), ceilDiv(shape[0], chunk)}
+	return &Lowered{
+		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
+		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
+		SharedBytes: shared,
+	}, nil
+}
+
+// region is a rectangle of a shared plane, in plane coordinates (halo included).
+type region struct{ r0, c0, rows, cols int }
+
+// loadRegions splits a plane of ty x tx outputs with halos h1 (y) and h2 (x) into the regions
+// of a loading variant (Fig. 6 of the paper): 2 full slice, 0 vertical, 1 horizontal. Corners
+// are loaded only when the stencil reads them (diag) or the variant covers them anyway.
+func loadRegions(load, ty, tx, h1, h2 int, diag bool) []region {
+	W, Hh := tx+2*h2, ty+2*h1
+	switch load {
+	case 0:
+		regs := []region{{0, h2, Hh, tx}}
+		if h2 > 0 {
+			r0, rn := h1, ty
+			if diag {
+				r0, rn = 0, Hh
+			}
+			regs = append(regs, region{r0, 0, rn, h2}, region{r0, h2 + tx, rn, h2})
+		}
+		return regs
+	case 1:
+		regs := []region{{h1, 0, ty, W}}
+		if h1 > 0 {
+			c0, cn := h2, tx
+			if diag {
+				c0, cn = 0, W
+			}
+			regs = append(regs, region{0, c0, h1, cn}, region{h1 + ty, c0, h1, cn})
+		}
+		return regs
+	}
+	return []region{{0, 0, Hh, W}}
+}
+
+// regionFill loads plane pz of a grid level into its shared plane, region by region. The
+// regions' work units (vec consecutive elements of a row) are numbered one after the other,
+// each region starting at a multiple of 32, and thread tid takes units tid, tid+threads, ...:
+// a warp never straddles two regions. general says elements may lie outside the domain.
+func regionFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, vec, threads int, general bool) []kir.Stmt {
+	W := t.dims[2]
+	h1, h2 := t.halo[1], t.halo[2]
+	v := "u_" + t.name
+	total := 0
+	starts := make([]int, len(regs))
+	for i, r := range regs {
+		if len(regs) > 1 {
+			total = (total + 31) / 32 * 32
+		}
+		starts[i] = total
+		total += r.rows * ceilDiv(r.cols, vec)
+	}
+	var chain []kir.Stmt
+	for i := len(regs) - 1; i >= 0; i-- {
+		r := regs[i]
+		units := ceilDiv(r.cols, vec)
+		lu := kir.Bin("-", kir.Id(v), kir.I(starts[i]))
+		rn, cn := fmt.Sprintf("r_%s", t.name), fmt.Sprintf("c_%s", t.name)
+		st := []kir.Stmt{
+			&kir.Decl{Name: rn, Type: kir.I32, Init: kir.Add(kir.Bin("/", lu, kir.I(units)), kir.I(r.r0))},
+			&kir.Decl{Name: cn, Type: kir.I32, Init: kir.Add(kir.Mul(kir.Bin("%", lu, kir.I(units)), kir.I(vec)), kir.I(r.c0))},
+		}
+		for e := 0; e < vec; e++ {
+			row, col := kir.Id(rn), kir.Add(kir.Id(cn), kir.I(e))
+			pos := []kir.Expr{kir.Id("pz"), kir.Add(kir.Id("o1"), kir.Bin("-", row, kir.I(h1))), kir.Add(kir.Id("o2"), kir.Bin("-", col, kir.I(h2)))}
+			var rd kir.Expr
+			if general {
+				rd = em.globalReadAt(g, level, nil, pos, nil, true)
+			} else {
+				rd = em.globalReadAt(g, level, nil, pos, []int{0, 0, 0}, false)
+			}
+			s := kir.Set(kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), col)), rd)
+			if r.cols%vec != 0 && e > 0 {
+				// The row's last unit may be partial.
+				st = append(st, &kir.If{Cond: &kir.Binary{Op: "<", X: col, Y: kir.I(r.c0 + r.cols)}, Then: []kir.Stmt{s}})
+			} else {
+				st = append(st, s)
+			}
+		}
+		var cond kir.Expr = &kir.Binary{Op: "<", X: kir.Id(v), Y: kir.I(starts[i] + r.rows*units)}
+		if i > 0 {
+			cond = and(&kir.Binary{Op: ">=", X: kir.Id(v), Y: kir.I(starts[i])}, cond)
+		}
+		chain = []kir.Stmt{&kir.If{Cond: cond, Then: st, Else: chain}}
+	}
+	return []kir.Stmt{&kir.For{Var: v, From: kir.Id("tid"), To: kir.I(total), Step: threads, Body: chain}}
+}
+
+// inlineLets replaces let references by their values.
+func inlineLets(e ir.Expr) ir.Expr {
+	switch e := e.(type) {
+	case *ir.LetRef:
+		return inlineLets(e.L.Value)
+	case *ir.Unary:
+		return &ir.Unary{Op: e.Op, X: inlineLets(e.X), T: e.T}
+	case *ir.Binary:
+		return &ir.Binary{Op: e.Op, X: inlineLets(e.X), Y: inlineLets(e.Y), T: e.T}
+	case *ir.Select:
+		return &ir.Select{C: inlineLets(e.C), A: inlineLets(e.A), B: inlineLets(e.B), T: e.T}
+	case *ir.Call:
+		args := make([]ir.Expr, len(e.Args))
+		for i, a := range e.Args {
+			args[i] = inlineLets(a)
+		}
+		return &ir.Call{Fn: e.Fn, Args: args, T: e.T}
+	case *ir.Convert:
+		return &ir.Convert{X: inlineLets(e.X), To: e.To}
+	case *ir.Load:
+		if e.Layer != nil {
+			return &ir.Load{G: e.G, Level: e.Level, Off: e.Off, Layer: inlineLets(e.Layer)}
+		}
+	}
+	return e
+}
+
+// zOffsets is the set of z offsets at which e reads grids (layer expressions included).
+func zOffsets(e ir.Expr) map[int]bool {
+	s := map[int]bool{}
+	ir.Walk(e, func(x ir.Expr) {
+		if l, ok := x.(*ir.Load); ok {
+			s[l.Off[0]] = true
+		}
+	})
+	return s
+}
+
+// splitZ splits a let-free expression into parts by the z offset of their reads, so that e
+// is the sum of its parts: a subexpression reading one plane (or none: offset 0) is one part;
+// sums, differences, negations, float conversions and products or float quotients by
+// coefficients distribute. It fails for anything else that reads several planes.
+func splitZ(e ir.Expr) (map[int]ir.Expr, bool) {
+	zs := zOffsets(e)
+	if len(zs) <= 1 {
+		for kz := range zs {
+			return map[int]ir.Expr{kz: e}, true
+		}
+		return map[int]ir.Expr{0: e}, true
+	}
+	mapAll := func(m map[int]ir.Expr, f func(ir.Expr) ir.Expr) map[int]ir.Expr {
+		out := map[int]ir.Expr{}
+		for kz, v := range m {
+			out[kz] = f(v)
+		}
+		return out
+	}
+	switch e := e.(type) {
+	case *ir.Unary:
+		if e.Op == "-" {
+			m, ok := splitZ(e.X)
+			return mapAll(m, func(x ir.Expr) ir.Expr { return &ir.Unary{Op: "-", X: x, T: e.T} }), ok
+		}
+	case *ir.Convert:
+		if e.To.IsFloat() && e.X.Type().IsFloat() {
+			m, ok := splitZ(e.X)
+			return mapAll(m, func(x ir.Expr) ir.Expr { return &ir.Convert{X: x, To: e.To} }), ok
+		}
+	case *ir.Binary:
+		switch e.Op {
+		case "+", "-":
+			if !e.T.IsFloat() && !e.T.IsInt() {
+				return nil, false
+			}
+			mx, ok1 := splitZ(e.X)
+			my, ok2 := splitZ(e.Y)
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			out := map[int]ir.Expr{}
+			for kz, x := range mx {
+				out[kz] = x
+			}
+			for kz, y := range my {
+				if x, ok := out[kz]; ok {
+					out[kz] = &ir.Binary{Op: e.Op, X: x, Y: y, T: e.T}
+				} else if e.Op == "-" {
+					out[kz] = &ir.Unary{Op: "-", X: y, T: e.T}
+				} else {
+					out[kz] = y
+				}
+			}
+			return out, true
+		case "*":
+			if len(zOffsets(e.X)) == 0 {
+				m, ok := splitZ(e.Y)
+				return mapAll(m, func(y ir.Expr) ir.Expr { return &ir.Binary{Op: "*", X: e.X, Y: y, T: e.T} }), ok
+			}
+			if len(zOffsets(e.Y)) == 0 {
+				m, ok := splitZ(e.X)
+				return mapAll(m, func(x ir.Expr) ir.Expr { return &ir.Binary{Op: "*", X: x, Y: e.Y, T: e.T} }), ok
+			}
+		case "/":
+			if e.T.IsFloat() && len(zOffsets(e.Y)) == 0 {
+				m, ok := splitZ(e.X)
+				return mapAll(m, func(x ir.Expr) ir.Expr { return &ir.Binary{Op: "/", X: x, Y: e.Y, T: e.T} }), ok
+			}
+		}
+	}
+	return nil, false
+}
