@@ -27,6 +27,8 @@ type Runner struct {
 	slots  [][4]gpu.Buffer
 	Source string // the generated kernel source
 	Attrs  map[string]gpu.KernelAttrs
+	// sharedMod says the module belongs to a Modules cache, not to this runner.
+	sharedMod bool
 }
 
 // Dialect is the kernel language a device compiles.
@@ -37,11 +39,54 @@ func Dialect(dev gpu.Device) kir.Dialect {
 	return kir.OpenCL
 }
 
+// Modules keeps compiled modules of one device by source and options, so that runs of the
+// same kernels at other sizes skip compilation. It owns the modules: Close frees them.
+type Modules struct {
+	dev gpu.Device
+	m   map[string]gpu.Module
+}
+
+// NewModules starts an empty cache for dev.
+func NewModules(dev gpu.Device) *Modules { return &Modules{dev: dev, m: map[string]gpu.Module{}} }
+
+// Close frees every cached module.
+func (c *Modules) Close() {
+	for _, m := range c.m {
+		m.Close()
+	}
+	c.m = map[string]gpu.Module{}
+}
+
+func (c *Modules) compile(name, src string, opt gpu.CompileOptions) (gpu.Module, error) {
+	key := fmt.Sprintf("%v\x00%s", opt, src)
+	if m, ok := c.m[key]; ok {
+		return m, nil
+	}
+	m, err := c.dev.Compile(name, src, opt)
+	if err != nil {
+		return nil, err
+	}
+	c.m[key] = m
+	return m, nil
+}
+
 // New compiles the kernels and uploads the state.
 func New(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.CompileOptions, name string) (*Runner, error) {
+	return NewWith(dev, s, low, opt, name, nil)
+}
+
+// NewWith is New taking compiled modules from cache (nil: compile, and free on Close).
+func NewWith(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.CompileOptions, name string, cache *Modules) (*Runner, error) {
 	r := &Runner{dev: dev, s: s, low: low, kernels: map[string]gpu.Kernel{}, Attrs: map[string]gpu.KernelAttrs{}}
 	r.Source = kir.Print(low.Module, Dialect(dev))
-	mod, err := dev.Compile(name, r.Source, opt)
+	var mod gpu.Module
+	var err error
+	if cache != nil && cache.dev == dev {
+		mod, err = cache.compile(name, r.Source, opt)
+		r.sharedMod = true
+	} else {
+		mod, err = dev.Compile(name, r.Source, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +166,7 @@ func (r *Runner) Close() {
 			}
 		}
 	}
-	if r.mod != nil {
+	if r.mod != nil && !r.sharedMod {
 		r.mod.Close()
 	}
 }
