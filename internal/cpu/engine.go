@@ -52,12 +52,7 @@ func New(s *state.State) *Engine {
 	p := s.Prog
 	e := &Engine{s: s, updates: p.Updates}
 	d := p.Dims()
-	e.halo = make([]int, d)
-	for _, u := range p.Updates {
-		for a, r := range ir.Reach(u.Value, d) {
-			e.halo[a] = max(e.halo[a], r)
-		}
-	}
+	e.halo = p.Reach()
 	e.pshape = make([]int, d)
 	e.pstride = make([]int, d)
 	e.pcells = 1

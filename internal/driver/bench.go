@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -114,29 +113,9 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 		a.Source, a.Measurement = bench.AnchorSource, bench.AnchorConditions
 		rep.Anchors = append(rep.Anchors, a)
 	}
-	var dev gpu.Device
-	switch o.Backend {
-	case "", "auto":
-		d, err := gpu.Open("auto")
-		switch {
-		case err == nil:
-			dev = d
-		case errors.Is(err, gpu.ErrUnavailable):
-		default:
-			return nil, err
-		}
-	case "cuda", "opencl":
-		d, err := gpu.Open(o.Backend)
-		if err != nil {
-			return nil, fmt.Errorf("--backend %s: %w", o.Backend, err)
-		}
-		dev = d
-	case "cpu":
-		if o.Plan != "" {
-			return nil, fmt.Errorf("--plan %s: plans describe GPU kernels; the CPU engine takes none", o.Plan)
-		}
-	default:
-		return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl or cpu", o.Backend)
+	dev, err := openBackend(o.Backend, o.Plan)
+	if err != nil {
+		return nil, err
 	}
 	if dev != nil {
 		defer dev.Close()

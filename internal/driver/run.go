@@ -236,35 +236,42 @@ type Result struct {
 	RMSErr     *float64 `json:"rmsError,omitempty"`
 }
 
+// openBackend opens the device --backend names: auto tries CUDA, then OpenCL, and returns a
+// nil device (the CPU engine) when neither is usable; cpu takes no --plan.
+func openBackend(backend, planText string) (gpu.Device, error) {
+	switch backend {
+	case "", "auto":
+		d, err := gpu.Open("auto")
+		switch {
+		case err == nil:
+			return d, nil
+		case errors.Is(err, gpu.ErrUnavailable):
+			return nil, nil // no GPU here: the CPU engine runs it
+		}
+		return nil, err
+	case "cuda", "opencl":
+		d, err := gpu.Open(backend)
+		if err != nil {
+			return nil, fmt.Errorf("--backend %s: %w", backend, err)
+		}
+		return d, nil
+	case "cpu":
+		if planText != "" {
+			return nil, fmt.Errorf("--plan %s: plans describe GPU kernels; the CPU engine takes none (drop --plan or choose --backend cuda or opencl)", planText)
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl or cpu", backend)
+}
+
 // Run carries out `tempest run`.
 func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if o.Steps < 0 {
 		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
 	}
-	var dev gpu.Device
-	switch o.Backend {
-	case "", "auto":
-		d, err := gpu.Open("auto")
-		switch {
-		case err == nil:
-			dev = d
-		case errors.Is(err, gpu.ErrUnavailable):
-			// No GPU here: the CPU engine runs it.
-		default:
-			return nil, err
-		}
-	case "cuda", "opencl":
-		d, err := gpu.Open(o.Backend)
-		if err != nil {
-			return nil, fmt.Errorf("--backend %s: %w", o.Backend, err)
-		}
-		dev = d
-	case "cpu":
-		if o.Plan != "" {
-			return nil, fmt.Errorf("--plan %s: plans describe GPU kernels; the CPU engine takes none (drop --plan or choose --backend cuda or opencl)", o.Plan)
-		}
-	default:
-		return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl or cpu", o.Backend)
+	dev, err := openBackend(o.Backend, o.Plan)
+	if err != nil {
+		return nil, err
 	}
 	if dev != nil {
 		defer dev.Close()

@@ -235,7 +235,7 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 		}
 		div[d-1] = gridDiv{axis: 0, chunk: true}
 	case "pyramid":
-		r := reach(p)
+		r := p.Reach()
 		for dim := 0; dim < 3; dim++ {
 			if a := d - 1 - dim; a >= 0 {
 				out := l.Block[dim] - 2*r[a]*l.Steps
@@ -248,7 +248,7 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 	case "n5d":
 		// In-plane axes overlap by the reach per step like a pyramid; the slowest axis is
 		// streamed in chunks.
-		r := reach(p)
+		r := p.Reach()
 		for a := 1; a < d; a++ {
 			dim := d - 1 - a
 			out := l.Block[dim] - 2*r[a]*l.Steps
@@ -262,16 +262,6 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 		return div, fmt.Errorf("gen: plan %s: the host code does not know how strategy %s sizes its launch grid; internal/gen needs the formula", pl, pl.Strategy)
 	}
 	return div, nil
-}
-
-func reach(p *ir.Program) []int {
-	r := make([]int, p.Dims())
-	for _, u := range p.Updates {
-		for a, v := range ir.Reach(u.Value, p.Dims()) {
-			r[a] = max(r[a], v)
-		}
-	}
-	return r
 }
 
 // runtimeChunk is the chunk a streaming launch uses for a slowest-axis extent n0.

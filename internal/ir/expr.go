@@ -167,3 +167,15 @@ func Reach(e Expr, dims int) []int {
 	})
 	return r
 }
+
+// Reach is, per axis, the largest offset any update of p reads at: the halo every engine and
+// plan must provide.
+func (p *Program) Reach() []int {
+	r := make([]int, p.Dims())
+	for _, u := range p.Updates {
+		for a, v := range Reach(u.Value, p.Dims()) {
+			r[a] = max(r[a], v)
+		}
+	}
+	return r
+}

@@ -43,7 +43,7 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, er
 
 func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name string) (builtKernel, int, error) {
 	d := p.Dims()
-	h := reach(p)
+	h := p.Reach()
 	R := h[0]
 	block := [3]int{pl.BX, 1, 1}
 	if d == 3 {

@@ -48,21 +48,10 @@ func inRim(g *ir.Grid, coords []kir.Expr) kir.Expr {
 	return cond
 }
 
-// reach is, per axis, the largest offset any update reads at.
-func reach(p *ir.Program) []int {
-	r := make([]int, p.Dims())
-	for _, u := range p.Updates {
-		for a, v := range ir.Reach(u.Value, p.Dims()) {
-			r[a] = max(r[a], v)
-		}
-	}
-	return r
-}
-
 // storeUpdatesSplit is storeUpdates twice: a version without boundary handling for cells at
 // least the program's reach from every edge (nearly all of them), and the general one.
 func storeUpdatesSplit(em *emitter, idx kir.Expr) []kir.Stmt {
-	r := reach(em.p)
+	r := em.p.Reach()
 	var cond kir.Expr
 	for a, v := range r {
 		if v == 0 {

@@ -60,7 +60,7 @@ type builtKernel struct {
 func pyramidKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, ph int, name string) (builtKernel, int, error) {
 	d := p.Dims()
 	block := blockDims(pl)
-	h := reach(p)
+	h := p.Reach()
 	bsize := make([]int, d)
 	outSize := make([]int, d)
 	for a := 0; a < d; a++ {

@@ -111,21 +111,10 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 	return pl, nil
 }
 
-// reach is the program's largest read offset per axis.
-func reach(p *ir.Program) []int {
-	r := make([]int, p.Dims())
-	for _, u := range p.Updates {
-		for a, v := range ir.Reach(u.Value, p.Dims()) {
-			r[a] = max(r[a], v)
-		}
-	}
-	return r
-}
-
 // FitPH lowers a pyramid's height until every block axis keeps at least one output cell
 // (2*reach*PH < block); it fails when even one step does not fit.
 func (pl *Plan) FitPH(p *ir.Program) error {
-	r := reach(p)
+	r := p.Reach()
 	block := []int{pl.BX, pl.BY, pl.BZ}
 	for a, v := range r {
 		b := block[len(r)-1-a]
@@ -174,7 +163,7 @@ func inplaneApplies(p *ir.Program) error {
 
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
-	r := reach(p)
+	r := p.Reach()
 	block := []int{pl.BX, pl.BY}
 	for a := 1; a < len(r); a++ {
 		b := block[len(r)-1-a]
