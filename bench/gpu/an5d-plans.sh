@@ -2,11 +2,13 @@
 # Every plan on every stencil of the AN5D table (shared/design/benchmarks.md): float,
 # 16384^2 or 512^3 interior cells (plus the fixed rim), 1000 steps. Prints one line per run.
 # Usage (on the GPU machine, from the repository root): bench/gpu/an5d-plans.sh [tempest] [steps]
+# PLANS and STENCILS (space-separated) choose the plans and stencils.
 set -u
 T=${1:-./.gpu/tempest}
 STEPS=${2:-1000}
 PLANS=${PLANS:-"naive tiled stream25d pyramid"}
-for s in star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt; do
+STENCILS=${STENCILS:-"star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt"}
+for s in $STENCILS; do
   f=examples/an5d/$s.stencil
   r=$(sed -n 's/^radius: *//p' <($T check $f) | tr -cd '0-9 \n' | awk '{m=0; for(i=1;i<=NF;i++) if($i>m) m=$i; print m}')
   case $s in

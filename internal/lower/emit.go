@@ -123,7 +123,10 @@ type emitter struct {
 	// interior says the cell lies at least the program's reach from every edge, so reads at
 	// constant offsets need no boundary handling.
 	interior bool
-	tmp      int // temporaries declared so far
+	// fast divides by constants with one multiplication by the rounded reciprocal (within
+	// an ulp or two; what fast-math compilation does), not the exact three-operation form.
+	fast bool
+	tmp  int // temporaries declared so far
 }
 
 func (em *emitter) idxType() kir.Type {
@@ -240,6 +243,9 @@ func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
 	}
 	if frac, _ := math.Frexp(f); frac == 0.5 || frac == -0.5 {
 		// A power of two: the reciprocal is exact and so is the product.
+		return &kir.Binary{Op: "*", X: x, Y: &kir.Float{V: r, T: t}}
+	}
+	if em.fast {
 		return &kir.Binary{Op: "*", X: x, Y: &kir.Float{V: r, T: t}}
 	}
 	em.tmp++

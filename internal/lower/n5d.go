@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"sort"
 
 	"tempest/internal/ir"
 	"tempest/internal/kir"
@@ -10,12 +11,29 @@ import (
 
 // n5d: AN5D's N.5D blocking. A block covers a tile of the fastest axes (overlapped by the
 // stencil's reach per time step, like a pyramid) and streams along the slowest axis through
-// a chunk of hSN planes plus its halo. Each of the BT time levels keeps its grid's column in a
-// register queue of 2R+1 values; in-plane neighbours come from shared memory, double buffered
-// (a star's current plane) or a ring of 2R+2 planes (box stencils), so one barrier per level
-// and plane suffices. Level t of plane m is computed when level t-1 of plane m+R arrives, so
-// one pass over the planes advances BT steps. The fixed boundary is AN5D's: rim cells keep
-// their values, and cells outside the domain are never needed.
+// a chunk of hSN planes plus its halo. Level t of plane m is computed when level t-1 of plane
+// m+R is known, so one pass over the planes advances BT steps with one global read and one
+// global write per cell.
+//
+// What makes it scale (AN5D section 4.2):
+//   - Fixed registers: the plane loop is unrolled 2(2R+1) times, so every register queue,
+//     partial-sum accumulator and shared-memory slot is addressed statically (a plane pushed
+//     overwrites one register; nothing shifts, no slot is computed at run time).
+//   - Diagonal-access free stars keep their column in a register queue and publish only the
+//     centre plane of each level to a double-buffered shared plane.
+//   - Associative stencils (sums of coefficient x neighbour terms, boxes included) publish
+//     each new plane once to a double-buffered shared plane and add its contribution to the
+//     2R+1 outputs it feeds (partial sums in registers), so boxes need two planes per level
+//     instead of 2(2R+1).
+//   - Other stencils keep a ring of 2(2R+1) shared planes per level.
+//   - Halo threads compute like the others (on padded shared planes) and their results are
+//     simply never stored: no divergent guards. Programs that read other grids from global
+//     memory keep a guard, since a halo thread's coordinates may lie outside the domain.
+//   - The next plane is loaded one iteration ahead (a register prefetch), so the global
+//     latency overlaps BT levels of work.
+//
+// The fixed boundary is AN5D's: rim cells keep their values, and cells outside the domain are
+// never needed.
 func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
 	d := p.Dims()
 	if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
@@ -40,6 +58,70 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, er
 	}
 	return low, nil
 }
+
+// n5dSum is an update in associative form: outer(sum over plane offsets o of parts[o]),
+// where parts[o] reads only plane m+o and outer is an optional product or quotient by a
+// coefficient applied once to the completed sum.
+type n5dSum struct {
+	parts map[int]ir.Expr
+	op    string  // "", "*" or "/"
+	coef  ir.Expr // the coefficient of op
+}
+
+// n5dAssociative splits every update into per-plane parts, or reports false.
+func n5dAssociative(p *ir.Program) ([]n5dSum, bool) {
+	var out []n5dSum
+	for _, u := range p.Updates {
+		e := inlineLets(u.Value)
+		s := n5dSum{}
+		if b, ok := e.(*ir.Binary); ok && b.T.IsFloat() {
+			switch {
+			case b.Op == "/" && len(zOffsets(b.Y)) == 0 && readsNothing(b.Y):
+				s.op, s.coef, e = "/", b.Y, b.X
+			case b.Op == "*" && readsNothing(b.Y):
+				s.op, s.coef, e = "*", b.Y, b.X
+			case b.Op == "*" && readsNothing(b.X):
+				s.op, s.coef, e = "*", b.X, b.Y
+			}
+		}
+		ok := true
+		ir.WalkDeep(e, func(x ir.Expr) {
+			switch x := x.(type) {
+			case *ir.Load:
+				if x.Layer != nil || x.G.Update == nil {
+					ok = false
+				}
+			case *ir.Coord, *ir.Step:
+				ok = false
+			}
+		})
+		if !ok {
+			return nil, false
+		}
+		parts, ok := splitZ(e)
+		if !ok {
+			return nil, false
+		}
+		s.parts = parts
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// readsNothing says e reads no grid and no coordinate (a coefficient).
+func readsNothing(e ir.Expr) bool {
+	ok := true
+	ir.WalkDeep(e, func(x ir.Expr) {
+		switch x.(type) {
+		case *ir.Load, *ir.Coord, *ir.Step, *ir.Size:
+			ok = false
+		}
+	})
+	return ok
+}
+
+// mod is the non-negative remainder.
+func mod(a, b int) int { return ((a % b) + b) % b }
 
 func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name string) (builtKernel, int, error) {
 	d := p.Dims()
@@ -68,48 +150,123 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
 	k := &kir.Kernel{Name: name, Params: ps}
 	var body []kir.Stmt
+	decl := func(name string, t kir.Type, init kir.Expr) kir.Expr {
+		body = append(body, &kir.Decl{Name: name, Type: t, Init: init})
+		return kir.Id(name)
+	}
+	lt := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }
+	ge := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: ">=", X: x, Y: y} }
+	or := func(x, y kir.Expr) kir.Expr {
+		if x == nil {
+			return y
+		}
+		if y == nil {
+			return x
+		}
+		return &kir.Binary{Op: "||", X: x, Y: y}
+	}
+	clamp := func(x kir.Expr, n kir.Expr) kir.Expr {
+		return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, kir.I(0)}}, kir.Bin("-", n, kir.I(1))}}
+	}
 	local := make([]kir.Expr, d)
-	c := make([]kir.Expr, d)
+	c := make([]kir.Expr, d)  // the thread's column, possibly outside the domain
+	cc := make([]kir.Expr, d) // the same clamped into the domain, for loads
 	var inPlane kir.Expr = &kir.BoolLit{V: true}
 	for a := d - 1; a >= 1; a-- {
 		dim := d - 1 - a
 		n := kir.Id(fmt.Sprintf("n%d", a))
-		local[a] = kir.Id(fmt.Sprintf("l%d", a))
-		c[a] = kir.Id(fmt.Sprintf("c%d", a))
-		body = append(body,
-			&kir.Decl{Name: fmt.Sprintf("l%d", a), Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: dim}},
-			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(outSize[a])), kir.I(h[a]*bt)), local[a])})
-		inPlane = and(inPlane, and(&kir.Binary{Op: ">=", X: c[a], Y: kir.I(0)}, &kir.Binary{Op: "<", X: c[a], Y: n}))
+		local[a] = decl(fmt.Sprintf("l%d", a), kir.I32, &kir.Builtin{D: kir.ThreadIdx, Axis: dim})
+		c[a] = decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(outSize[a])), kir.I(h[a]*bt)), local[a]))
+		cc[a] = decl(fmt.Sprintf("cc%d", a), kir.I32, clamp(c[a], n))
+		inPlane = and(inPlane, and(ge(c[a], kir.I(0)), lt(c[a], n)))
 	}
-	tid := kir.Expr(local[1])
 	tstride := make([]int, d)
 	tstride[d-1] = 1
 	for a := d - 2; a >= 1; a-- {
 		tstride[a] = tstride[a+1] * bsize[a+1]
 	}
+	tid := kir.Expr(local[1])
 	for a := 2; a < d; a++ {
 		tid = kir.Add(kir.Mul(tid, kir.I(bsize[a])), local[a])
 	}
-	plane := 1
+	plane, pad := 1, 0
 	for a := 1; a < d; a++ {
 		plane *= bsize[a]
+		pad += h[a] * tstride[a]
 	}
-	body = append(body, &kir.Decl{Name: "tid", Type: kir.I32, Init: tid})
-	body = append(body, &kir.Decl{Name: "inplane", Type: kir.Bool, Init: inPlane})
+	stride := plane + 2*pad // a shared plane with room for halo threads' reads on both sides
+	decl("tid", kir.I32, tid)
+	decl("inplane", kir.Bool, inPlane)
+	// own: the thread's column is one this block stores.
+	var own kir.Expr = kir.Id("inplane")
+	for a := 1; a < d; a++ {
+		own = and(own, and(ge(local[a], kir.I(h[a]*bt)), lt(local[a], kir.I(bsize[a]-h[a]*bt))))
+	}
+	decl("own", kir.Bool, own)
 	chunkDim := d - 1
-	body = append(body,
-		&kir.Decl{Name: "zb", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk"))},
-		&kir.Decl{Name: "ze", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}}})
-
-	// Windows per state grid and level 0..bt-1.
-	type window struct {
-		queue []string
-		sh    int // element offset of its planes in the dynamic shared array smem
-		ring  int // planes in shared memory: 0 (none), 2 (double-buffered current plane), 2R+2
+	decl("zb", kir.I32, kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk")))
+	decl("ze", kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}})
+	// rimc_<g>: the column lies in g's fixed rim (or outside the domain).
+	rimCol := map[*ir.Grid]kir.Expr{}
+	for _, u := range p.Updates {
+		g := u.Grid
+		var rc kir.Expr
+		for a := 1; a < d; a++ {
+			if g.Rim[a] > 0 {
+				n := kir.Id(fmt.Sprintf("n%d", a))
+				rc = or(rc, or(lt(c[a], kir.I(g.Rim[a])), ge(c[a], kir.Bin("-", n, kir.I(g.Rim[a])))))
+			}
+		}
+		if rc != nil {
+			rimCol[g] = decl("rimc_"+g.Name, kir.Bool, rc)
+		}
 	}
-	// All planes live in one dynamic shared array, so blocks may use the opt-in maximum
-	// (227 KB on Hopper) rather than the 48 KB of static declarations. It needs one element
-	// type for every state grid.
+	rimAt := func(g *ir.Grid, m kir.Expr) kir.Expr {
+		var r kir.Expr
+		if g.Rim[0] > 0 {
+			r = or(lt(m, kir.I(g.Rim[0])), ge(m, kir.Bin("-", kir.Id("n0"), kir.I(g.Rim[0]))))
+		}
+		if rc := rimCol[g]; rc != nil {
+			r = or(rc, r)
+		}
+		return r
+	}
+	// loadAt reads plane z (clamped into the domain) of g's input at the thread's column.
+	em0 := &emitter{p: p, wide: wide, fast: pl.FastMath, lets: map[*ir.Let]string{}}
+	loadAt := func(g *ir.Grid, z kir.Expr) kir.Expr {
+		pos := append([]kir.Expr{clamp(z, kir.Id("n0"))}, cc[1:]...)
+		return kir.At(bufName(g, In0), em0.linear(pos, nil))
+	}
+
+	// Guard-free halo threads need every read to come from registers or shared memory.
+	guard := false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && (l.G.Update == nil || l.Layer != nil) {
+				guard = true
+			}
+		})
+	}
+	sums, assoc := n5dAssociative(p)
+	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
+	inPlaneReads := map[*ir.Grid]bool{}
+	offPlaneInPlane := false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && l.G.Update != nil && nonzero(l.Off[1:]) {
+				inPlaneReads[l.G] = true
+				if l.Off[0] != 0 {
+					offPlaneInPlane = true
+				}
+			}
+		})
+	}
+	// Partial sums only pay where off-centre planes are read in-plane (boxes); stars keep
+	// their columns in registers either way.
+	assoc = assoc && offPlaneInPlane && R > 0 && !guard
+
+	// One element type for every state grid: all planes live in one dynamic shared array, so
+	// blocks may use the opt-in maximum (227 KB on Hopper) rather than 48 KB of static arrays.
 	var shType ir.Type
 	for i, u := range p.Updates {
 		if i == 0 {
@@ -118,168 +275,275 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			return builtKernel{}, 0, fmt.Errorf("plan %s: n5d needs state grids of one element type (%s is %s, %s is %s)", pl, p.Updates[0].Grid.Name, shType, u.Grid.Name, u.Grid.Type)
 		}
 	}
-	shElems := 0
+	U := 2*R + 1
+	copies := 2 * U
+	type window struct {
+		queue []string // register queue of U planes (not in assoc mode)
+		sh    int      // element offset of its planes in smem
+		ring  int      // shared planes: 0, 2 (double-buffered) or 2U
+	}
+	shElems, shared := 0, 0
 	win := map[[2]int]*window{}
-	shared := 0
 	for _, u := range p.Updates {
 		g := u.Grid
 		t := kir.FromIR(g.Type)
-		inPlaneReads, offPlaneInPlane := false, false
-		for _, q := range p.Updates {
-			ir.WalkDeep(q.Value, func(e ir.Expr) {
-				if l, ok := e.(*ir.Load); ok && l.G == g && nonzero(l.Off[1:]) {
-					inPlaneReads = true
-					if l.Off[0] != 0 {
-						offPlaneInPlane = true
-					}
-				}
-			})
-		}
 		for lv := 0; lv < bt; lv++ {
 			w := &window{}
-			for i := 0; i <= 2*R; i++ {
-				nm := fmt.Sprintf("q_%s_%d_%d", g.Name, lv, i)
-				w.queue = append(w.queue, nm)
-				body = append(body, &kir.Decl{Name: nm, Type: t, Init: zeroOf(t)})
+			if !assoc {
+				for i := 0; i < U; i++ {
+					nm := fmt.Sprintf("q_%s_%d_%d", g.Name, lv, i)
+					w.queue = append(w.queue, nm)
+					decl(nm, t, zeroOf(t))
+				}
 			}
 			switch {
+			case !inPlaneReads[g]:
+			case assoc:
+				w.ring = 2
 			case offPlaneInPlane:
-				w.ring = 2*R + 2
-			case inPlaneReads:
+				w.ring = copies
+			default:
 				w.ring = 2
 			}
 			if w.ring > 0 {
 				w.sh = shElems
-				shElems += w.ring * plane
-				shared += w.ring * plane * g.Type.Size()
+				shElems += w.ring * stride
+				shared += w.ring * stride * g.Type.Size()
 			}
 			win[[2]int{g.Index, lv}] = w
 		}
 	}
-
-	// The loop over planes is unrolled 2R+1 times so that queues rotate through fixed
-	// registers instead of shifting (AN5D's fixed register allocation): in copy r of the
-	// body, the plane pushed overwrites register r, and afterwards logical element k of a
-	// queue is register (k + r + 1) mod (2R+1). jr is the plane of the copy.
-	U := 2*R + 1
-	bodyAt := func(r int) []kir.Stmt {
-		q := func(w *window, k int) kir.Expr { return kir.Id(w.queue[(k+r+1)%U]) }
-		push := func(w *window, v kir.Expr) []kir.Stmt {
-			return []kir.Stmt{kir.Set(kir.Id(w.queue[r%U]), v)}
-		}
-		publish := func(w *window, row kir.Expr) []kir.Stmt {
-			switch w.ring {
-			case 0:
-				return nil
-			case 2:
-				// The queue's centre is the plane the next level computes.
-				slot := kir.Mul(kir.Bin("&", kir.Id("jr"), kir.I(1)), kir.I(plane))
-				return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), q(w, R))}
+	accName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("acc_%s_%d_%d", g.Name, t, i) }
+	if assoc {
+		for _, u := range p.Updates {
+			t := kir.FromIR(u.Value.Type())
+			for lv := 1; lv <= bt; lv++ {
+				for i := 0; i < U; i++ {
+					decl(accName(u.Grid, lv, i), t, zeroOf(t))
+				}
 			}
-			slot := kir.Mul(kir.Bin("%", kir.Add(row, kir.I(w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
-			return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, kir.Id("tid")))), q(w, 2*R))}
 		}
+	}
+	for _, u := range p.Updates {
+		decl("pf_"+u.Grid.Name, kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(R*bt))))
+	}
+	// smemAt addresses element idx (relative to the thread) of a window's slot.
+	smemAt := func(w *window, slot int, off int) kir.Expr {
+		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(w.sh+slot*stride+pad+off)))
+	}
+	inPlaneOff := func(l *ir.Load) int {
+		o := 0
+		for a := 1; a < d; a++ {
+			o += l.Off[a] * tstride[a]
+		}
+		return o
+	}
 
+	// bodyAt is copy r of the loop body: plane jr = j + r enters level 0. Plane (j + x) of
+	// any level lives in register x mod U of its queue or accumulators and shared slot
+	// x mod ring, all static because j advances by a multiple of 2U.
+	bodyAt := func(r int) []kir.Stmt {
 		var loop []kir.Stmt
-		// Level 0: plane j of every state grid, through its boundary rule.
-		em0 := &emitter{p: p, wide: wide, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+		// cur holds each grid's newest plane value per level, for publishing and partial sums.
+		cur := map[*ir.Grid]kir.Expr{}
 		for _, u := range p.Updates {
 			g := u.Grid
 			w := win[[2]int{g.Index, 0}]
-			pos := append([]kir.Expr{kir.Id("jr")}, c[1:]...)
-			loop = append(loop, push(w, em0.globalReadAt(g, 0, nil, pos, nil, true))...)
-			loop = append(loop, publish(w, kir.Id("jr"))...)
+			v := fmt.Sprintf("v_%s_0", g.Name)
+			loop = append(loop,
+				&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id("pf_" + g.Name)},
+				kir.Set(kir.Id("pf_"+g.Name), loadAt(g, kir.Add(kir.Id("jr"), kir.I(1)))))
+			cur[g] = kir.Id(v)
+			if !assoc {
+				loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)]), kir.Id(v)))
+			}
+			switch w.ring {
+			case 2:
+				if assoc {
+					loop = append(loop, kir.Set(smemAt(w, mod(r, 2), 0), kir.Id(v)))
+				} else {
+					// The queue's centre is the plane the next level computes.
+					loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), 0), kir.Id(w.queue[mod(r-R, U)])))
+				}
+			case 0:
+			default:
+				loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), 0), kir.Id(v)))
+			}
 		}
-		loop = append(loop, &kir.Barrier{})
+		if shElems > 0 {
+			loop = append(loop, &kir.Barrier{})
+		}
 		for t := 1; t <= bt; t++ {
 			row := fmt.Sprintf("m%d", t)
+			mrel := r - R*t // plane m_t = j + mrel
 			var lvl []kir.Stmt
 			lvl = append(lvl, &kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(R*t))})
 			coords := append([]kir.Expr{kir.Id(row)}, c[1:]...)
-			// valid: far enough from the tile edge for level t, and inside the domain.
-			var valid kir.Expr = and(kir.Id("inplane"), and(&kir.Binary{Op: ">=", X: kir.Id(row), Y: kir.I(0)}, &kir.Binary{Op: "<", X: kir.Id(row), Y: kir.Id("n0")}))
-			for a := 1; a < d; a++ {
-				if h[a] == 0 {
+			prev := t - 1
+			next := map[*ir.Grid]kir.Expr{}
+			if assoc {
+				// Plane p = m_t + R of level t-1 is published: add its terms to the outputs
+				// m_t .. m_t+2R it feeds; output m_t is then complete.
+				prel := mrel + R
+				for ui, u := range p.Updates {
+					g := u.Grid
+					ty := kir.FromIR(u.Value.Type())
+					s := sums[ui]
+					keys := make([]int, 0, len(s.parts))
+					for o := range s.parts {
+						keys = append(keys, o)
+					}
+					sort.Sort(sort.Reverse(sort.IntSlice(keys)))
+					final := fmt.Sprintf("s_%s_%d", g.Name, t)
+					done := false
+					for _, o := range keys {
+						target := prel - o
+						acc := kir.Id(accName(g, t, mod(target, U)))
+						pcoords := append([]kir.Expr{kir.Bin("-", kir.Id(row), kir.I(R-o))}, c[1:]...)
+						em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: pcoords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}, out: &lvl}
+						em.read = func(em *emitter, l *ir.Load) kir.Expr {
+							if l.Off[0] != o {
+								panic("internal error: n5d partial sum reads another plane")
+							}
+							if !nonzero(l.Off[1:]) {
+								return cur[l.G]
+							}
+							return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, 2), inPlaneOff(l))
+						}
+						v := em.expr(s.parts[o])
+						switch {
+						case o == R:
+							lvl = append(lvl, &kir.Decl{Name: final, Type: ty, Init: kir.Add(acc, v)})
+							done = true
+						case o == -R:
+							lvl = append(lvl, kir.Set(acc, v))
+						default:
+							lvl = append(lvl, kir.Set(acc, kir.Add(acc, v)))
+						}
+					}
+					if !done {
+						lvl = append(lvl, &kir.Decl{Name: final, Type: ty, Init: kir.Id(accName(g, t, mod(mrel, U)))})
+					}
+					if _, ok := s.parts[-R]; !ok {
+						lvl = append(lvl, kir.Set(kir.Id(accName(g, t, mod(prel+R, U))), zeroOf(ty)))
+					}
+					em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}, out: &lvl}
+					var val kir.Expr = kir.Id(final)
+					switch s.op {
+					case "/":
+						if k, ok := s.coef.(*ir.Const); ok {
+							if q := em.divByConst(val, k.V); q != nil {
+								val = q
+								break
+							}
+						}
+						val = &kir.Binary{Op: "/", X: val, Y: em.expr(s.coef)}
+					case "*":
+						val = &kir.Binary{Op: "*", X: val, Y: em.expr(s.coef)}
+					}
+					nv := fmt.Sprintf("v_%s_%d", g.Name, t)
+					loop = append(loop, &kir.Decl{Name: nv, Type: kir.FromIR(g.Type), Init: zeroOf(kir.FromIR(g.Type))})
+					lvl = append(lvl, kir.Set(kir.Id(nv), val))
+					if rim := rimAt(g, kir.Id(row)); rim != nil {
+						lvl = append(lvl, &kir.If{Cond: rim, Then: []kir.Stmt{kir.Set(kir.Id(nv), loadAt(g, kir.Id(row)))}})
+					}
+					next[g] = kir.Id(nv)
+				}
+			} else {
+				em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}}
+				em.read = func(em *emitter, l *ir.Load) kir.Expr {
+					if l.G.Update == nil || l.Layer != nil {
+						return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
+					}
+					w := win[[2]int{l.G.Index, prev}]
+					if !nonzero(l.Off[1:]) {
+						return kir.Id(w.queue[mod(mrel+l.Off[0], U)])
+					}
+					if w.ring == 2 {
+						return smemAt(w, mod(mrel, 2), inPlaneOff(l))
+					}
+					return smemAt(w, mod(mrel+l.Off[0], w.ring), inPlaneOff(l))
+				}
+				var compute []kir.Stmt
+				em.out = &compute
+				var vals []ir.Expr
+				for _, u := range p.Updates {
+					vals = append(vals, u.Value)
+				}
+				em.declareLets(vals...)
+				var sets []kir.Stmt
+				for _, u := range p.Updates {
+					g := u.Grid
+					nv := fmt.Sprintf("v_%s_%d", g.Name, t)
+					keep := kir.Id(win[[2]int{g.Index, prev}].queue[mod(mrel, U)])
+					lvl = append(lvl, &kir.Decl{Name: nv, Type: kir.FromIR(g.Type), Init: keep})
+					set := kir.Set(kir.Id(nv), em.expr(u.Value))
+					if rim := rimAt(g, kir.Id(row)); rim != nil {
+						set = &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{set}}
+					}
+					sets = append(sets, set)
+					next[g] = kir.Id(nv)
+				}
+				compute = append(compute, sets...)
+				if guard {
+					valid := and(kir.Id("inplane"), and(ge(kir.Id(row), kir.I(0)), lt(kir.Id(row), kir.Id("n0"))))
+					for a := 1; a < d; a++ {
+						if h[a] > 0 {
+							valid = and(valid, and(ge(local[a], kir.I(h[a]*t)), lt(local[a], kir.I(bsize[a]-h[a]*t))))
+						}
+					}
+					lvl = append(lvl, &kir.If{Cond: valid, Then: compute})
+				} else {
+					lvl = append(lvl, compute...)
+				}
+			}
+			for _, u := range p.Updates {
+				g := u.Grid
+				v := next[g]
+				if t == bt {
+					// Store plane m of the output if this block owns it.
+					idx := em0.linear(coords, nil)
+					cond := and(kir.Id("own"), and(ge(kir.Id(row), kir.Id("zb")), lt(kir.Id(row), kir.Id("ze"))))
+					lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{kir.Set(kir.At(bufName(g, Out0), idx), v)}})
 					continue
 				}
-				valid = and(valid, and(&kir.Binary{Op: ">=", X: local[a], Y: kir.I(h[a] * t)}, &kir.Binary{Op: "<", X: local[a], Y: kir.I(bsize[a] - h[a]*t)}))
-			}
-			em := &emitter{p: p, wide: wide, coords: coords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}}
-			prev := t - 1
-			em.read = func(em *emitter, l *ir.Load) kir.Expr {
-				if l.G.Update == nil || l.Layer != nil {
-					return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
+				w := win[[2]int{g.Index, t}]
+				if !assoc {
+					lvl = append(lvl, kir.Set(kir.Id(w.queue[mod(mrel, U)]), v))
 				}
-				w := win[[2]int{l.G.Index, prev}]
-				if !nonzero(l.Off[1:]) {
-					return q(w, R+l.Off[0])
-				}
-				var idx kir.Expr = kir.Id("tid")
-				for a := 1; a < d; a++ {
-					idx = kir.Add(idx, kir.I(l.Off[a]*tstride[a]))
-				}
-				var slot kir.Expr
-				if w.ring == 2 {
-					slot = kir.Mul(kir.Bin("&", kir.Id("jr"), kir.I(1)), kir.I(plane))
-				} else {
-					slot = kir.Mul(kir.Bin("%", kir.Add(kir.Id(row), kir.I(l.Off[0]+w.ring*(1<<20))), kir.I(w.ring)), kir.I(plane))
-				}
-				return kir.At("smem", kir.Add(kir.I(w.sh), kir.Add(slot, idx)))
-			}
-			var compute []kir.Stmt
-			em.out = &compute
-			var vals []ir.Expr
-			for _, u := range p.Updates {
-				vals = append(vals, u.Value)
-			}
-			em.declareLets(vals...)
-			for _, u := range p.Updates {
-				g := u.Grid
-				nv := fmt.Sprintf("v_%s_%d", g.Name, t)
-				keep := q(win[[2]int{g.Index, prev}], R)
-				lvl = append(lvl, &kir.Decl{Name: nv, Type: kir.FromIR(g.Type), Init: keep})
-				store := kir.Set(kir.Id(nv), em.expr(u.Value))
-				if rim := inRim(g, coords); rim != nil {
-					compute = append(compute, &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{store}})
-				} else {
-					compute = append(compute, store)
-				}
-			}
-			lvl = append(lvl, &kir.If{Cond: valid, Then: compute})
-			for _, u := range p.Updates {
-				g := u.Grid
-				v := kir.Id(fmt.Sprintf("v_%s_%d", g.Name, t))
-				if t < bt {
-					w := win[[2]int{g.Index, t}]
-					lvl = append(lvl, push(w, v)...)
-					lvl = append(lvl, publish(w, kir.Id(row))...)
-				} else {
-					// Store plane m of the output if this block owns it.
-					var own kir.Expr = and(kir.Id("inplane"), and(&kir.Binary{Op: ">=", X: kir.Id(row), Y: kir.Id("zb")}, &kir.Binary{Op: "<", X: kir.Id(row), Y: kir.Id("ze")}))
-					for a := 1; a < d; a++ {
-						own = and(own, and(&kir.Binary{Op: ">=", X: local[a], Y: kir.I(h[a] * bt)}, &kir.Binary{Op: "<", X: local[a], Y: kir.I(bsize[a] - h[a]*bt)}))
+				switch w.ring {
+				case 0:
+				case 2:
+					if assoc {
+						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), 0), v))
+					} else {
+						// Publish the queue's centre: the plane level t+1 computes next.
+						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel-R, 2), 0), kir.Id(w.queue[mod(mrel-R, U)])))
 					}
-					idx := em.linear(coords, nil)
-					lvl = append(lvl, &kir.If{Cond: own, Then: []kir.Stmt{kir.Set(kir.At(bufName(g, Out0), idx), v)}})
+				default:
+					lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, w.ring), 0), v))
 				}
+			}
+			for g, v := range next {
+				cur[g] = v
 			}
 			loop = append(loop, &kir.Block{Body: lvl})
-			if t < bt {
+			if t < bt && shElems > 0 {
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
 		return loop
 	}
-	// Planes zb-R*bt .. ze+R*bt-1 in whole rounds of U copies; the last round may run up to
-	// U-1 planes past the end, which read clamped planes and store nothing. (Copies under a
-	// condition would put barriers inside it, which some OpenCL compilers mishandle.)
+	// Planes zb-R*bt .. ze+R*bt-1 in whole rounds of 2U copies; the last round may run past
+	// the end, reading clamped planes and storing nothing. (Copies under a condition would put
+	// barriers inside it, which some OpenCL compilers mishandle.)
 	first := kir.Bin("-", kir.Id("zb"), kir.I(R*bt))
 	end := kir.Add(kir.Id("ze"), kir.I(R*bt))
 	var round []kir.Stmt
-	for r := 0; r < U; r++ {
+	for r := 0; r < copies; r++ {
 		round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r)...)})
 	}
-	body = append(body, &kir.For{Var: "j", From: first, To: end, Step: U, Body: round})
+	body = append(body, &kir.For{Var: "j", From: first, To: end, Step: copies, Body: round})
 	k.Body = body
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
