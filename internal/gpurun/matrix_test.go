@@ -130,9 +130,10 @@ func planVariants(p *ir.Program) []plan.Plan {
 			out = append(out, hor)
 		}
 		if s == "n5d" {
-			alt.Chunk, alt.BT = 5, 3
+			// Short chunks, three steps per launch, several cells per thread along x.
+			alt.Chunk, alt.BT, alt.RX = 5, 3, 2
 			if p.Dims() == 2 {
-				alt.BX, alt.BY = 16, 1
+				alt.BX, alt.BY, alt.RX = 8, 1, 3
 			}
 			if alt.FitBT(p) != nil {
 				continue

@@ -127,15 +127,20 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	d := p.Dims()
 	h := p.Reach()
 	R := h[0]
+	X := d - 1 // the fastest axis
+	RX := max(pl.RX, 1)
 	block := [3]int{pl.BX, 1, 1}
 	if d == 3 {
 		block[1] = pl.BY
 	}
-	bsize := make([]int, d)
+	bsize := make([]int, d) // cells per block along each in-plane axis
 	outSize := make([]int, d)
 	bsize[0] = 1
 	for a := 1; a < d; a++ {
 		bsize[a] = block[d-1-a]
+		if a == X {
+			bsize[a] *= RX
+		}
 		outSize[a] = bsize[a] - 2*h[a]*bt
 		if outSize[a] < 1 {
 			return builtKernel{}, 0, fmt.Errorf("plan %s: a block of %d cells along %s leaves nothing after %d steps of reach %d", pl, bsize[a], p.Axes[a], bt, h[a])
@@ -168,17 +173,45 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	clamp := func(x kir.Expr, n kir.Expr) kir.Expr {
 		return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, kir.I(0)}}, kir.Bin("-", n, kir.I(1))}}
 	}
+	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i.
+	// Other in-plane axes (y in 3D) have one cell per thread.
 	local := make([]kir.Expr, d)
-	c := make([]kir.Expr, d)  // the thread's column, possibly outside the domain
-	cc := make([]kir.Expr, d) // the same clamped into the domain, for loads
-	var inPlane kir.Expr = &kir.BoolLit{V: true}
+	col := make([][]kir.Expr, d)  // col[a][i]: cell i's coordinate along a, possibly outside the domain
+	ccol := make([][]kir.Expr, d) // the same clamped into the domain, for loads
 	for a := d - 1; a >= 1; a-- {
 		dim := d - 1 - a
 		n := kir.Id(fmt.Sprintf("n%d", a))
-		local[a] = decl(fmt.Sprintf("l%d", a), kir.I32, &kir.Builtin{D: kir.ThreadIdx, Axis: dim})
-		c[a] = decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(outSize[a])), kir.I(h[a]*bt)), local[a]))
-		cc[a] = decl(fmt.Sprintf("cc%d", a), kir.I32, clamp(c[a], n))
-		inPlane = and(inPlane, and(ge(c[a], kir.I(0)), lt(c[a], n)))
+		cells := 1
+		if a == X {
+			cells = RX
+		}
+		var l kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: dim}
+		if cells > 1 {
+			l = kir.Mul(l, kir.I(cells))
+		}
+		local[a] = decl(fmt.Sprintf("l%d", a), kir.I32, l)
+		base := decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(outSize[a])), kir.I(h[a]*bt)), local[a]))
+		for i := 0; i < cells; i++ {
+			ci := base
+			sfx := ""
+			if cells > 1 {
+				sfx = fmt.Sprintf("_%d", i)
+				ci = decl(fmt.Sprintf("c%d%s", a, sfx), kir.I32, kir.Add(base, kir.I(i)))
+			}
+			col[a] = append(col[a], ci)
+			ccol[a] = append(ccol[a], decl(fmt.Sprintf("cc%d%s", a, sfx), kir.I32, clamp(ci, n)))
+		}
+	}
+	cellOf := func(cols [][]kir.Expr, i int) []kir.Expr {
+		out := make([]kir.Expr, d)
+		for a := 1; a < d; a++ {
+			if a == X {
+				out[a] = cols[a][i]
+			} else {
+				out[a] = cols[a][0]
+			}
+		}
+		return out
 	}
 	tstride := make([]int, d)
 	tstride[d-1] = 1
@@ -194,47 +227,60 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		plane *= bsize[a]
 		pad += h[a] * tstride[a]
 	}
+	pad = (pad + 3) / 4 * 4 // keeps a thread's cells 16-byte aligned, for vector accesses
 	stride := plane + 2*pad // a shared plane with room for halo threads' reads on both sides
 	decl("tid", kir.I32, tid)
-	decl("inplane", kir.Bool, inPlane)
-	// own: the thread's column is one this block stores.
-	var own kir.Expr = kir.Id("inplane")
-	for a := 1; a < d; a++ {
-		own = and(own, and(ge(local[a], kir.I(h[a]*bt)), lt(local[a], kir.I(bsize[a]-h[a]*bt))))
+	// own_i: cell i's column is one this block stores.
+	own := make([]kir.Expr, RX)
+	for i := 0; i < RX; i++ {
+		cell := cellOf(col, i)
+		var o kir.Expr = &kir.BoolLit{V: true}
+		for a := 1; a < d; a++ {
+			n := kir.Id(fmt.Sprintf("n%d", a))
+			li := local[a]
+			if a == X {
+				li = kir.Add(li, kir.I(i))
+			}
+			o = and(o, and(and(ge(cell[a], kir.I(0)), lt(cell[a], n)), and(ge(li, kir.I(h[a]*bt)), lt(li, kir.I(bsize[a]-h[a]*bt)))))
+		}
+		own[i] = decl(fmt.Sprintf("own_%d", i), kir.Bool, o)
 	}
-	decl("own", kir.Bool, own)
 	chunkDim := d - 1
 	decl("zb", kir.I32, kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk")))
 	decl("ze", kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}})
-	// rimc_<g>: the column lies in g's fixed rim (or outside the domain).
-	rimCol := map[*ir.Grid]kir.Expr{}
+	// rimc_<g>_i: cell i's column lies in g's fixed rim (or outside the domain).
+	rimCol := map[*ir.Grid][]kir.Expr{}
 	for _, u := range p.Updates {
 		g := u.Grid
-		var rc kir.Expr
-		for a := 1; a < d; a++ {
-			if g.Rim[a] > 0 {
-				n := kir.Id(fmt.Sprintf("n%d", a))
-				rc = or(rc, or(lt(c[a], kir.I(g.Rim[a])), ge(c[a], kir.Bin("-", n, kir.I(g.Rim[a])))))
+		for i := 0; i < RX; i++ {
+			cell := cellOf(col, i)
+			var rc kir.Expr
+			for a := 1; a < d; a++ {
+				if g.Rim[a] > 0 {
+					n := kir.Id(fmt.Sprintf("n%d", a))
+					rc = or(rc, or(lt(cell[a], kir.I(g.Rim[a])), ge(cell[a], kir.Bin("-", n, kir.I(g.Rim[a])))))
+				}
+			}
+			if rc != nil {
+				rimCol[g] = append(rimCol[g], decl(fmt.Sprintf("rimc_%s_%d", g.Name, i), kir.Bool, rc))
 			}
 		}
-		if rc != nil {
-			rimCol[g] = decl("rimc_"+g.Name, kir.Bool, rc)
-		}
 	}
-	rimAt := func(g *ir.Grid, m kir.Expr) kir.Expr {
+	rimAt := func(g *ir.Grid, m kir.Expr, i int) kir.Expr {
 		var r kir.Expr
 		if g.Rim[0] > 0 {
 			r = or(lt(m, kir.I(g.Rim[0])), ge(m, kir.Bin("-", kir.Id("n0"), kir.I(g.Rim[0]))))
 		}
 		if rc := rimCol[g]; rc != nil {
-			r = or(rc, r)
+			r = or(rc[i], r)
 		}
 		return r
 	}
-	// loadAt reads plane z (clamped into the domain) of g's input at the thread's column.
+	// loadAt reads plane z (clamped into the domain) of g's input at cell i's column.
 	em0 := &emitter{p: p, wide: wide, fast: pl.FastMath, lets: map[*ir.Let]string{}}
-	loadAt := func(g *ir.Grid, z kir.Expr) kir.Expr {
-		pos := append([]kir.Expr{clamp(z, kir.Id("n0"))}, cc[1:]...)
+	loadAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr {
+		pos := cellOf(ccol, i)
+		pos[0] = clamp(z, kir.Id("n0"))
 		return kir.At(bufName(g, In0), em0.linear(pos, nil))
 	}
 
@@ -278,9 +324,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	U := 2*R + 1
 	copies := 2 * U
 	type window struct {
-		queue []string // register queue of U planes (not in assoc mode)
-		sh    int      // element offset of its planes in smem
-		ring  int      // shared planes: 0, 2 (double-buffered) or 2U
+		queue [][]string // queue[k][i]: register k of cell i's queue of U planes (not in assoc mode)
+		sh    int        // element offset of its planes in smem
+		ring  int        // shared planes: 0, 2 (double-buffered) or 2U
 	}
 	shElems, shared := 0, 0
 	win := map[[2]int]*window{}
@@ -290,10 +336,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		for lv := 0; lv < bt; lv++ {
 			w := &window{}
 			if !assoc {
-				for i := 0; i < U; i++ {
-					nm := fmt.Sprintf("q_%s_%d_%d", g.Name, lv, i)
-					w.queue = append(w.queue, nm)
-					decl(nm, t, zeroOf(t))
+				for k := 0; k < U; k++ {
+					var regs []string
+					for i := 0; i < RX; i++ {
+						nm := fmt.Sprintf("q_%s_%d_%d_%d", g.Name, lv, k, i)
+						regs = append(regs, nm)
+						decl(nm, t, zeroOf(t))
+					}
+					w.queue = append(w.queue, regs)
 				}
 			}
 			switch {
@@ -313,23 +363,28 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			win[[2]int{g.Index, lv}] = w
 		}
 	}
-	accName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("acc_%s_%d_%d", g.Name, t, i) }
+	accName := func(g *ir.Grid, t, k, i int) string { return fmt.Sprintf("acc_%s_%d_%d_%d", g.Name, t, k, i) }
 	if assoc {
 		for _, u := range p.Updates {
 			t := kir.FromIR(u.Value.Type())
 			for lv := 1; lv <= bt; lv++ {
-				for i := 0; i < U; i++ {
-					decl(accName(u.Grid, lv, i), t, zeroOf(t))
+				for k := 0; k < U; k++ {
+					for i := 0; i < RX; i++ {
+						decl(accName(u.Grid, lv, k, i), t, zeroOf(t))
+					}
 				}
 			}
 		}
 	}
+	pfName := func(g *ir.Grid, i int) string { return fmt.Sprintf("pf_%s_%d", g.Name, i) }
 	for _, u := range p.Updates {
-		decl("pf_"+u.Grid.Name, kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(R*bt))))
+		for i := 0; i < RX; i++ {
+			decl(pfName(u.Grid, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(R*bt)), i))
+		}
 	}
-	// smemAt addresses element idx (relative to the thread) of a window's slot.
-	smemAt := func(w *window, slot int, off int) kir.Expr {
-		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(w.sh+slot*stride+pad+off)))
+	// smemAt addresses cell i's element plus an in-plane offset in a window's slot.
+	smemAt := func(w *window, slot, i, off int) kir.Expr {
+		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(w.sh+slot*stride+pad+i+off)))
 	}
 	inPlaneOff := func(l *ir.Load) int {
 		o := 0
@@ -338,36 +393,52 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return o
 	}
+	// inThread says a read at l's in-plane offset from cell i lands on the thread's own cell
+	// i+dx (same row, x offset only), whose value is in a register.
+	inThread := func(l *ir.Load, i int) (int, bool) {
+		for a := 1; a < X; a++ {
+			if l.Off[a] != 0 {
+				return 0, false
+			}
+		}
+		j := i + l.Off[X]
+		return j, j >= 0 && j < RX
+	}
+	vName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i) }
 
 	// bodyAt is copy r of the loop body: plane jr = j + r enters level 0. Plane (j + x) of
 	// any level lives in register x mod U of its queue or accumulators and shared slot
 	// x mod ring, all static because j advances by a multiple of 2U.
 	bodyAt := func(r int) []kir.Stmt {
 		var loop []kir.Stmt
-		// cur holds each grid's newest plane value per level, for publishing and partial sums.
-		cur := map[*ir.Grid]kir.Expr{}
+		// cur holds each grid's newest plane value per cell, for publishing and partial sums.
+		cur := map[*ir.Grid][]kir.Expr{}
 		for _, u := range p.Updates {
 			g := u.Grid
 			w := win[[2]int{g.Index, 0}]
-			v := fmt.Sprintf("v_%s_0", g.Name)
-			loop = append(loop,
-				&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id("pf_" + g.Name)},
-				kir.Set(kir.Id("pf_"+g.Name), loadAt(g, kir.Add(kir.Id("jr"), kir.I(1)))))
-			cur[g] = kir.Id(v)
-			if !assoc {
-				loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)]), kir.Id(v)))
+			for i := 0; i < RX; i++ {
+				v := vName(g, 0, i)
+				loop = append(loop,
+					&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, i))},
+					kir.Set(kir.Id(pfName(g, i)), loadAt(g, kir.Add(kir.Id("jr"), kir.I(1)), i)))
+				cur[g] = append(cur[g], kir.Id(v))
 			}
-			switch w.ring {
-			case 2:
-				if assoc {
-					loop = append(loop, kir.Set(smemAt(w, mod(r, 2), 0), kir.Id(v)))
-				} else {
-					// The queue's centre is the plane the next level computes.
-					loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), 0), kir.Id(w.queue[mod(r-R, U)])))
+			for i := 0; i < RX; i++ {
+				if !assoc {
+					loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), cur[g][i]))
 				}
-			case 0:
-			default:
-				loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), 0), kir.Id(v)))
+				switch w.ring {
+				case 0:
+				case 2:
+					if assoc {
+						loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, 0), cur[g][i]))
+					} else {
+						// The queue's centre is the plane the next level computes.
+						loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), i, 0), kir.Id(w.queue[mod(r-R, U)][i])))
+					}
+				default:
+					loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), i, 0), cur[g][i]))
+				}
 			}
 		}
 		if shElems > 0 {
@@ -376,152 +447,167 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		for t := 1; t <= bt; t++ {
 			row := fmt.Sprintf("m%d", t)
 			mrel := r - R*t // plane m_t = j + mrel
-			var lvl []kir.Stmt
-			lvl = append(lvl, &kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(R*t))})
-			coords := append([]kir.Expr{kir.Id(row)}, c[1:]...)
 			prev := t - 1
-			next := map[*ir.Grid]kir.Expr{}
-			if assoc {
-				// Plane p = m_t + R of level t-1 is published: add its terms to the outputs
-				// m_t .. m_t+2R it feeds; output m_t is then complete.
-				prel := mrel + R
-				for ui, u := range p.Updates {
-					g := u.Grid
-					ty := kir.FromIR(u.Value.Type())
-					s := sums[ui]
-					keys := make([]int, 0, len(s.parts))
-					for o := range s.parts {
-						keys = append(keys, o)
-					}
-					sort.Sort(sort.Reverse(sort.IntSlice(keys)))
-					final := fmt.Sprintf("s_%s_%d", g.Name, t)
-					done := false
-					for _, o := range keys {
-						target := prel - o
-						acc := kir.Id(accName(g, t, mod(target, U)))
-						pcoords := append([]kir.Expr{kir.Bin("-", kir.Id(row), kir.I(R-o))}, c[1:]...)
-						em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: pcoords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}, out: &lvl}
-						em.read = func(em *emitter, l *ir.Load) kir.Expr {
-							if l.Off[0] != o {
-								panic("internal error: n5d partial sum reads another plane")
-							}
-							if !nonzero(l.Off[1:]) {
-								return cur[l.G]
-							}
-							return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, 2), inPlaneOff(l))
+			step := kir.Add(kir.Id("step0"), kir.I(t-1))
+			lvl := []kir.Stmt{&kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(R*t))}}
+			next := map[*ir.Grid][]kir.Expr{}
+			for _, u := range p.Updates {
+				for i := 0; i < RX; i++ {
+					nv := vName(u.Grid, t, i)
+					loop = append(loop, &kir.Decl{Name: nv, Type: kir.FromIR(u.Grid.Type), Init: zeroOf(kir.FromIR(u.Grid.Type))})
+					next[u.Grid] = append(next[u.Grid], kir.Id(nv))
+				}
+			}
+			for i := 0; i < RX; i++ {
+				var cs []kir.Stmt // cell i's statements
+				coords := cellOf(col, i)
+				coords[0] = kir.Id(row)
+				if assoc {
+					// Plane p = m_t + R of level t-1 is published: add its terms to the outputs
+					// m_t .. m_t+2R it feeds; output m_t is then complete.
+					prel := mrel + R
+					for ui, u := range p.Updates {
+						g := u.Grid
+						ty := kir.FromIR(u.Value.Type())
+						s := sums[ui]
+						keys := make([]int, 0, len(s.parts))
+						for o := range s.parts {
+							keys = append(keys, o)
 						}
-						v := em.expr(s.parts[o])
-						switch {
-						case o == R:
-							lvl = append(lvl, &kir.Decl{Name: final, Type: ty, Init: kir.Add(acc, v)})
-							done = true
-						case o == -R:
-							lvl = append(lvl, kir.Set(acc, v))
-						default:
-							lvl = append(lvl, kir.Set(acc, kir.Add(acc, v)))
-						}
-					}
-					if !done {
-						lvl = append(lvl, &kir.Decl{Name: final, Type: ty, Init: kir.Id(accName(g, t, mod(mrel, U)))})
-					}
-					if _, ok := s.parts[-R]; !ok {
-						lvl = append(lvl, kir.Set(kir.Id(accName(g, t, mod(prel+R, U))), zeroOf(ty)))
-					}
-					em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}, out: &lvl}
-					var val kir.Expr = kir.Id(final)
-					switch s.op {
-					case "/":
-						if k, ok := s.coef.(*ir.Const); ok {
-							if q := em.divByConst(val, k.V); q != nil {
-								val = q
-								break
+						sort.Sort(sort.Reverse(sort.IntSlice(keys)))
+						final := fmt.Sprintf("s_%s", g.Name)
+						done := false
+						for _, o := range keys {
+							acc := kir.Id(accName(g, t, mod(prel-o, U), i))
+							pcoords := append([]kir.Expr{kir.Bin("-", kir.Id(row), kir.I(R-o))}, coords[1:]...)
+							em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: pcoords, step: step, lets: map[*ir.Let]string{}, out: &cs}
+							em.read = func(em *emitter, l *ir.Load) kir.Expr {
+								if l.Off[0] != o {
+									panic("internal error: n5d partial sum reads another plane")
+								}
+								if j, ok := inThread(l, i); ok {
+									return cur[l.G][j]
+								}
+								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, 2), i, inPlaneOff(l))
+							}
+							v := em.expr(s.parts[o])
+							switch {
+							case o == R:
+								cs = append(cs, &kir.Decl{Name: final, Type: ty, Init: kir.Add(acc, v)})
+								done = true
+							case o == -R:
+								cs = append(cs, kir.Set(acc, v))
+							default:
+								cs = append(cs, kir.Set(acc, kir.Add(acc, v)))
 							}
 						}
-						val = &kir.Binary{Op: "/", X: val, Y: em.expr(s.coef)}
-					case "*":
-						val = &kir.Binary{Op: "*", X: val, Y: em.expr(s.coef)}
-					}
-					nv := fmt.Sprintf("v_%s_%d", g.Name, t)
-					loop = append(loop, &kir.Decl{Name: nv, Type: kir.FromIR(g.Type), Init: zeroOf(kir.FromIR(g.Type))})
-					lvl = append(lvl, kir.Set(kir.Id(nv), val))
-					if rim := rimAt(g, kir.Id(row)); rim != nil {
-						lvl = append(lvl, &kir.If{Cond: rim, Then: []kir.Stmt{kir.Set(kir.Id(nv), loadAt(g, kir.Id(row)))}})
-					}
-					next[g] = kir.Id(nv)
-				}
-			} else {
-				em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: kir.Add(kir.Id("step0"), kir.I(t-1)), lets: map[*ir.Let]string{}}
-				em.read = func(em *emitter, l *ir.Load) kir.Expr {
-					if l.G.Update == nil || l.Layer != nil {
-						return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
-					}
-					w := win[[2]int{l.G.Index, prev}]
-					if !nonzero(l.Off[1:]) {
-						return kir.Id(w.queue[mod(mrel+l.Off[0], U)])
-					}
-					if w.ring == 2 {
-						return smemAt(w, mod(mrel, 2), inPlaneOff(l))
-					}
-					return smemAt(w, mod(mrel+l.Off[0], w.ring), inPlaneOff(l))
-				}
-				var compute []kir.Stmt
-				em.out = &compute
-				var vals []ir.Expr
-				for _, u := range p.Updates {
-					vals = append(vals, u.Value)
-				}
-				em.declareLets(vals...)
-				var sets []kir.Stmt
-				for _, u := range p.Updates {
-					g := u.Grid
-					nv := fmt.Sprintf("v_%s_%d", g.Name, t)
-					keep := kir.Id(win[[2]int{g.Index, prev}].queue[mod(mrel, U)])
-					lvl = append(lvl, &kir.Decl{Name: nv, Type: kir.FromIR(g.Type), Init: keep})
-					set := kir.Set(kir.Id(nv), em.expr(u.Value))
-					if rim := rimAt(g, kir.Id(row)); rim != nil {
-						set = &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{set}}
-					}
-					sets = append(sets, set)
-					next[g] = kir.Id(nv)
-				}
-				compute = append(compute, sets...)
-				if guard {
-					valid := and(kir.Id("inplane"), and(ge(kir.Id(row), kir.I(0)), lt(kir.Id(row), kir.Id("n0"))))
-					for a := 1; a < d; a++ {
-						if h[a] > 0 {
-							valid = and(valid, and(ge(local[a], kir.I(h[a]*t)), lt(local[a], kir.I(bsize[a]-h[a]*t))))
+						if !done {
+							cs = append(cs, &kir.Decl{Name: final, Type: ty, Init: kir.Id(accName(g, t, mod(mrel, U), i))})
+						}
+						if _, ok := s.parts[-R]; !ok {
+							cs = append(cs, kir.Set(kir.Id(accName(g, t, mod(prel+R, U), i)), zeroOf(ty)))
+						}
+						em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: &cs}
+						var val kir.Expr = kir.Id(final)
+						switch s.op {
+						case "/":
+							if k, ok := s.coef.(*ir.Const); ok {
+								if q := em.divByConst(val, k.V); q != nil {
+									val = q
+									break
+								}
+							}
+							val = &kir.Binary{Op: "/", X: val, Y: em.expr(s.coef)}
+						case "*":
+							val = &kir.Binary{Op: "*", X: val, Y: em.expr(s.coef)}
+						}
+						cs = append(cs, kir.Set(next[g][i], val))
+						if rim := rimAt(g, kir.Id(row), i); rim != nil {
+							cs = append(cs, &kir.If{Cond: rim, Then: []kir.Stmt{kir.Set(next[g][i], loadAt(g, kir.Id(row), i))}})
 						}
 					}
-					lvl = append(lvl, &kir.If{Cond: valid, Then: compute})
 				} else {
-					lvl = append(lvl, compute...)
+					em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}}
+					em.read = func(em *emitter, l *ir.Load) kir.Expr {
+						if l.G.Update == nil || l.Layer != nil {
+							return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
+						}
+						w := win[[2]int{l.G.Index, prev}]
+						if j, ok := inThread(l, i); ok {
+							return kir.Id(w.queue[mod(mrel+l.Off[0], U)][j])
+						}
+						if w.ring == 2 {
+							return smemAt(w, mod(mrel, 2), i, inPlaneOff(l))
+						}
+						return smemAt(w, mod(mrel+l.Off[0], w.ring), i, inPlaneOff(l))
+					}
+					var compute []kir.Stmt
+					em.out = &compute
+					var vals []ir.Expr
+					for _, u := range p.Updates {
+						vals = append(vals, u.Value)
+					}
+					em.declareLets(vals...)
+					var sets []kir.Stmt
+					for _, u := range p.Updates {
+						g := u.Grid
+						keep := kir.Id(win[[2]int{g.Index, prev}].queue[mod(mrel, U)][i])
+						cs = append(cs, kir.Set(next[g][i], keep))
+						set := kir.Set(next[g][i], em.expr(u.Value))
+						if rim := rimAt(g, kir.Id(row), i); rim != nil {
+							set = &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{set}}
+						}
+						sets = append(sets, set)
+					}
+					compute = append(compute, sets...)
+					if guard {
+						valid := and(ge(kir.Id(row), kir.I(0)), lt(kir.Id(row), kir.Id("n0")))
+						for a := 1; a < d; a++ {
+							n := kir.Id(fmt.Sprintf("n%d", a))
+							li := local[a]
+							if a == X {
+								li = kir.Add(li, kir.I(i))
+							}
+							valid = and(valid, and(ge(coords[a], kir.I(0)), lt(coords[a], n)))
+							if h[a] > 0 {
+								valid = and(valid, and(ge(li, kir.I(h[a]*t)), lt(li, kir.I(bsize[a]-h[a]*t))))
+							}
+						}
+						cs = append(cs, &kir.If{Cond: valid, Then: compute})
+					} else {
+						cs = append(cs, compute...)
+					}
 				}
+				lvl = append(lvl, &kir.Block{Body: cs})
 			}
 			for _, u := range p.Updates {
 				g := u.Grid
-				v := next[g]
-				if t == bt {
-					// Store plane m of the output if this block owns it.
-					idx := em0.linear(coords, nil)
-					cond := and(kir.Id("own"), and(ge(kir.Id(row), kir.Id("zb")), lt(kir.Id(row), kir.Id("ze"))))
-					lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{kir.Set(kir.At(bufName(g, Out0), idx), v)}})
-					continue
-				}
-				w := win[[2]int{g.Index, t}]
-				if !assoc {
-					lvl = append(lvl, kir.Set(kir.Id(w.queue[mod(mrel, U)]), v))
-				}
-				switch w.ring {
-				case 0:
-				case 2:
-					if assoc {
-						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), 0), v))
-					} else {
-						// Publish the queue's centre: the plane level t+1 computes next.
-						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel-R, 2), 0), kir.Id(w.queue[mod(mrel-R, U)])))
+				for i := 0; i < RX; i++ {
+					v := next[g][i]
+					if t == bt {
+						// Store plane m of the output if this block owns it.
+						coords := cellOf(col, i)
+						coords[0] = kir.Id(row)
+						cond := and(kir.Id(fmt.Sprintf("own_%d", i)), and(ge(kir.Id(row), kir.Id("zb")), lt(kir.Id(row), kir.Id("ze"))))
+						lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{kir.Set(kir.At(bufName(g, Out0), em0.linear(coords, nil)), v)}})
+						continue
 					}
-				default:
-					lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, w.ring), 0), v))
+					w := win[[2]int{g.Index, t}]
+					if !assoc {
+						lvl = append(lvl, kir.Set(kir.Id(w.queue[mod(mrel, U)][i]), v))
+					}
+					switch w.ring {
+					case 0:
+					case 2:
+						if assoc {
+							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), i, 0), v))
+						} else {
+							// Publish the queue's centre: the plane level t+1 computes next.
+							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel-R, 2), i, 0), kir.Id(w.queue[mod(mrel-R, U)][i])))
+						}
+					default:
+						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, w.ring), i, 0), v))
+					}
 				}
 			}
 			for g, v := range next {

@@ -87,7 +87,7 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 		if err := n5dApplies(p); err != nil {
 			return pl, err
 		}
-		pl.BX, pl.BY, pl.BZ, pl.BT, pl.Chunk = 256, 1, 1, 4, 256
+		pl.BX, pl.BY, pl.BZ, pl.BT, pl.Chunk, pl.RX = 256, 1, 1, 4, 256, 1
 		if d == 3 {
 			pl.BX, pl.BY, pl.BT, pl.Chunk = 32, 16, 2, 64
 		}
@@ -164,7 +164,7 @@ func inplaneApplies(p *ir.Program) error {
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
 	r := p.Reach()
-	block := []int{pl.BX, pl.BY}
+	block := []int{pl.BX * max(pl.RX, 1), pl.BY}
 	for a := 1; a < len(r); a++ {
 		b := block[len(r)-1-a]
 		if r[a] == 0 {
@@ -191,6 +191,9 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 	fields := map[string]*int{"bx": &pl.BX, "by": &pl.BY, "bz": &pl.BZ, "ph": &pl.PH, "bt": &pl.BT, "chunk": &pl.Chunk, "maxregs": &pl.MaxRegs}
 	if pl.Strategy == "inplane" {
 		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
+	}
+	if pl.Strategy == "n5d" {
+		fields["rx"] = &pl.RX
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -237,6 +240,9 @@ func (pl Plan) String() string {
 	}
 	if pl.Strategy == "n5d" {
 		parts = append(parts, fmt.Sprintf("bt=%d", pl.BT))
+		if pl.RX > 1 {
+			parts = append(parts, fmt.Sprintf("rx=%d", pl.RX))
+		}
 	}
 	if pl.Strategy == "inplane" {
 		parts = append(parts, fmt.Sprintf("load=%d,rx=%d,ry=%d,vec=%d", pl.Load, pl.RX, pl.RY, pl.Vec))
@@ -307,6 +313,9 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.BZ > 1 {
 			return fmt.Errorf("plan %s: n5d blocks are one plane thick (bz=1)", pl)
+		}
+		if pl.RX < 0 || pl.RX > 8 {
+			return fmt.Errorf("plan %s: rx, the cells each thread computes along x, must be 1..8", pl)
 		}
 	}
 	if pl.Chunk < 0 {
