@@ -409,7 +409,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// bodyAt is copy r of the loop body: plane jr = j + r enters level 0. Plane (j + x) of
 	// any level lives in register x mod U of its queue or accumulators and shared slot
 	// x mod ring, all static because j advances by a multiple of 2U.
-	bodyAt := func(r int) []kir.Stmt {
+	bodyAt := func(r int, checks bool) []kir.Stmt {
+		rimAt := rimAt
+		if !checks {
+			rimAt = func(*ir.Grid, kir.Expr, int) kir.Expr { return nil }
+		}
 		var loop []kir.Stmt
 		// cur holds each grid's newest plane value per cell, for publishing and partial sums.
 		cur := map[*ir.Grid][]kir.Expr{}
@@ -625,11 +629,34 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// barriers inside it, which some OpenCL compilers mishandle.)
 	first := kir.Bin("-", kir.Id("zb"), kir.I(R*bt))
 	end := kir.Add(kir.Id("ze"), kir.I(R*bt))
-	var round []kir.Stmt
-	for r := 0; r < copies; r++ {
-		round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r)...)})
+	loop := func(checks bool) kir.Stmt {
+		var round []kir.Stmt
+		for r := 0; r < copies; r++ {
+			round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r, checks)...)})
+		}
+		return &kir.For{Var: "j", From: first, To: end, Step: copies, Body: round}
 	}
-	body = append(body, &kir.For{Var: "j", From: first, To: end, Step: copies, Body: round})
+	// Blocks whose planes and columns, halos included, all lie inside the interior (nearly
+	// all of them) skip the fixed rim's checks: the condition is uniform over the block, so
+	// the barriers inside both loops are reached by all of its threads.
+	rim := make([]int, d)
+	for _, u := range p.Updates {
+		for a := range rim {
+			rim[a] = max(rim[a], u.Grid.Rim[a])
+		}
+	}
+	if nonzero(rim) && !guard {
+		var inside kir.Expr = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*R*bt)), kir.I(rim[0])),
+			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(R*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
+		for a := 1; a < d; a++ {
+			lo := kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(outSize[a])), kir.I(h[a]*bt))
+			n := kir.Id(fmt.Sprintf("n%d", a))
+			inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
+		}
+		body = append(body, &kir.If{Cond: inside, Then: []kir.Stmt{loop(false)}, Else: []kir.Stmt{loop(true)}})
+	} else {
+		body = append(body, loop(true))
+	}
 	k.Body = body
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
