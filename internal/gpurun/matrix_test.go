@@ -123,10 +123,16 @@ func planVariants(p *ir.Program) []plan.Plan {
 			out = append(out, tiny)
 		}
 		if s == "inplane" {
-			// Vertical loading, 2x3 register tiles, pairs; horizontal, 3x1 tiles, quads.
+			// Vertical loading, 2x3 register tiles, pairs; horizontal, 3x1 tiles, quads (pairs
+			// for 8-byte elements, which take no quads).
 			alt.Chunk, alt.Load, alt.RX, alt.RY, alt.Vec = 5, 0, 2, 3, 2
 			hor := def
 			hor.BX, hor.BY, hor.Chunk, hor.Load, hor.RX, hor.RY, hor.Vec = 8, 2, 3, 1, 3, 1, 4
+			for _, g := range p.Grids {
+				if g.Type.Size() == 8 {
+					hor.Vec = 2
+				}
+			}
 			out = append(out, hor)
 		}
 		if s == "n5d" {
