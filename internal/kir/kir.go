@@ -114,6 +114,19 @@ type (
 	Comment struct{ Text string }
 	// Block is a nested scope.
 	Block struct{ Body []Stmt }
+	// VecLoad declares Name, a vector of Width (2 or 4) elements of type T, holding
+	// Array[Idx], ..., Array[Idx+Width-1] read with one vector access, so that a thread issues
+	// one load instruction instead of Width. The printers cast the element pointer to a vector
+	// pointer, which promises the compiler that &Array[Idx] is aligned to Width*size(T) bytes:
+	// the strategy that emits it must have established that (at run time if need be), or the
+	// load faults (CUDA) or is undefined (OpenCL). Lane reads the components.
+	VecLoad struct {
+		Name  string
+		T     Type
+		Width int
+		Array Expr
+		Idx   Expr
+	}
 )
 
 func (*Decl) stmt()      {}
@@ -125,6 +138,7 @@ func (*Barrier) stmt()   {}
 func (*Return) stmt()    {}
 func (*Comment) stmt()   {}
 func (*Block) stmt()     {}
+func (*VecLoad) stmt()   {}
 
 // Expr is an expression.
 type Expr interface{ expr() }
@@ -188,6 +202,18 @@ type (
 		D    Dim
 		Axis int
 	}
+	// Lane is component I (0 = .x .. 3 = .w) of the vector variable Vec declared by a VecLoad.
+	Lane struct {
+		Vec string
+		I   int
+	}
+	// Aligned is true when the address held by pointer parameter Ptr is a multiple of Bytes (a
+	// power of two): the run-time test that lets a kernel take a VecLoad path only where the
+	// buffer it reads is aligned, whatever the allocator gave.
+	Aligned struct {
+		Ptr   string
+		Bytes int
+	}
 )
 
 func (*Ident) expr()   {}
@@ -201,6 +227,8 @@ func (*Call) expr()    {}
 func (*Cast) expr()    {}
 func (*Index) expr()   {}
 func (*Builtin) expr() {}
+func (*Lane) expr()    {}
+func (*Aligned) expr() {}
 
 // Helpers that keep strategy code short.
 

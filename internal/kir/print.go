@@ -76,6 +76,31 @@ func (p *printer) typ(t Type) string {
 	panic("internal error: kir type")
 }
 
+// vecTyp names the vector of w (2 or 4) elements of type t. CUDA's vector types are aligned
+// to their size up to 16 bytes; it has no 16-byte-aligned vector of four 8-byte elements, so
+// lowering never asks for one (plan.Validate refuses vec=4 for such grids).
+func (p *printer) vecTyp(t Type, w int) string {
+	if w != 2 && w != 4 {
+		panic(fmt.Sprintf("internal error: vector of %d elements", w))
+	}
+	var base string
+	switch t {
+	case I32, F32, F64:
+		base = p.typ(t)
+	case I64:
+		base = "long"
+		if p.d == CUDA {
+			base = "longlong"
+		}
+	default:
+		panic("internal error: no vector of " + p.typ(t))
+	}
+	if p.d == CUDA && w == 4 && (t == I64 || t == F64) {
+		panic("internal error: CUDA has no 16-byte-aligned vector of four 8-byte elements")
+	}
+	return fmt.Sprintf("%s%d", base, w)
+}
+
 func (p *printer) kernel(k *Kernel) {
 	var params []string
 	for _, pr := range k.Params {
@@ -174,6 +199,13 @@ func (p *printer) stmt(s Stmt) {
 		p.line("return;")
 	case *Comment:
 		p.line("// %s", s.Text)
+	case *VecLoad:
+		vt := p.vecTyp(s.T, s.Width)
+		space := ""
+		if p.d == OpenCL {
+			space = "__global "
+		}
+		p.line("%s %s = *(%sconst %s*)(%s + %s);", vt, s.Name, space, vt, p.expr(s.Array, prec["+"]), p.expr(s.Idx, prec["+"]+1))
 	case *Block:
 		p.line("{")
 		p.indent++
@@ -250,6 +282,21 @@ func (p *printer) expr(e Expr, outer int) string {
 		return p.expr(e.Array, precAtom) + "[" + p.expr(e.Idx, 0) + "]"
 	case *Builtin:
 		return p.builtin(e)
+	case *Lane:
+		if e.I < 0 || e.I > 3 {
+			panic(fmt.Sprintf("internal error: vector lane %d", e.I))
+		}
+		return e.Vec + "." + "xyzw"[e.I:e.I+1]
+	case *Aligned:
+		if e.Bytes <= 0 || e.Bytes&(e.Bytes-1) != 0 {
+			panic(fmt.Sprintf("internal error: alignment of %d bytes", e.Bytes))
+		}
+		// A pointer converts to an integer of its width: CUDA's are 64-bit, OpenCL's size_t.
+		addr := "(size_t)" + e.Ptr
+		if p.d == CUDA {
+			addr = "(unsigned long long)" + e.Ptr
+		}
+		return p.paren(fmt.Sprintf("(%s & %d) == 0", addr, e.Bytes-1), prec["=="], outer)
 	}
 	panic(fmt.Sprintf("internal error: kir expression %T", e))
 }

@@ -239,9 +239,12 @@ func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centre kir.Expr, p
 // coefficient x neighbour terms, is split by z offset), so output z is complete, and written,
 // once plane z+r is in (the partial-sum recurrence of eqs. 3-5). Planes are loaded as one or
 // more rectangular regions (load=2 full slice, load=0 vertical, load=1 horizontal) whose work
-// is assigned to warps at 32-thread boundaries; each thread loads vec consecutive elements of
-// a row. A block whose plane lies wholly inside the domain loads without boundary handling;
-// the others load every element through the grids' boundary rules.
+// is assigned to warps at 32-thread boundaries. A block whose plane lies wholly inside the
+// domain loads without boundary handling; the others load every element through the grids'
+// boundary rules. With vec > 1 (section III-C2, memory-level parallelism) an inside block
+// loads aligned vectors of vec elements (vectorFill) when vec divides the row length and its
+// origin column and the buffers are aligned, a run-time test (vec_ok); otherwise, and on the
+// boundary, each thread loads vec consecutive elements of a row as scalars.
 func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
 	if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
 		return nil, err
@@ -303,7 +306,18 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 	tiles := map[gridLevel]tileInfo{}
 	shared := 0
 	H1, H2 := 0, 0
-	var fastFill, slowFill []kir.Stmt
+	var fastFill, slowFill, vecFill []kir.Stmt
+	// vecOK says the vector path may run: rows start at multiples of vec (n2 is), the block's
+	// origin column is one (always so when vec divides TX) and every buffer the fills read is
+	// aligned to a vector. It is decided once per block, at run time, so that no size, tile or
+	// allocator can make a vector load misaligned.
+	var vecOK kir.Expr
+	if pl.Vec > 1 {
+		vecOK = &kir.Binary{Op: "==", X: kir.Bin("%", kir.Id("n2"), kir.I(pl.Vec)), Y: kir.I(0)}
+		if TX%pl.Vec != 0 {
+			vecOK = and(vecOK, &kir.Binary{Op: "==", X: kir.Bin("%", o2, kir.I(pl.Vec)), Y: kir.I(0)})
+		}
+	}
 	for _, gl := range order {
 		h := reachOf[gl]
 		g := p.Grids[gl.g]
@@ -315,6 +329,10 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 		regs := loadRegions(pl.Load, TY, TX, h[1], h[2], inPlaneDiagonal(p, gl))
 		fastFill = append(fastFill, regionFill(&fast, g, gl.level, t, regs, pl.Vec, threads, false)...)
 		slowFill = append(slowFill, regionFill(em, g, gl.level, t, regs, pl.Vec, threads, true)...)
+		if vecOK != nil {
+			vecFill = append(vecFill, vectorFill(em, g, gl.level, t, regs, pl.Vec, threads)...)
+			vecOK = and(vecOK, &kir.Aligned{Ptr: bufName(g, levelRole(gl.level)), Bytes: pl.Vec * g.Type.Size()})
+		}
 	}
 	if shared > staticSharedLimit {
 		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks or register tiles", pl, shared, staticSharedLimit)
@@ -338,6 +356,10 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 		}
 	}
 	var loop []kir.Stmt
+	if vecOK != nil {
+		body = append(body, &kir.Decl{Name: "vec_ok", Type: kir.Bool, Init: vecOK})
+		fastFill = []kir.Stmt{&kir.If{Cond: kir.Id("vec_ok"), Then: vecFill, Else: fastFill}}
+	}
 	loop = append(loop, &kir.If{Cond: interior, Then: fastFill, Else: slowFill})
 	loop = append(loop, &kir.Barrier{})
 	var ci, cj int
@@ -504,6 +526,84 @@ func regionFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, v
 		chain = []kir.Stmt{&kir.If{Cond: cond, Then: st, Else: chain}}
 	}
 	return []kir.Stmt{&kir.For{Var: v, From: kir.Id("tid"), To: kir.I(total), Step: threads, Body: chain}}
+}
+
+// vectorFill is regionFill's vector path, for blocks whose plane lies inside the domain and
+// whose rows and buffer are aligned to vec elements (the kernel's vec_ok, with o2 a multiple
+// of vec). Its work units are aligned vectors of the global row: a region's row segment, which
+// starts lead = (c0-h2) mod vec elements past an aligned column, is covered by
+// ceil((lead+cols)/vec) vectors starting lead elements before it. Each unit is one vector load
+// (in0_u + idx, idx a multiple of vec), and its lanes that fall inside the region are stored to
+// shared memory one by one. A unit reaching outside the region still reads inside the row:
+// its first element is at or after the aligned column at or before o2-h2 >= 0, and its end at or
+// before the aligned column at or after o2+TX+h2 <= n2, a multiple of vec. Units are numbered
+// region by region from multiples of 32, as in regionFill.
+func vectorFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, vec, threads int) []kir.Stmt {
+	W := t.dims[2]
+	h1, h2 := t.halo[1], t.halo[2]
+	v := "u_" + t.name
+	lead := make([]int, len(regs))
+	units := make([]int, len(regs))
+	starts := make([]int, len(regs))
+	total := 0
+	for i, r := range regs {
+		lead[i] = ((r.c0-h2)%vec + vec) % vec
+		units[i] = ceilDiv(lead[i]+r.cols, vec)
+		if len(regs) > 1 {
+			total = (total + 31) / 32 * 32
+		}
+		starts[i] = total
+		total += r.rows * units[i]
+	}
+	vn, rn, cn := "v_"+t.name, "r_"+t.name, "c_"+t.name
+	var chain []kir.Stmt
+	for i := len(regs) - 1; i >= 0; i-- {
+		r := regs[i]
+		lu := kir.Bin("-", kir.Id(v), kir.I(starts[i]))
+		row, c := kir.Id(rn), kir.Id(cn)
+		pos := []kir.Expr{kir.Id("pz"), kir.Add(kir.Id("o1"), kir.Bin("-", row, kir.I(h1))), kir.Add(kir.Id("o2"), kir.Bin("-", c, kir.I(h2)))}
+		st := []kir.Stmt{
+			&kir.Decl{Name: rn, Type: kir.I32, Init: kir.Add(kir.Bin("/", lu, kir.I(units[i])), kir.I(r.r0))},
+			&kir.Decl{Name: cn, Type: kir.I32, Init: kir.Add(kir.Mul(kir.Bin("%", lu, kir.I(units[i])), kir.I(vec)), kir.I(r.c0-lead[i]))},
+			&kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: vec, Array: kir.Id(bufName(g, levelRole(level))), Idx: em.linear(pos, nil)},
+		}
+		// Lanes before the region occur in a row's first unit, lanes after it in its last.
+		lastIn := r.cols + lead[i] - (units[i]-1)*vec // lanes of the last unit inside the region
+		for e := 0; e < vec; e++ {
+			col := kir.Add(c, kir.I(e))
+			var guard kir.Expr
+			if e < lead[i] {
+				guard = &kir.Binary{Op: ">=", X: col, Y: kir.I(r.c0)}
+			}
+			if e >= lastIn {
+				hi := &kir.Binary{Op: "<", X: col, Y: kir.I(r.c0 + r.cols)}
+				if guard == nil {
+					guard = hi
+				} else {
+					guard = and(guard, hi)
+				}
+			}
+			s := kir.Set(kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), col)), &kir.Lane{Vec: vn, I: e})
+			if guard != nil {
+				s = &kir.If{Cond: guard, Then: []kir.Stmt{s}}
+			}
+			st = append(st, s)
+		}
+		var cond kir.Expr = &kir.Binary{Op: "<", X: kir.Id(v), Y: kir.I(starts[i] + r.rows*units[i])}
+		if i > 0 {
+			cond = and(&kir.Binary{Op: ">=", X: kir.Id(v), Y: kir.I(starts[i])}, cond)
+		}
+		chain = []kir.Stmt{&kir.If{Cond: cond, Then: st, Else: chain}}
+	}
+	return []kir.Stmt{&kir.For{Var: v, From: kir.Id("tid"), To: kir.I(total), Step: threads, Body: chain}}
+}
+
+// levelRole is the input buffer that holds a grid's level (0 current, 1 previous).
+func levelRole(level int) Role {
+	if level == 1 {
+		return In1
+	}
+	return In0
 }
 
 // inlineLets replaces let references by their values.

@@ -35,17 +35,43 @@ state u boundary periodic
 update u = sum(i in -1..1, j in -1..1, k in -1..1) (0.01 + 0.001*(9*i+3*j+k)) * u[z+i, y+j, x+k]`,
 }
 
+// goldenPlans are plans beyond the defaults whose kernels are compared too, under
+// testdata/<name>.<file>.{cu,cl}: the in-plane method's vector loads (aligned fast path with
+// scalar fallbacks), with a halo of 1 so that rows need a head and a tail lane guard.
+var goldenPlans = []struct{ program, plan, file string }{
+	{"box3d", "inplane:vec=4", "inplane_vec4"},
+}
+
 func TestGoldenKernels(t *testing.T) {
+	type job struct {
+		pl   plan.Plan
+		file string
+	}
 	for name, src := range goldenPrograms {
 		p, err := load.Source(name+".stencil", src, load.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		var jobs []job
 		for _, strategy := range plan.Strategies {
 			pl, err := plan.Default(strategy, p)
 			if err != nil {
 				continue
 			}
+			jobs = append(jobs, job{pl, strategy})
+		}
+		for _, g := range goldenPlans {
+			if g.program != name {
+				continue
+			}
+			pl, err := plan.Parse(g.plan, p)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, g.plan, err)
+			}
+			jobs = append(jobs, job{pl, g.file})
+		}
+		for _, j := range jobs {
+			pl := j.pl
 			shape := []int{64, 64, 64}[:p.Dims()]
 			l, err := Lower(p, shape, []int{0, 3}, pl)
 			if err != nil {
@@ -57,7 +83,7 @@ func TestGoldenKernels(t *testing.T) {
 					t.Fatalf("%s %s: printing is not deterministic", name, pl)
 				}
 				ext := map[kir.Dialect]string{kir.CUDA: ".cu", kir.OpenCL: ".cl"}[d]
-				path := filepath.Join("testdata", name+"."+strategy+ext)
+				path := filepath.Join("testdata", name+"."+j.file+ext)
 				if *update {
 					os.MkdirAll("testdata", 0o755)
 					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -40,7 +40,10 @@ type Plan struct {
 	// RX, RY are the register tile (inplane only): each thread computes RX x RY outputs,
 	// strided by the block size along x and y.
 	RX, RY int
-	// Vec is the width of the elements a thread loads together along x (inplane only): 1, 2 or 4.
+	// Vec is the width of the vector loads along x (inplane only): 1, 2 or 4 elements. Blocks
+	// whose plane lies inside the domain load it with aligned vector loads when the row length
+	// and the buffers allow (checked at run time), else with vec scalar loads per thread; the
+	// boundary blocks load scalars. vec=4 takes 4-byte elements only (16 bytes per load).
 	Vec int
 }
 
@@ -159,6 +162,20 @@ func inplaneApplies(p *ir.Program) error {
 		return fmt.Errorf("plan inplane needs every update to be a sum of coefficient x neighbour terms (associative); %s is not: use forwardplane or stream25d", p.Name)
 	}
 	return nil
+}
+
+// wideRead is the first grid with 8-byte elements that an update reads (nil: none). A vector
+// of four of them is 32 bytes, wider than any vector load the in-plane plan issues.
+func wideRead(p *ir.Program) *ir.Grid {
+	var found *ir.Grid
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && found == nil && l.G.Type.Size() == 8 {
+				found = l.G
+			}
+		})
+	}
+	return found
 }
 
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
@@ -296,6 +313,9 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.Vec != 1 && pl.Vec != 2 && pl.Vec != 4 {
 			return fmt.Errorf("plan %s: vec must be 1, 2 or 4", pl)
+		}
+		if g := wideRead(p); pl.Vec == 4 && g != nil {
+			return fmt.Errorf("plan %s: vec=4 would load 32 bytes at once from grid %s (%s), but vector loads are at most 16 bytes (CUDA has no 16-byte-aligned vector of four 8-byte elements); use vec=2", pl, g.Name, g.Type)
 		}
 	}
 	if (pl.Strategy == "stream25d" || pl.Strategy == "forwardplane" || pl.Strategy == "inplane") && pl.BZ > 1 {
