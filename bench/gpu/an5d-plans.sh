@@ -2,7 +2,7 @@
 # Every plan on every stencil of the AN5D table (shared/design/benchmarks.md): float,
 # 16384^2 or 512^3 interior cells (plus the fixed rim), 1000 steps. Prints one line per run.
 # Usage (on the GPU machine, from the repository root): bench/gpu/an5d-plans.sh [tempest] [steps]
-# PLANS and STENCILS (space-separated) choose the plans and stencils.
+# PLANS and STENCILS (space-separated) choose the plans and stencils; TYPE=f64 runs in double.
 set -u
 T=${1:-./.gpu/tempest}
 STEPS=${2:-1000}
@@ -16,7 +16,7 @@ for s in $STENCILS; do
     *) n=$((16384 + 2*r)); size=${n}x${n} ;;
   esac
   for p in $PLANS; do
-    out=$($T run $f --backend cuda --plan "$p" --size $size --steps $STEPS --quiet 2>&1)
+    out=$($T run $f --backend cuda --plan "$p" --size $size --steps $STEPS ${TYPE:+--type $TYPE} --quiet 2>&1)
     line=$(echo "$out" | grep '^time' || echo "$out" | tail -1)
     plan=$(echo "$out" | sed -n 's/.* steps, \(.*\) on .*/\1/p' | head -1)
     echo "$s | $size | ${plan:-$p} | $line"
