@@ -163,8 +163,9 @@ func planVariants(p *ir.Program) []plan.Plan {
 			out = append(out, hor)
 		}
 		if s == "n5d" {
-			// Short chunks, three steps per launch, several cells per thread along x.
-			alt.Chunk, alt.BT, alt.RX = 5, 3, 2
+			// Short chunks, three steps per launch, several cells per thread along x, levels
+			// in wave order (one barrier per plane).
+			alt.Chunk, alt.BT, alt.RX, alt.Wave = 5, 3, 2, true
 			if wide {
 				alt.BT = 2
 			}

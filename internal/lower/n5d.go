@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"tempest/internal/ir"
@@ -323,6 +324,24 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	U := 2*R + 1
 	copies := 2 * U
+	// wave: levels run deepest first, each one plane further behind the level below (lag
+	// R+1 instead of R), so that all of them read shared planes published in the previous
+	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).
+	wave := pl.Wave
+	L := R
+	if wave {
+		L = R + 1
+	}
+	dName := func(g *ir.Grid, lv, i int) string { return fmt.Sprintf("d_%s_%d_%d", g.Name, lv, i) }
+	if wave && assoc {
+		for _, u := range p.Updates {
+			for lv := 0; lv < bt; lv++ {
+				for i := 0; i < RX; i++ {
+					decl(dName(u.Grid, lv, i), kir.FromIR(u.Grid.Type), zeroOf(kir.FromIR(u.Grid.Type)))
+				}
+			}
+		}
+	}
 	type window struct {
 		queue [][]string // queue[k][i]: register k of cell i's queue of U planes (not in assoc mode)
 		sh    int        // element offset of its planes in smem
@@ -379,7 +398,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	pfName := func(g *ir.Grid, i int) string { return fmt.Sprintf("pf_%s_%d", g.Name, i) }
 	for _, u := range p.Updates {
 		for i := 0; i < RX; i++ {
-			decl(pfName(u.Grid, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(R*bt)), i))
+			decl(pfName(u.Grid, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(L*bt)), i))
 		}
 	}
 	// smemAt addresses cell i's element plus an in-plane offset in a window's slot.
@@ -415,45 +434,94 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			rimAt = func(*ir.Grid, kir.Expr, int) kir.Expr { return nil }
 		}
 		var loop []kir.Stmt
-		// cur holds each grid's newest plane value per cell, for publishing and partial sums.
+		// cur holds each grid's newest plane value per cell of the level below the one being
+		// computed, for publishing and partial sums. In wave order the level below has not run
+		// yet in this copy: its values from the previous copy wait in the d_ registers.
 		cur := map[*ir.Grid][]kir.Expr{}
-		for _, u := range p.Updates {
-			g := u.Grid
-			w := win[[2]int{g.Index, 0}]
-			for i := 0; i < RX; i++ {
-				v := vName(g, 0, i)
-				loop = append(loop,
-					&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, i))},
-					kir.Set(kir.Id(pfName(g, i)), loadAt(g, kir.Add(kir.Id("jr"), kir.I(1)), i)))
-				cur[g] = append(cur[g], kir.Id(v))
+		keepD := func(g *ir.Grid, lv int, vals []kir.Expr) []kir.Stmt {
+			if !(wave && assoc) || lv >= bt {
+				return nil
 			}
-			for i := 0; i < RX; i++ {
-				if !assoc {
-					loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), cur[g][i]))
+			var out []kir.Stmt
+			for i := range vals {
+				out = append(out, kir.Set(kir.Id(dName(g, lv, i)), vals[i]))
+			}
+			return out
+		}
+		level0 := func() []kir.Stmt {
+			var loop []kir.Stmt
+			vals := map[*ir.Grid][]kir.Expr{}
+			for _, u := range p.Updates {
+				g := u.Grid
+				w := win[[2]int{g.Index, 0}]
+				for i := 0; i < RX; i++ {
+					v := vName(g, 0, i)
+					loop = append(loop,
+						&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, i))},
+						kir.Set(kir.Id(pfName(g, i)), loadAt(g, kir.Add(kir.Id("jr"), kir.I(1)), i)))
+					vals[g] = append(vals[g], kir.Id(v))
 				}
-				switch w.ring {
-				case 0:
-				case 2:
-					if assoc {
-						loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, 0), cur[g][i]))
-					} else {
-						// The queue's centre is the plane the next level computes.
-						loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), i, 0), kir.Id(w.queue[mod(r-R, U)][i])))
+				for i := 0; i < RX; i++ {
+					if !assoc {
+						loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), vals[g][i]))
 					}
-				default:
-					loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), i, 0), cur[g][i]))
+					switch w.ring {
+					case 0:
+					case 2:
+						if assoc {
+							loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, 0), vals[g][i]))
+						} else {
+							// The queue's centre is the plane the next level computes.
+							loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), i, 0), kir.Id(w.queue[mod(r-R, U)][i])))
+						}
+					default:
+						loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), i, 0), vals[g][i]))
+					}
+				}
+				loop = append(loop, keepD(g, 0, vals[g])...)
+			}
+			if !wave {
+				for g, v := range vals {
+					cur[g] = v
+				}
+			}
+			return loop
+		}
+		if !wave {
+			loop = append(loop, level0()...)
+			if shElems > 0 {
+				loop = append(loop, &kir.Barrier{})
+			}
+		}
+		levels := make([]int, 0, bt)
+		for t := 1; t <= bt; t++ {
+			levels = append(levels, t)
+		}
+		if wave {
+			// Deepest level first: each reads what the level below published in the previous
+			// copy, so one barrier per plane serves every level (the pipelined wavefront).
+			slices.Reverse(levels)
+			for _, u := range p.Updates {
+				if assoc {
+					for i := 0; i < RX; i++ {
+						cur[u.Grid] = append(cur[u.Grid], nil)
+					}
 				}
 			}
 		}
-		if shElems > 0 {
-			loop = append(loop, &kir.Barrier{})
-		}
-		for t := 1; t <= bt; t++ {
+		for _, t := range levels {
+			if wave && assoc {
+				for _, u := range p.Updates {
+					for i := 0; i < RX; i++ {
+						cur[u.Grid][i] = kir.Id(dName(u.Grid, t-1, i))
+					}
+				}
+			}
 			row := fmt.Sprintf("m%d", t)
-			mrel := r - R*t // plane m_t = j + mrel
+			mrel := r - L*t // plane m_t = j + mrel
 			prev := t - 1
 			step := kir.Add(kir.Id("step0"), kir.I(t-1))
-			lvl := []kir.Stmt{&kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(R*t))}}
+			lvl := []kir.Stmt{&kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(L*t))}}
 			next := map[*ir.Grid][]kir.Expr{}
 			for _, u := range p.Updates {
 				for i := 0; i < RX; i++ {
@@ -614,11 +682,22 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					}
 				}
 			}
-			for g, v := range next {
-				cur[g] = v
+			for _, u := range p.Updates {
+				lvl = append(lvl, keepD(u.Grid, t, next[u.Grid])...)
+			}
+			if !wave {
+				for g, v := range next {
+					cur[g] = v
+				}
 			}
 			loop = append(loop, &kir.Block{Body: lvl})
-			if t < bt && shElems > 0 {
+			if t < bt && shElems > 0 && !wave {
+				loop = append(loop, &kir.Barrier{})
+			}
+		}
+		if wave {
+			loop = append(loop, level0()...)
+			if shElems > 0 {
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
@@ -627,8 +706,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// Planes zb-R*bt .. ze+R*bt-1 in whole rounds of 2U copies; the last round may run past
 	// the end, reading clamped planes and storing nothing. (Copies under a condition would put
 	// barriers inside it, which some OpenCL compilers mishandle.)
-	first := kir.Bin("-", kir.Id("zb"), kir.I(R*bt))
-	end := kir.Add(kir.Id("ze"), kir.I(R*bt))
+	first := kir.Bin("-", kir.Id("zb"), kir.I(L*bt))
+	end := kir.Add(kir.Id("ze"), kir.I(L*bt))
 	loop := func(checks bool) kir.Stmt {
 		var round []kir.Stmt
 		for r := 0; r < copies; r++ {
@@ -646,8 +725,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 	}
 	if nonzero(rim) && !guard {
-		var inside kir.Expr = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*R*bt)), kir.I(rim[0])),
-			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(R*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
+		var inside kir.Expr = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*L*bt)), kir.I(rim[0])),
+			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(L*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
 		for a := 1; a < d; a++ {
 			lo := kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(outSize[a])), kir.I(h[a]*bt))
 			n := kir.Id(fmt.Sprintf("n%d", a))

@@ -40,6 +40,9 @@ type Plan struct {
 	// RX, RY are the register tile (inplane only): each thread computes RX x RY outputs,
 	// strided by the block size along x and y.
 	RX, RY int
+	// Wave skews n5d's levels one plane further apart so that one barrier per plane serves
+	// all of them (the pipelined wavefront of Schafer and Fey) instead of one per level.
+	Wave bool
 	// Vec is the width of the vector loads along x (inplane only): 1, 2 or 4 elements. Blocks
 	// whose plane lies inside the domain load it with aligned vector loads when the row length
 	// and the buffers allow (checked at run time), else with vec scalar loads per thread; the
@@ -97,6 +100,18 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 		if err := pl.FitBT(p); err != nil {
 			return pl, err
 		}
+	case "wavefront":
+		// Schafer and Fey's pipelined wavefront: two steps per sweep, one barrier per plane.
+		// It is n5d with those settings, so it is tuned and lowered as n5d.
+		pl, err := Default("n5d", p)
+		if err != nil {
+			return pl, err
+		}
+		pl.BT, pl.Wave = 2, true
+		if err := pl.FitBT(p); err != nil {
+			return pl, err
+		}
+		return pl, nil
 	case "forwardplane":
 		if d != 3 {
 			return pl, fmt.Errorf("plan forwardplane streams z through a 2D block over (y, x) of a 3D grid; %s is %dD", p.Name, d)
@@ -109,7 +124,7 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 		pl.BX, pl.BY, pl.BZ, pl.Chunk = 32, 8, 1, 128
 		pl.Load, pl.RX, pl.RY, pl.Vec = 2, 1, 2, 1
 	default:
-		return pl, fmt.Errorf("unknown plan %q; plans are %s", strategy, strings.Join(Strategies, ", "))
+		return pl, fmt.Errorf("unknown plan %q; plans are %s and wavefront (n5d:bt=2,wave=true)", strategy, strings.Join(Strategies, ", "))
 	}
 	return pl, nil
 }
@@ -217,12 +232,16 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		if !ok {
 			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
 		}
-		if k == "fastmath" {
+		if k == "fastmath" || (k == "wave" && pl.Strategy == "n5d") {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return pl, fmt.Errorf("plan %q: fastmath=%s is not true or false", text, v)
+				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
 			}
-			pl.FastMath = b
+			if k == "wave" {
+				pl.Wave = b
+			} else {
+				pl.FastMath = b
+			}
 			continue
 		}
 		f, ok := fields[k]
@@ -232,7 +251,11 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 				keys = append(keys, key)
 			}
 			sort.Strings(keys)
-			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, fastmath)", text, k, strings.Join(keys, ", "))
+			extra := "fastmath"
+			if pl.Strategy == "n5d" {
+				extra = "fastmath, wave"
+			}
+			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), extra)
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -259,6 +282,9 @@ func (pl Plan) String() string {
 		parts = append(parts, fmt.Sprintf("bt=%d", pl.BT))
 		if pl.RX > 1 {
 			parts = append(parts, fmt.Sprintf("rx=%d", pl.RX))
+		}
+		if pl.Wave {
+			parts = append(parts, "wave=true")
 		}
 	}
 	if pl.Strategy == "inplane" {
