@@ -251,7 +251,11 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 		r := p.Reach()
 		for a := 1; a < d; a++ {
 			dim := d - 1 - a
-			out := l.Block[dim] - 2*r[a]*l.Steps
+			cells := l.Block[dim]
+			if a == d-1 {
+				cells *= max(pl.RX, 1) // rx cells per thread along x
+			}
+			out := cells - 2*r[a]*l.Steps
 			if out < 1 {
 				return div, fmt.Errorf("internal error: n5d block leaves no output")
 			}

@@ -378,9 +378,10 @@ func (p *printer) cast(e *Cast, outer int) string {
 
 func (p *printer) builtin(b *Builtin) string {
 	axis := "xyz"[b.Axis : b.Axis+1]
+	// The builtins are unsigned (CUDA) or size_t (OpenCL); kernels index with int, so that
+	// expressions such as blockIdx.x * 6 - 1 >= 1 compare signed values.
 	if p.d == CUDA {
-		return []string{"threadIdx", "blockIdx", "blockDim", "gridDim"}[b.D] + "." + axis
+		return "(int)" + []string{"threadIdx", "blockIdx", "blockDim", "gridDim"}[b.D] + "." + axis
 	}
-	// OpenCL builtins return size_t; kernels index with int.
 	return fmt.Sprintf("(int)%s(%d)", []string{"get_local_id", "get_group_id", "get_local_size", "get_num_groups"}[b.D], b.Axis)
 }
