@@ -214,7 +214,7 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, log io.Writer) (plan.
 	if mode == "" || mode == "cached" {
 		cache, err := tune.OpenCache("")
 		if err == nil {
-			key := tune.KeyFor(p, s.Shape, dev.Props(), Version)
+			key := tune.KeyFor(p, s.Shape, dev.Props(), Version, false)
 			if e, err := cache.Load(key); err == nil {
 				if b := e.Best(); b != nil {
 					if pl, err := plan.Parse(b.Plan, p); err == nil {
