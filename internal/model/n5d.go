@@ -81,8 +81,9 @@ type N5DCalibration struct {
 	// AssocChain is the cycles per level of the dependent chain of partial sums (boxes):
 	// level t adds the plane level t-1 published in this same iteration, so the shared load,
 	// the arithmetic, the store and the barrier follow each other. FMALatency is the latency
-	// of one of the 2R+2 dependent additions in it. Stars publish the centre of their queue,
-	// computed R planes earlier, and have no such chain.
+	// of one of its dependent multiply-adds ((2R+1)^(d-1) + 1 of them: a plane's part and its
+	// accumulation). Stars publish the centre of their queue, computed R planes earlier, and
+	// have no such chain.
 	AssocChain, FMALatency float64
 	// Smooth is the exponent of the smooth maxima (higher: closer to the plain maximum).
 	Smooth float64
@@ -105,14 +106,14 @@ var N5DCal = N5DCalibration{
 	HaloDRAM:      0.25,
 	GlobalRX:      0.19,
 	Overhead:      7,
-	PlaneOverhead: 2.6,
+	PlaneOverhead: 3.05,
 	DivConstFast:  1, DivConstExact: 3, DivFast: 2, DivExact: 8, SpecialFast: 2, SpecialExact: 10,
-	LevelLatency: 50,
+	LevelLatency: 50.5,
 	WarpCPI:      1.3,
 	AssocChain:   55, FMALatency: 4,
-	Smooth:  3.1,
+	Smooth:  3.015,
 	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.4,
-	SpillCost: 0.16,
+	SpillCost: 0.17,
 }
 
 // n5dFacts are the properties of a program the n5d model needs, as the lowering sees them.
@@ -359,7 +360,9 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	perWarp := (fpInstr + other) / float64(b) // instructions per warp and level
 	level := c.LevelLatency + perWarp*math.Max(float64(g.warps)/4, c.WarpCPI/float64(rx))
 	if f.assoc {
-		level += c.AssocChain + c.FMALatency*float64(2*f.R+2)
+		// The last plane's part is a chain of multiply-adds over its in-plane points, then
+		// the addition to its accumulator.
+		level += c.AssocChain + c.FMALatency*(math.Pow(float64(f.U), float64(f.d-1))+1)
 	}
 	alone := math.Max(float64(b)*level, Z)
 	// Blocks per multiprocessor.
