@@ -186,7 +186,7 @@ func sweepReport(t *testing.T, name string, es []sweepEval) {
 		t.Logf("%s %s: spearman %.2f, model's pick %s at %.2f of the best measured%s", name, st, spearmanTies(ps, ms),
 			g[bestP].pt.plan, g[bestP].pt.gcells/g[bestM].pt.gcells, b.String())
 	}
-	t.Logf("%s: loss %.3f", name, calLoss(es))
+	t.Logf("%s: spearman %.2f over all %d points, loss %.3f", name, spearmanTies(all, allM), len(all), calLoss(es))
 }
 
 // spearmanTies is the rank correlation with average ranks for ties.
