@@ -68,6 +68,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
 	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none (the default plan), cached (the tuning cache's best), model (the models' pick), full (tune now); default: cached, else model")
 	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, forwardplane or inplane, with parameters as plan:key=value,... (e.g. n5d:bt=8)")
+	f.BoolVar(&o.FastMath, "fastmath", false, "compile with fast math (divisions by constants become multiplications, approximate sqrt and division) and, without --plan, take fast tuned plans; a --plan that says fastmath=true or fastmath=false wins")
 	f.BoolVar(&o.Verify, "verify", false, "also run the reference interpreter and report max abs and RMS error")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
 	return c
@@ -142,9 +143,11 @@ temporal blocks), prunes those the device cannot run, ranks the rest with the pe
 models, and times the best candidates (topk: the k best; beta: every prediction within beta percent of the best;
 exhaustive: all). Results go to the tuning cache (TEMPEST_CACHE_DIR, else the user's cache
 directory)/tempest/tune, keyed by stencil, element type, size class, device, driver,
-compiler and Tempest version; a second run resumes, measuring only what is missing.
+compiler, Tempest version and math mode (--fastmath); a second run resumes, measuring only
+what is missing.
 tempest run uses the cached plan (--tune cached, the default when the cache has one).`,
 		Example: `  tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386
+  tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386 --fastmath
   tempest tune examples/an5d/star3d1r.stencil --size 514x514x514 --mode exhaustive
   tempest tune --list`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -174,6 +177,7 @@ tempest run uses the cached plan (--tune cached, the default when the cache has 
 	f.IntVar(&o.Steps, "steps", 0, "steps per timed run (default: about 50 ms of the best prediction)")
 	f.IntVar(&o.Reps, "reps", 3, "timed runs per candidate, after one warm-up run (the median is kept)")
 	f.StringSliceVar(&o.Strategies, "strategies", nil, "only these strategies (comma-separated: naive, tiled, stream25d, pyramid, n5d)")
+	f.BoolVar(&o.FastMath, "fastmath", false, "compile every candidate with fast math; fast and exact results are cached apart (tempest run --fastmath uses the fast ones)")
 	f.BoolVar(&o.Fresh, "fresh", false, "measure again what the cache already holds (results still go to the cache)")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar or progress lines")
@@ -234,6 +238,7 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
 	f.StringVar(&o.Plan, "plan", "", "force this GPU plan on every stencil (default: chosen by --tune)")
 	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none, cached, model or full (default: cached, else model)")
+	f.BoolVar(&o.FastMath, "fastmath", false, "compile every plan with fast math (chosen plans, naive comparison, scaling series) and take fast tuned plans; a --plan that says fastmath=true or fastmath=false wins; the report states the mode")
 	f.IntVar(&o.Steps, "steps", 0, "time steps per run (default: the suite's, 1000 for most)")
 	f.Float64Var(&o.SizeScale, "size-scale", 1, "multiply every interior extent by this (e.g. 0.05 for CI or PoCL)")
 	f.IntVar(&o.Reps, "reps", 5, "timed runs per measurement after a warm-up; the median is reported")

@@ -18,11 +18,11 @@ import (
 )
 
 // run benches a small subset at tiny sizes and checks every output.
-func run(t *testing.T, backend string, stencils []string) *bench.Report {
+func run(t *testing.T, backend string, stencils []string, fast bool) *bench.Report {
 	t.Helper()
 	dir := t.TempDir()
 	o := driver.BenchOptions{Suite: "an5d", Backend: backend, SizeScale: 0.004, Steps: 4, Reps: 1, Stencils: stencils,
-		Scaling: "none", Root: "../..", Command: []string{"tempest", "bench", "--test"},
+		Scaling: "none", Root: "../..", Command: []string{"tempest", "bench", "--test"}, FastMath: fast,
 		JSON: filepath.Join(dir, "out.json"), CSV: filepath.Join(dir, "out.csv"), Report: filepath.Join(dir, "out.html")}
 	var stdout bytes.Buffer
 	rep, err := driver.Bench(o, &stdout, io.Discard)
@@ -46,6 +46,11 @@ func run(t *testing.T, backend string, stencils []string) *bench.Report {
 	if !strings.Contains(stdout.String(), "GCells/s") {
 		t.Errorf("no table on stdout:\n%s", stdout.String())
 	}
+	// The header and the JSON state the math mode (fast only where plans are compiled).
+	wantFast := fast && backend != "cpu"
+	if head, _, _ := strings.Cut(stdout.String(), "\n"); strings.Contains(head, "fast math") != wantFast || rep.FastMath != wantFast {
+		t.Errorf("fast math %v, report %v, header %q", wantFast, rep.FastMath, head)
+	}
 
 	// JSON: the schema's fields are there.
 	b, err := os.ReadFile(o.JSON)
@@ -60,6 +65,9 @@ func run(t *testing.T, backend string, stencils []string) *bench.Report {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
+	}
+	if v, ok := doc["fastMath"].(bool); !ok || v != rep.FastMath {
+		t.Errorf("JSON fastMath %v", doc["fastMath"])
 	}
 	if v, _ := doc["schemaVersion"].(float64); int(v) != bench.SchemaVersion {
 		t.Errorf("schemaVersion %v", doc["schemaVersion"])
@@ -101,7 +109,7 @@ func run(t *testing.T, backend string, stencils []string) *bench.Report {
 }
 
 func TestBenchCPU(t *testing.T) {
-	rep := run(t, "cpu", []string{"j2d5pt", "star3d1r"})
+	rep := run(t, "cpu", []string{"j2d5pt", "star3d1r"}, true)
 	if rep.Backend != "cpu" {
 		t.Errorf("backend %q", rep.Backend)
 	}
@@ -116,8 +124,11 @@ func TestBenchOpenCL(t *testing.T) {
 		t.Skipf("no OpenCL: %v", err)
 	}
 	d.Close()
-	rep := run(t, "opencl", []string{"j2d5pt", "box2d1r"})
+	rep := run(t, "opencl", []string{"j2d5pt", "box2d1r"}, true)
 	for _, r := range rep.Results {
+		if !strings.Contains(r.Plan, "fastmath=true") || !strings.Contains(r.NaivePlan, "fastmath=true") {
+			t.Errorf("%s: --fastmath plans %s and %s", r.Stencil, r.Plan, r.NaivePlan)
+		}
 		if r.NaiveSeconds <= 0 || r.SpeedupNaive <= 0 {
 			t.Errorf("%s: no naive comparison", r.Stencil)
 		}

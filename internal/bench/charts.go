@@ -442,7 +442,7 @@ th{background:#eee}td.l,th.l{text-align:left}img{max-width:100%;border:1px solid
 </style></head><body>
 <h1>Tempest bench: suite {{.R.Suite}}</h1>
 <p>Tempest {{.R.Tempest}}; device {{.R.Device}} ({{.R.Backend}}; driver {{.R.Driver}}; compiler {{.R.Compiler}});
-command <code>{{join .R.CommandLine}}</code>; tune {{.R.Tune}}; median of {{.R.Reps}} timed runs after a warm-up; size scale {{.R.SizeScale}}.</p>
+command <code>{{join .R.CommandLine}}</code>; tune {{.R.Tune}}; {{if .R.FastMath}}fast math{{else}}exact math{{end}}; median of {{.R.Reps}} timed runs after a warm-up; size scale {{.R.SizeScale}}.</p>
 {{with .R.Profile}}<p>Device profile: DRAM copy {{f .DRAMGBs 0}} GB/s, FMA peak f32 {{f .FMAF32GFLOPs 0}} GFLOP/s, f64 {{f .FMAF64GFLOPs 0}} GFLOP/s{{if .Estimated}} (estimated){{end}}.</p>{{end}}
 <h2>Results</h2>
 <table><tr><th class="l">suite</th><th class="l">stencil</th><th>size</th><th>type</th><th>steps</th><th class="l">plan</th><th>ms</th><th>GCells/s</th><th>GFLOP/s</th><th>GB/s</th><th>FLOP/B</th><th>% roofline</th><th>x naive</th><th>anchor GCells/s</th><th>x anchor</th><th>predicted ms</th></tr>

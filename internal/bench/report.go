@@ -25,6 +25,7 @@ type Report struct {
 	Driver      string    `json:"driver"`
 	Compiler    string    `json:"compiler"`
 	Tune        string    `json:"tune"`
+	FastMath    bool      `json:"fastMath"` // plans compiled with fast math (tempest bench --fastmath)
 	Reps        int       `json:"reps"`
 	SizeScale   float64   `json:"sizeScale"`
 	Profile     *Profile  `json:"profile,omitempty"`
@@ -155,7 +156,11 @@ func f(x float64, prec int) string {
 
 // WriteTable writes the terminal table.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "tempest %s bench --suite %s on %s (%s), reps %d\n", r.Tempest, r.Suite, r.Device, r.Backend, r.Reps)
+	mathMode := "exact math"
+	if r.FastMath {
+		mathMode = "fast math"
+	}
+	fmt.Fprintf(w, "tempest %s bench --suite %s on %s (%s), %s, reps %d\n", r.Tempest, r.Suite, r.Device, r.Backend, mathMode, r.Reps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "suite\tstencil\tsize\ttype\tsteps\tplan\tms\tGCells/s\tGFLOP/s\tGB/s\t% roof\tx naive\tx anchor\tpred ms\t")
 	for _, x := range r.Results {

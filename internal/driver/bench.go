@@ -35,7 +35,10 @@ type BenchOptions struct {
 	Report    string // HTML file; charts go beside it as PNG
 	Root      string // directory holding examples/ ("" : the current directory)
 	NoNaive   bool   // skip the naive comparison runs
-	Command   []string
+	// FastMath compiles every plan with fast math (the chosen ones, the naive comparison and
+	// the scaling series), except a --plan that says fastmath=... itself.
+	FastMath bool
+	Command  []string
 }
 
 // benchDevice compiles each kernel source once: runners for repeated measurements get the
@@ -102,7 +105,7 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 	}
 	b := &bencher{o: o, log: stderr}
 	rep := &bench.Report{Schema: bench.SchemaVersion, Tempest: Version, CommandLine: o.Command, Suite: o.Suite, Tune: o.Tune, Reps: o.Reps,
-		SizeScale: o.SizeScale, Anchors: []bench.Anchor{}, Results: []bench.Result{}}
+		SizeScale: o.SizeScale, FastMath: o.FastMath, Anchors: []bench.Anchor{}, Results: []bench.Result{}}
 	if rep.Tune == "" {
 		rep.Tune = "cached, else model"
 	}
@@ -131,6 +134,10 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 	} else {
 		rep.Backend, rep.Device, rep.Driver, rep.Compiler = "cpu", cpuName(), "-", "Go "+strings.TrimPrefix(runtime.Version(), "go")
 		rep.Notes = append(rep.Notes, "CPU engine: no plans, so no naive comparison, model prediction, roofs, scaling or tuning surface")
+		if o.FastMath {
+			rep.FastMath = false
+			rep.Notes = append(rep.Notes, "--fastmath has no effect on the CPU engine, which computes exactly")
+		}
 	}
 	for _, su := range suites {
 		steps := su.Steps
@@ -318,9 +325,9 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 	if b.dev != nil {
 		name := b.o.Plan
 		if name == "" {
-			name = ChoosePlanName(b.dev.Device, pr, b.o.Tune, nil)
+			name = ChoosePlanName(b.dev.Device, pr, b.o.Tune, b.o.FastMath, nil)
 		}
-		x, err := plan.Parse(name, pr.Prog)
+		x, err := parsePlan(name, pr.Prog, b.o.FastMath)
 		if err != nil {
 			res.Error = "--plan: " + err.Error()
 			return res
@@ -366,7 +373,7 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 			res.Predicted, res.Bottleneck = pred.Seconds, string(pred.Bottleneck)
 		}
 		if !b.o.NoNaive {
-			nv, err := plan.Parse("naive", pr.Prog)
+			nv, err := parsePlan("naive", pr.Prog, b.o.FastMath)
 			if err == nil {
 				res.NaivePlan = nv.String()
 				if nv.String() == pl.String() {
@@ -432,7 +439,7 @@ func (b *bencher) scaling(rep *bench.Report, suites []bench.Suite) {
 	cells := pick.CellsPerStep * float64(pick.Steps)
 	measure := func(text string) bench.Point {
 		pt := bench.Point{Plan: text}
-		pl, err := plan.Parse(text, pr.Prog)
+		pl, err := parsePlan(text, pr.Prog, b.o.FastMath)
 		if err != nil {
 			pt.Error = err.Error()
 			return pt

@@ -22,7 +22,6 @@ import (
 	"tempest/internal/gridio"
 	"tempest/internal/ir"
 	"tempest/internal/load"
-	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
 )
@@ -41,8 +40,11 @@ type RunOptions struct {
 	Backend string // auto | cuda | opencl | cpu
 	Plan    string // GPU plan, e.g. "tiled:bx=32,by=8"; empty: chosen by Tune
 	Tune    string // without --plan: none | cached | model | full ("": cached, else model)
-	Verify  bool
-	Quiet   bool // no progress bar
+	// FastMath compiles the plan with fast math (and looks up or tunes fast plans), unless
+	// the plan's text says fastmath=... itself.
+	FastMath bool
+	Verify   bool
+	Quiet    bool // no progress bar
 }
 
 // defaultSizes are used when neither --size nor an .npy file gives one.
@@ -363,9 +365,9 @@ func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, std
 	s := pr.State
 	name := o.Plan
 	if name == "" {
-		name = ChoosePlanName(dev, pr, o.Tune, stderr)
+		name = ChoosePlanName(dev, pr, o.Tune, o.FastMath, stderr)
 	}
-	pl, err := plan.Parse(name, pr.Prog)
+	pl, err := parsePlan(name, pr.Prog, o.FastMath)
 	if err != nil {
 		return fmt.Errorf("--plan: %w", err)
 	}

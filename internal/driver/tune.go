@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tempest/internal/gpu"
+	"tempest/internal/ir"
 	"tempest/internal/plan"
 	"tempest/internal/tune"
 )
@@ -27,6 +28,7 @@ type TuneOptions struct {
 	Steps            int      // steps per timed run (0: automatic)
 	Reps             int      // timed runs per candidate (0: 3)
 	Strategies       []string // restrict the search (nil: every strategy)
+	FastMath         bool     // compile every candidate with fast math (a separate cache entry)
 	Fresh            bool     // measure again what the cache already holds
 	JSON             bool
 	Quiet            bool
@@ -75,7 +77,7 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := tune.Options{Mode: mode, K: o.K, Beta: o.Beta, Seed: o.Seed, Steps: o.Steps, Reps: o.Reps, Strategies: o.Strategies,
-		Profile: prof, Cache: cache, Version: Version, Log: log}
+		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log}
 	if !o.Quiet {
 		opt.Progress = stderr
 	}
@@ -85,7 +87,8 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 	s := pr.State
 	props := dev.Props()
 	if log != nil {
-		fmt.Fprintf(log, "tuning %s: %s, %s, on %s (%s), mode %s\n", pr.Prog.Name, sizeString(s.Shape), pr.Prog.DefaultType, props.Name, props.Backend, mode)
+		fmt.Fprintf(log, "tuning %s: %s, %s, %s, on %s (%s), mode %s\n", pr.Prog.Name, sizeString(s.Shape), pr.Prog.DefaultType, mathName(o.FastMath),
+			props.Name, props.Backend, mode)
 	}
 	res, err := tune.Tune(dev, s, opt)
 	if o.Fresh && res != nil {
@@ -117,6 +120,14 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "note: the model used estimated device rates; run `tempest probe` for measured ones")
 	}
 	return nil
+}
+
+// mathName says how plans are compiled, for reports.
+func mathName(fast bool) string {
+	if fast {
+		return "fast math"
+	}
+	return "exact math"
 }
 
 func recordOf(c *tune.Candidate, res *tune.Result, shape []int) tune.Record {
@@ -190,14 +201,15 @@ func TuneList(asJSON bool, stdout io.Writer) error {
 //
 //	none    DefaultPlan
 //	cached  the best measured plan in the tuning cache for this stencil, type, size class,
-//	        device and version; DefaultPlan when there is none
+//	        device, version and math mode; DefaultPlan when there is none
 //	model   the best plan by the performance models that compiles (nothing is timed)
 //	full    tune now (top-5, resuming the cache) and take the best measured plan
 //	""      cached, else model
 //
-// It reports its choice on log (nil: silent). An error means the mode could not choose
+// With fast set, plans are compiled with fast math and the cache entry of fast searches is
+// used. It reports its choice on log (nil: silent). An error means the mode could not choose
 // (no cache entry for "cached" falls back instead of failing).
-func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, log io.Writer) (plan.Plan, error) {
+func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, fast bool, log io.Writer) (plan.Plan, error) {
 	if err := CheckTuneMode(mode); err != nil {
 		return plan.Plan{}, err
 	}
@@ -207,14 +219,14 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, log io.Writer) (plan.
 			fmt.Fprintf(log, format+"\n", a...)
 		}
 	}
-	def := func() (plan.Plan, error) { return plan.Parse(DefaultPlan(p), p) }
+	def := func() (plan.Plan, error) { return parsePlan(DefaultPlan(p), p, fast) }
 	if mode == "none" {
 		return def()
 	}
 	if mode == "" || mode == "cached" {
 		cache, err := tune.OpenCache("")
 		if err == nil {
-			key := tune.KeyFor(p, s.Shape, dev.Props(), Version)
+			key := tune.KeyFor(p, s.Shape, dev.Props(), Version, fast)
 			if e, err := cache.Load(key); err == nil {
 				if b := e.Best(); b != nil {
 					if pl, err := plan.Parse(b.Plan, p); err == nil {
@@ -227,13 +239,17 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, log io.Writer) (plan.
 			}
 		}
 		if mode == "cached" {
-			say("no tuned plan for %s at size class %s on this device: using the default (run `tempest tune` to fill the cache)", p.Name, tune.SizeClass(s.Shape))
+			hint := "`tempest tune`"
+			if fast {
+				hint = "`tempest tune --fastmath`"
+			}
+			say("no tuned plan for %s at size class %s (%s) on this device: using the default (run %s to fill the cache)", p.Name, tune.SizeClass(s.Shape), mathName(fast), hint)
 			return def()
 		}
 		mode = "model"
 	}
 	prof := loadDeviceProfile(dev, false, nil)
-	opt := tune.Options{Profile: prof, Version: Version}
+	opt := tune.Options{Profile: prof, Version: Version, FastMath: fast}
 	if mode == "model" {
 		c, err := tune.Pick(dev, s, opt)
 		if err != nil {
@@ -263,8 +279,8 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, log io.Writer) (plan.
 
 // ChoosePlanName is ChoosePlan for runGPU: the plan's text, DefaultPlan when the choice
 // fails (the reason goes to log).
-func ChoosePlanName(dev gpu.Device, pr *Prepared, mode string, log io.Writer) string {
-	pl, err := ChoosePlan(dev, pr, mode, log)
+func ChoosePlanName(dev gpu.Device, pr *Prepared, mode string, fast bool, log io.Writer) string {
+	pl, err := ChoosePlan(dev, pr, mode, fast, log)
 	if err != nil {
 		if log != nil {
 			fmt.Fprintf(log, "note: --tune %s: %v; using the default plan\n", strings.TrimSpace(mode), err)
@@ -272,4 +288,21 @@ func ChoosePlanName(dev gpu.Device, pr *Prepared, mode string, log io.Writer) st
 		return DefaultPlan(pr.Prog)
 	}
 	return pl.String()
+}
+
+// parsePlan reads a plan's text and, when fast is set, compiles it with fast math unless the
+// text says fastmath=... itself (a plan's own setting wins over --fastmath).
+func parsePlan(text string, p *ir.Program, fast bool) (plan.Plan, error) {
+	pl, err := plan.Parse(text, p)
+	if err != nil || !fast {
+		return pl, err
+	}
+	_, args, _ := strings.Cut(text, ":")
+	for _, kv := range strings.Split(args, ",") {
+		if k, _, _ := strings.Cut(strings.TrimSpace(kv), "="); k == "fastmath" {
+			return pl, nil
+		}
+	}
+	pl.FastMath = true
+	return pl, nil
 }

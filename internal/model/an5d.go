@@ -13,8 +13,8 @@ import (
 // of h_SN planes. The functions below are the paper's formulas one by one; AN5D predicts a
 // configuration with AN5DPredict and tunes over AN5DSpace (section 6.3).
 //
-// The n5d model (n5dModel, registered under "n5d") maps Tempest's n5d plan onto a
-// configuration: b_T = BT, b_S = BX (2D) or BY x BX (3D), h_SN = Chunk (0: the whole axis),
+// AN5DModel maps Tempest's n5d plan onto a configuration (the "n5d" strategy itself uses the
+// calibrated model of n5d.go): b_T = BT, b_S = BX (2D) or BY x BX (3D), h_SN = Chunk (0: the whole axis),
 // rad = the largest reach; the shared memory per block is what lowering reports when known
 // (Tempest's ring of planes for box stencils differs from AN5D's Table 1).
 
@@ -365,12 +365,18 @@ func AN5DSpace(dims int) []AN5DSpaceConfig {
 	return out
 }
 
-// n5dModel applies AN5D's model to an n5d plan (see the mapping at the top of this file).
-type n5dModel struct{}
+// AN5DModel applies AN5D's model to an n5d plan (see the mapping at the top of this file). It
+// is kept beside the calibrated n5d model for comparison; Predict's checks do not run on it.
+var AN5DModel Model = an5dModel{}
 
-func (n5dModel) Name() string { return "AN5D roofline (thread classes, ALU and SM efficiency)" }
+type an5dModel struct{}
 
-func (n5dModel) Predict(in Input) (Prediction, error) {
+func (an5dModel) Name() string { return "AN5D roofline (thread classes, ALU and SM efficiency)" }
+
+func (an5dModel) Predict(in Input) (Prediction, error) {
+	if in.Sum == nil {
+		in.Sum = analysis.Analyze(in.Prog)
+	}
 	c, err := AN5DConfigOf(in)
 	if err != nil {
 		return Prediction{}, err
@@ -384,7 +390,7 @@ func (n5dModel) Predict(in Input) (Prediction, error) {
 	launches := ceilDiv(c.IT, c.BT)
 	total = math.Max(total, float64(launches)*in.Dev.LaunchSeconds())
 	calls := float64(c.IT) / float64(c.BT)
-	return Prediction{Model: "n5d: " + n5dModel{}.Name(), Seconds: total, Bottleneck: t.Bottleneck,
+	return Prediction{Model: "an5d: " + an5dModel{}.Name(), Seconds: total, Bottleneck: t.Bottleneck,
 		Compute: calls * t.Comp, Shared: calls * t.SM, Global: calls * t.GM, EffSM: t.EffSM, EffOcc: 1, EffALU: t.EffALU,
 		Blocks: NTBPrime(c), Threads: NThr(c.BS), Launches: launches}, nil
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"tempest/internal/analysis"
@@ -192,4 +193,23 @@ func TestInPlaneEquations(t *testing.T) {
 	near(t, "Perf", r.Perf, 4096/(2*ts))
 	near(t, "f(1)", hide(1, 2, 48), 1)
 	near(t, "f(full)", hide(24, 2, 48), 1)
+}
+
+// TestAN5DModelBesideN5D: the paper's model stays available beside the calibrated one and
+// still predicts an n5d plan (its times are far more optimistic).
+func TestAN5DModelBesideN5D(t *testing.T) {
+	p, s := prog(t, "j2d5pt")
+	in := Input{Prog: p, Plan: mustParse(t, "n5d:bt=8", p), Shape: []int{16386, 16386}, Steps: 1000, Dev: h100Probed()}
+	paper, err := AN5DModel.Predict(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Sum = s
+	ours, err := Predict(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(paper.Seconds > 0) || !(ours.Seconds > paper.Seconds) || !strings.HasPrefix(ours.Model, "n5d: Tempest") {
+		t.Errorf("AN5D %.3g s, calibrated %.3g s (%s)", paper.Seconds, ours.Seconds, ours.Model)
+	}
 }

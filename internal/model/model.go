@@ -7,7 +7,8 @@
 //     computation of pyramid's shrinking tiles; AN5D's ALU efficiency (FMA share) and SM
 //     efficiency (partial last wave), an occupancy factor, and launch overhead. Pyramid can be
 //     calibrated from measured PH=1 and PH=2 runs (SL's pyramid-height model): see PyramidCal.
-//   - n5d (N.5D temporal blocking): AN5D's model (section 5), an5d.go.
+//   - n5d (N.5D temporal blocking): a model of Tempest's n5d kernel calibrated on H100 and
+//     H200 measurements, n5d.go; AN5D's own model (section 5) is kept in an5d.go.
 //   - in-plane (no plan yet): equations 6-14 of the in-plane paper as functions, inplane.go.
 //
 // Every model is deterministic: the same input gives the same prediction.

@@ -22,7 +22,8 @@ import (
 
 // Key identifies what a tuning result is valid for: the stencil (a hash of its canonical IR
 // text), the element type, the size class (log2-rounded extents), the device and its driver
-// and compiler, and Tempest's version.
+// and compiler, Tempest's version, and whether the plans were compiled with fast math (an
+// exact search's key is what it was before fast math was part of the key).
 type Key struct {
 	Stencil   string `json:"stencil"`
 	IRHash    string `json:"irHash"`
@@ -34,13 +35,14 @@ type Key struct {
 	Driver    string `json:"driver"`
 	Compiler  string `json:"compiler"`
 	Version   string `json:"version"`
+	FastMath  bool   `json:"fastMath,omitempty"`
 }
 
-// KeyFor builds the key of a program, size and device.
-func KeyFor(p *ir.Program, shape []int, props gpu.Props, version string) Key {
+// KeyFor builds the key of a program, size, device and math mode.
+func KeyFor(p *ir.Program, shape []int, props gpu.Props, version string, fast bool) Key {
 	h := sha256.Sum256([]byte(irprint.Stencil(p)))
 	k := Key{Stencil: p.Name, IRHash: hex.EncodeToString(h[:])[:16], Type: p.DefaultType.String(), SizeClass: SizeClass(shape),
-		Backend: props.Backend, Device: props.Name, Driver: props.Driver, Compiler: props.Compiler, Version: version}
+		Backend: props.Backend, Device: props.Name, Driver: props.Driver, Compiler: props.Compiler, Version: version, FastMath: fast}
 	if props.ComputeMajor > 0 {
 		k.Compute = fmt.Sprintf("sm_%d%d", props.ComputeMajor, props.ComputeMinor)
 	}
@@ -231,7 +233,10 @@ func (c *Cache) List() ([]*Entry, error) {
 		if a.Type != b.Type {
 			return a.Type < b.Type
 		}
-		return a.Device < b.Device
+		if a.Device != b.Device {
+			return a.Device < b.Device
+		}
+		return !a.FastMath && b.FastMath
 	})
 	return out, nil
 }
@@ -244,7 +249,7 @@ func ListText(es []*Entry, dir string) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "tuning results in %s\n\n", dir)
-	fmt.Fprintf(&b, "%-14s %-5s %-18s %-30s %-44s %12s %9s %s\n", "stencil", "type", "size class", "device", "best plan", "ms/step", "measured", "updated")
+	fmt.Fprintf(&b, "%-14s %-5s %-5s %-18s %-30s %-44s %12s %9s %s\n", "stencil", "type", "math", "size class", "device", "best plan", "ms/step", "measured", "updated")
 	for _, e := range es {
 		best := e.Best()
 		plan, ms := "-", "-"
@@ -268,8 +273,12 @@ func ListText(es []*Entry, dir string) string {
 		if len(dev) > 30 {
 			dev = dev[:27] + "..."
 		}
-		fmt.Fprintf(&b, "%-14s %-5s %-18s %-30s %-44s %12s %9s %s\n", e.Key.Stencil, e.Key.Type, e.Key.SizeClass, dev, plan, ms, count, e.Updated.Format("2006-01-02 15:04"))
+		mathMode := "exact"
+		if e.Key.FastMath {
+			mathMode = "fast"
+		}
+		fmt.Fprintf(&b, "%-14s %-5s %-5s %-18s %-30s %-44s %12s %9s %s\n", e.Key.Stencil, e.Key.Type, mathMode, e.Key.SizeClass, dev, plan, ms, count, e.Updated.Format("2006-01-02 15:04"))
 	}
-	fmt.Fprintf(&b, "\n(measured: candidates timed; +NF: candidates that failed to compile or launch)\n")
+	fmt.Fprintf(&b, "\n(math: fast for searches run with --fastmath; measured: candidates timed; +NF: candidates that failed to compile or launch)\n")
 	return b.String()
 }

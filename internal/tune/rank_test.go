@@ -9,6 +9,7 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/plan"
 	"tempest/internal/probe"
 	"tempest/internal/state"
 )
@@ -100,7 +101,7 @@ func TestEnumerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := Enumerate(p, []int{16392, 16392}, nil)
+	all := Enumerate(p, []int{16392, 16392}, nil, false)
 	seen := map[string]bool{}
 	per := map[string]int{}
 	for _, pl := range all {
@@ -118,8 +119,30 @@ func TestEnumerate(t *testing.T) {
 			t.Errorf("no %s plans", s)
 		}
 	}
+	// n5d: rx 1, 2 and 4, no block wider than 512 cells with rx > 1; fast math on request.
+	rxs := map[int]int{}
+	for _, pl := range all {
+		if pl.Strategy != "n5d" {
+			continue
+		}
+		rxs[max(pl.RX, 1)]++
+		if pl.RX > 1 && pl.BX*pl.RX > 512 {
+			t.Errorf("%s: a block of more than 512 cells with rx > 1", pl)
+		}
+		if pl.FastMath {
+			t.Errorf("%s: fast math without asking", pl)
+		}
+	}
+	if rxs[1] == 0 || rxs[2] == 0 || rxs[4] == 0 {
+		t.Errorf("n5d plans per rx: %v", rxs)
+	}
+	for _, pl := range Enumerate(p, []int{16392, 16392}, []string{"n5d", "naive"}, true) {
+		if !pl.FastMath {
+			t.Errorf("%s: asked for fast math", pl)
+		}
+	}
 	// A tiny domain keeps one block shape per strategy and whole-axis chunks.
-	small := Enumerate(p, []int{9, 9}, []string{"naive", "stream25d"})
+	small := Enumerate(p, []int{9, 9}, []string{"naive", "stream25d"}, false)
 	for _, pl := range small {
 		if pl.Strategy == "stream25d" && pl.Chunk != 0 {
 			t.Errorf("%s: a chunk longer than the axis should be the whole axis", pl)
@@ -150,5 +173,71 @@ func TestSpearman(t *testing.T) {
 	// Ties take average ranks.
 	if r := Spearman([]float64{1, 1, 2}, []float64{1, 2, 3}); math.Abs(r-math.Sqrt(0.75)) > 1e-12 {
 		t.Error(r)
+	}
+}
+
+// h100Probed is the H100's profile as `tempest probe` measured it (docs/performance.md).
+func h100Probed() *probe.Profile {
+	return &probe.Profile{Device: h100Props, DRAMCopyGBs: 2258.6, DRAMTriadGBs: 2622.4, L2GBs: 13283.6, SharedF32GBs: 32396.5,
+		SharedF64GBs: 32867.2, FMAF32GFLOPs: 55890.2, FMAF64GFLOPs: 31970.4, LaunchUs: 26.36, LaunchSyncUs: 44.9}
+}
+
+// TestRankAN5DSpaceOnH100 ranks the whole space of the AN5D stencils that the H100 sweep of
+// 2026-11-21 measured (benchmark sizes, fast math, the H100's probed profile): the space
+// stays small enough to time exhaustively in about a minute (at 0.3 s a candidate), and
+// top-5 holds the plans that measured best: deep first-order star blocks of 256 threads,
+// bt=4 for second-order stars, rx=2 for box2d2r, n5d for every stencil.
+func TestRankAN5DSpaceOnH100(t *testing.T) {
+	dev := fakeDevice{props: h100Props}
+	for _, c := range []struct {
+		stencil string
+		want    func(pl plan.Plan) bool // one of the five best satisfies it
+		what    string
+	}{
+		{"j2d5pt", func(pl plan.Plan) bool { return pl.BX == 256 && pl.RX <= 1 && pl.BT >= 6 && pl.BT <= 12 }, "bx=256, bt 6-12"},
+		{"star2d1r", func(pl plan.Plan) bool { return pl.BX == 256 && pl.RX <= 1 && pl.BT >= 6 && pl.BT <= 12 }, "bx=256, bt 6-12"},
+		{"star2d2r", func(pl plan.Plan) bool { return pl.BT >= 4 && pl.BT <= 6 }, "bt 4-6"},
+		{"j2d9pt", func(pl plan.Plan) bool { return pl.BT >= 4 && pl.BT <= 6 }, "bt 4-6"},
+		{"box2d1r", func(pl plan.Plan) bool { return pl.BT >= 4 && pl.BT <= 6 }, "bt 4-6"},
+		{"j2d9pt-gol", func(pl plan.Plan) bool { return pl.BT >= 4 && pl.BT <= 6 }, "bt 4-6"},
+		{"gradient2d", func(pl plan.Plan) bool { return pl.BT >= 4 && pl.BT <= 10 }, "bt 4-10"},
+		{"box2d2r", func(pl plan.Plan) bool { return pl.RX == 2 && pl.BT >= 4 && pl.BT <= 6 }, "rx=2, bt 4-6"},
+		{"star3d1r", func(pl plan.Plan) bool { return pl.BX*max(pl.RX, 1) == 32 && pl.BY == 32 && pl.BT >= 3 && pl.BT <= 4 }, "32x32 cells, bt 3-4"},
+		{"box3d1r", func(pl plan.Plan) bool { return pl.BX*max(pl.RX, 1) == 32 && pl.BY == 32 }, "32x32 cells"},
+		{"j3d27pt", func(pl plan.Plan) bool { return pl.BX*max(pl.RX, 1) == 32 && pl.BY == 32 }, "32x32 cells"},
+	} {
+		p, err := load.File("../../examples/an5d/"+c.stencil+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands, err := Rank(dev, shapeless(p, benchShape(p)), Options{Seed: 1, Profile: h100Probed(), FastMath: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		viable, found := 0, false
+		var top []string
+		for i, cd := range cands {
+			if cd.Status == Pruned {
+				continue
+			}
+			viable++
+			if i < 5 {
+				top = append(top, cd.Plan.String())
+				if cd.Plan.Strategy != "n5d" {
+					t.Errorf("%s: %s among the five best", c.stencil, cd.Plan)
+				}
+				found = found || c.want(cd.Plan)
+				if !cd.Plan.FastMath {
+					t.Errorf("%s: %s without fast math", c.stencil, cd.Plan)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no plan with %s among the five best:\n  %s", c.stencil, c.what, strings.Join(top, "\n  "))
+		}
+		if limit := map[int]int{2: 240, 3: 200}[p.Dims()]; viable > limit {
+			t.Errorf("%s: %d viable plans, more than %d (%.0f s at 0.3 s each)", c.stencil, viable, limit, 0.3*float64(viable))
+		}
+		t.Logf("%-10s %3d viable; top-5 %s", p.Name, viable, strings.Join(top, " "))
 	}
 }

@@ -31,7 +31,33 @@ var (
 	pyramid2DPH = []int{1, 2, 3, 4, 5, 6, 8}
 	pyramid3D   = [][3]int{{16, 8, 8}, {32, 8, 4}, {16, 16, 4}, {32, 4, 4}}
 	pyramid3DPH = []int{1, 2, 3, 4}
+
+	// n5d: AN5D's temporal blocks (b_T 1..16 in 2D, 1..8 in 3D) over blocks of cells that
+	// threads cover rx at a time along x. Blocks of one thread per cell take AN5D's widths and
+	// two stream chunks; rx = 2 and 4 (neighbours inside the thread come from registers: it
+	// helps boxes, while stars pay for rx-way shared bank conflicts) take the widths that
+	// measured well on the H100 and one chunk. Blocks wider than 512 cells with rx > 1 lose
+	// to narrower ones (fewer resident blocks, longer barriers) and are left out.
+	n5d2D = []n5dShape{
+		{bx: 128, rx: 1, chunks: []int{256, 512}}, {bx: 256, rx: 1, chunks: []int{256, 512}}, {bx: 512, rx: 1, chunks: []int{256, 512}},
+		{bx: 128, rx: 2, chunks: []int{256}}, {bx: 256, rx: 2, chunks: []int{256}},
+		{bx: 64, rx: 4, chunks: []int{256}}, {bx: 128, rx: 4, chunks: []int{256}},
+	}
+	n5d3D = []n5dShape{
+		{bx: 16, by: 16, rx: 1, chunks: []int{64, 128}}, {bx: 32, by: 16, rx: 1, chunks: []int{64, 128}},
+		{bx: 32, by: 32, rx: 1, chunks: []int{64, 128}}, {bx: 64, by: 16, rx: 1, chunks: []int{64, 128}},
+		{bx: 16, by: 16, rx: 2, chunks: []int{64, 128}}, {bx: 16, by: 32, rx: 2, chunks: []int{64, 128}},
+		{bx: 32, by: 16, rx: 2, chunks: []int{64, 128}}, {bx: 8, by: 32, rx: 4, chunks: []int{64}},
+	}
+	n5dBT = map[int]int{2: 16, 3: 8} // deepest temporal block per dimension
 )
+
+// n5dShape is one n5d block of the space: bx x by threads, rx cells per thread along x, and
+// the stream chunks it is tried with.
+type n5dShape struct {
+	bx, by, rx int
+	chunks     []int
+}
 
 func pow2Ceil(n int) int {
 	p := 1
@@ -54,10 +80,11 @@ func Strategies() []string {
 }
 
 // Enumerate lists the candidate plans of the given strategies (nil: Strategies()) for a
-// program and size. Blocks far larger than the domain are left out (one block shape per
-// strategy is always kept), stream chunks at least as long as the streaming axis become the
-// whole axis, and duplicates are removed. Validity against the device is checked later.
-func Enumerate(p *ir.Program, shape []int, strategies []string) []plan.Plan {
+// program and size, every one compiled with fast math when fast is set. Blocks far larger
+// than the domain are left out (one block shape per strategy is always kept), stream chunks
+// at least as long as the streaming axis become the whole axis, and duplicates are removed.
+// Validity against the device is checked later.
+func Enumerate(p *ir.Program, shape []int, strategies []string, fast bool) []plan.Plan {
 	if strategies == nil {
 		strategies = Strategies()
 	}
@@ -65,6 +92,7 @@ func Enumerate(p *ir.Program, shape []int, strategies []string) []plan.Plan {
 	seen := map[string]bool{}
 	var out []plan.Plan
 	add := func(pl plan.Plan) {
+		pl.FastMath = fast
 		if k := pl.String(); !seen[k] {
 			seen[k] = true
 			out = append(out, pl)
@@ -152,26 +180,31 @@ func Enumerate(p *ir.Program, shape []int, strategies []string) []plan.Plan {
 				}
 			}
 		case "n5d":
-			// AN5D's space (section 6.3): b_T = BT, b_S = BX (2D) or BY x BX (3D),
-			// h_SN = Chunk; heights that leave a block no output cell are left out.
 			if d < 2 || d > 3 {
 				continue
 			}
-			for _, c := range model.AN5DSpace(d) {
-				pl := plan.Plan{Strategy: s, BX: c.BS[len(c.BS)-1], BY: 1, BZ: 1, BT: c.BT, Chunk: c.HSN}
-				if d == 3 {
-					pl.BY = c.BS[0]
-				}
-				if !fits([3]int{pl.BX, pl.BY, 1}, true) {
+			shapes := n5d2D
+			if d == 3 {
+				shapes = n5d3D
+			}
+			for _, sh := range shapes {
+				b := [3]int{sh.bx * sh.rx, max(sh.by, 1), 1}
+				if !fits(b, true) {
 					continue
 				}
-				if pl.Chunk >= shape[0] {
-					pl.Chunk = 0
+				for _, c := range sh.chunks {
+					if c >= shape[0] {
+						c = 0
+					}
+					for bt := 1; bt <= n5dBT[d]; bt++ {
+						pl := plan.Plan{Strategy: s, BX: sh.bx, BY: max(sh.by, 1), BZ: 1, BT: bt, RX: sh.rx, Chunk: c}
+						// Heights that leave a block no output cell are left out.
+						if pl.FitBT(p) != nil || pl.BT != bt {
+							continue
+						}
+						add(pl)
+					}
 				}
-				if pl.FitBT(p) != nil || pl.BT != c.BT {
-					continue
-				}
-				add(pl)
 			}
 		default:
 			if pl, err := plan.Default(s, p); err == nil {

@@ -22,6 +22,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -87,6 +88,9 @@ type Options struct {
 	Parallel int
 	// Strategies restricts the search (nil: Strategies()).
 	Strategies []string
+	// FastMath compiles every candidate with fast math (Plan.FastMath), the given Candidates
+	// included; it is part of the cache key, so that fast and exact results never mix.
+	FastMath bool
 	// Candidates replaces the enumerated space (tests, or a user's own list).
 	Candidates []plan.Plan
 	// Limits replaces the device's limits in validation (tests and what-if studies).
@@ -180,7 +184,12 @@ func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
 	sum := analysis.Analyze(p)
 	plans := o.Candidates
 	if plans == nil {
-		plans = Enumerate(p, s.Shape, o.Strategies)
+		plans = Enumerate(p, s.Shape, o.Strategies, o.FastMath)
+	} else {
+		plans = slices.Clone(plans)
+		for i := range plans {
+			plans[i].FastMath = o.FastMath
+		}
 	}
 	if len(plans) == 0 {
 		return nil, fmt.Errorf("no plan applies to %s", p.Name)
@@ -265,7 +274,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	if o.Profile == nil {
 		o.Profile = probe.Estimate(props)
 	}
-	res := &Result{Key: KeyFor(s.Prog, s.Shape, props, o.Version), Mode: o.Mode}
+	res := &Result{Key: KeyFor(s.Prog, s.Shape, props, o.Version, o.FastMath), Mode: o.Mode}
 	cands, err := Rank(dev, s, o)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -200,14 +201,62 @@ func TestCacheRoundTripAndResume(t *testing.T) {
 		t.Errorf("list:\n%s", text)
 	}
 	// Another size class, type or version is another key.
-	if k := KeyFor(p, []int{4096, 4096}, dev.Props(), "test"); k.ID() == all.Key.ID() {
+	if k := KeyFor(p, []int{4096, 4096}, dev.Props(), "test", false); k.ID() == all.Key.ID() {
 		t.Error("size class must be part of the key")
 	}
-	if k := KeyFor(p, s.Shape, dev.Props(), "other"); k.ID() == all.Key.ID() {
+	if k := KeyFor(p, s.Shape, dev.Props(), "other", false); k.ID() == all.Key.ID() {
 		t.Error("version must be part of the key")
+	}
+	if k := KeyFor(p, s.Shape, dev.Props(), "test", true); k.ID() == all.Key.ID() || !k.FastMath {
+		t.Error("fast math must be part of the key")
+	}
+	// An exact search's key is what it was before fast math joined the key.
+	if data, _ := json.Marshal(all.Key); strings.Contains(string(data), "fastMath") {
+		t.Errorf("exact key %s", data)
 	}
 	if SizeClass([]int{45, 70}) != "2^5x2^6" || SizeClass([]int{16386, 514}) != "2^14x2^9" {
 		t.Errorf("size classes %s %s", SizeClass([]int{45, 70}), SizeClass([]int{16386, 514}))
+	}
+}
+
+// TestFastMathSearchesAreCachedApart: a fast-math search compiles every candidate with fast
+// math and records them under its own key; an exact search of the same space resumes none of
+// them, and the list says which is which.
+func TestFastMathSearchesAreCachedApart(t *testing.T) {
+	dev := openDevice(t)
+	p := program(t, "an5d/j2d5pt.stencil")
+	s := newState(t, p, []int{45, 70})
+	cache := &Cache{Dir: t.TempDir()}
+	o := Options{Mode: Exhaustive, Steps: 4, Reps: 1, Candidates: plans(t, p, "naive:bx=32,by=4", "tiled:bx=16,by=8"), Cache: cache,
+		Version: "test", FastMath: true}
+	fast, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fast.Key.FastMath || fast.Measured != 2 {
+		t.Fatalf("fast search: key %+v, %d measured", fast.Key, fast.Measured)
+	}
+	for _, c := range fast.Candidates {
+		if !c.Plan.FastMath || !strings.Contains(c.Plan.String(), "fastmath=true") {
+			t.Errorf("%s: not compiled with fast math", c.Plan)
+		}
+	}
+	verify(t, dev, s, fast.Best.Plan, 3)
+	o.FastMath = false
+	exact, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exact.Key.FastMath || exact.Resumed != 0 || exact.Measured != 2 || exact.Best.Plan.FastMath {
+		t.Errorf("exact search after a fast one: key %+v, %d resumed, %d measured, best %s", exact.Key, exact.Resumed, exact.Measured, exact.Best.Plan)
+	}
+	list, err := cache.List()
+	if err != nil || len(list) != 2 || list[0].Key.FastMath || !list[1].Key.FastMath {
+		t.Fatalf("list: %v, %d entries", err, len(list))
+	}
+	text := ListText(list, cache.Dir)
+	if !strings.Contains(text, " fast ") || !strings.Contains(text, " exact ") {
+		t.Errorf("list:\n%s", text)
 	}
 }
 

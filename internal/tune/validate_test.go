@@ -41,6 +41,7 @@ import (
 //	TEMPEST_TUNE_STEPS       steps per timed run (default: about 50 ms by the best prediction)
 //	TEMPEST_TUNE_REPS        timed runs per candidate after a warm-up (default 3)
 //	TEMPEST_TUNE_STRATEGIES  comma-separated strategies (default: all)
+//	TEMPEST_TUNE_FASTMATH    1: every candidate compiled with fast math (AN5D's setting)
 //	TEMPEST_CACHE_DIR        where the device profile is read (or probed and saved)
 //
 // No tuning cache is used: both searches measure from scratch.
@@ -94,6 +95,7 @@ func TestValidateAN5D(t *testing.T) {
 	if s := os.Getenv("TEMPEST_TUNE_STRATEGIES"); s != "" {
 		base.Strategies = strings.Split(s, ",")
 	}
+	base.FastMath = os.Getenv("TEMPEST_TUNE_FASTMATH") == "1"
 
 	var rows []validationRow
 	for _, f := range files {
@@ -214,7 +216,11 @@ func writeReport(t *testing.T, rows []validationRow, props gpu.Props, prof *prob
 	if o.Steps > 0 {
 		steps = fmt.Sprintf("%d steps per timed run", o.Steps)
 	}
-	fmt.Fprintf(&b, "Median of %d timed runs after a warm-up, %s. GCells/s counts interior cells.\n\n", o.Reps, steps)
+	mathMode := "exact math"
+	if o.FastMath {
+		mathMode = "fast math"
+	}
+	fmt.Fprintf(&b, "Median of %d timed runs after a warm-up, %s, %s. GCells/s counts interior cells.\n\n", o.Reps, steps, mathMode)
 	fmt.Fprintf(&b, "| stencil | size | plans | best exhaustive | GCells/s | best top-5 | GCells/s | top-5 / exh. | same run | model's pick | Spearman | exh. time | top-5 time |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var ratios, same, picks, rhos []float64

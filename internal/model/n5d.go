@@ -1,0 +1,530 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"tempest/internal/analysis"
+	"tempest/internal/ir"
+	"tempest/internal/plan"
+	"tempest/internal/probe"
+)
+
+// The n5d model (registered under "n5d") predicts Tempest's own N.5D kernel
+// (internal/lower/n5d.go) rather than AN5D's: AN5D's formulas (an5d.go, still available as
+// AN5DModel) were 2.5-6x optimistic for it and favoured deep temporal blocks, because the
+// kernel is limited by what they leave out: instruction issue, bank-conflicted shared-memory
+// accesses, and the latency of a barrier per time level against the blocks that fit on a
+// multiprocessor.
+//
+// What one thread does per plane of the streamed axis (b = the launch's time levels):
+//
+//	level 0     one global load per cell (prefetched a plane ahead), a shared store, a barrier
+//	level 1..b  the in-plane neighbour reads from shared memory (those outside the thread's own
+//	            rx cells), the update's arithmetic (boxes: each plane's partial sums added to
+//	            2R+1 accumulators), a shared store and a barrier (level b: a predicated
+//	            global store instead)
+//
+// Per block and plane, in cycles of one multiprocessor:
+//
+//	issue    X = warps x instructions per thread / 4 warp-instructions per clock (the
+//	         arithmetic at the FP32 or FP64 rate)
+//	shared   Y = warps x wavefronts per thread: scalar accesses to rx consecutive cells per
+//	         thread conflict gcd(rx, 32)-fold in the banks (rx = 2, 4 cost 2x, 4x)
+//	alone    A = b x (barrier and load latency + instructions per thread x max(warps / 4,
+//	         cycles per instruction of a lone warp / rx) [+ the partial-sum chain of boxes])
+//	time     max(Z, A / B), Z the smooth maximum of X and Y, B the blocks resident per
+//	         multiprocessor (threads, estimated registers, shared memory): a block alone
+//	         exposes every level's latency, several hide it behind each other's work
+//
+// Global memory moves the compulsory bytes plus a share of the halo and overlap re-reads
+// (the rest hits L2) at the probe's copy bandwidth times a factor; rx consecutive cells per
+// thread load and store with strided scalar accesses, which costs global efficiency. A launch
+// takes the smooth maximum of its compute and memory times over its blocks in waves (AN5D's
+// SM efficiency), at least the launch interval; a run is I_T / b launches of the b-level
+// kernel plus I_T mod b one-level launches (what gpurun issues).
+
+// N5DCalibration holds the constants of the n5d model. They come from the measurements of
+// 2026-11-21 of the rewritten kernel (testdata/n5d-h100-sweep.txt: the H100, the target
+// device, eight 2D stencils at 16384^2 and three 3D stencils at 512^3 plus rim, float,
+// fast math, 1000 steps, bx/by/bt/rx variants; testdata/n5d-h200-sweep.txt: an H200, bt
+// 4..12 at bx=256, bx=512, maxregs=64 and exact division), predicted with the H100's probed
+// profile (DRAM copy 2259 GB/s, shared 32397 GB/s, FMA 55890 GFLOP/s, launch 26.4 us;
+// docs/performance.md). Instruction counts were checked against the SASS of j2d5pt and
+// box2d1r (about 7 instructions per cell and level beside the arithmetic and shared
+// accesses); the rest was fitted by TestN5DFit, which weighs each stencil's order of plans
+// above their absolute times. Refit when the kernel changes.
+type N5DCalibration struct {
+	// BWFactor is the kernel's effective DRAM bandwidth over the probe's copy bandwidth
+	// (Tempest's stream of loads a plane ahead and stores reaches past the copy kernel's).
+	BWFactor float64
+	// HaloDRAM is the share of the re-read halo columns and overlapping planes that misses L2.
+	HaloDRAM float64
+	// GlobalRX is the extra global time per extra cell per thread (strided scalar accesses).
+	GlobalRX float64
+	// Overhead is issued instructions per cell and level beside the arithmetic and shared
+	// accesses (moves, predicates, index arithmetic).
+	Overhead float64
+	// PlaneOverhead is instructions per thread and plane (prefetch address, loop, store test).
+	PlaneOverhead float64
+	// Div* and Special* are instructions per division and special function (sqrt, exp, ...):
+	// by a constant (one multiplication under fast math, a multiplication and two FMAs
+	// otherwise), by anything else, and special functions, fast and exact. The exact ones
+	// are nominal; only their sum was fitted (gradient2d's 1/sqrt without fast math).
+	DivConstFast, DivConstExact, DivFast, DivExact, SpecialFast, SpecialExact float64
+	// LevelLatency is the cycles per time level a block cannot overlap with itself: the
+	// barrier, the shared loads after it and the store before the next one.
+	LevelLatency float64
+	// WarpCPI is cycles per instruction of one warp running alone (dependent arithmetic and
+	// shared loads); rx independent cells per thread divide it.
+	WarpCPI float64
+	// AssocChain is the cycles per level of the dependent chain of partial sums (boxes):
+	// level t adds the plane level t-1 published in this same iteration, so the shared load,
+	// the arithmetic, the store and the barrier follow each other. FMALatency is the latency
+	// of one of its dependent multiply-adds ((2R+1)^(d-1) + 1 of them: a plane's part and its
+	// accumulation). Stars publish the centre of their queue, computed R planes earlier, and
+	// have no such chain.
+	AssocChain, FMALatency float64
+	// Smooth is the exponent of the smooth maxima (higher: closer to the plain maximum).
+	Smooth float64
+	// RegBase, RegPerQueue and RegPerAcc estimate registers per thread: RegBase + RegPerQueue
+	// (stars) or RegPerAcc (boxes) x (2R+1) x levels x rx, the slots of the register queues
+	// or partial-sum accumulators. They were fitted to ptxas's counts (CUDA 11.8, sm_90) for
+	// the eleven stencils at bt 1..16 and rx 1, 2, 4 (270 kernels, RMS error 12 registers).
+	// RegScale, fitted to the measurements, scales them to the H100's CUDA 13, which
+	// allocates more: box2d2r at bt=8 takes 145 registers under 11.8 and 160-168 on the H100
+	// (it launches at most 384 threads per block), j2d5pt at bt=8 56 and more than 64 (a cap
+	// of 64 slows it down); the fit's 1.4 also stands for what else the estimate misses.
+	RegBase, RegPerQueue, RegPerAcc, RegScale float64
+	// SpillCost is instructions per thread and level per register beyond a maxregs cap or 255.
+	SpillCost float64
+}
+
+// N5DCal is the calibration the "n5d" model uses.
+var N5DCal = N5DCalibration{
+	BWFactor:      1.16,
+	HaloDRAM:      0.25,
+	GlobalRX:      0.19,
+	Overhead:      7,
+	PlaneOverhead: 3.05,
+	DivConstFast:  1, DivConstExact: 3, DivFast: 2, DivExact: 8, SpecialFast: 2, SpecialExact: 10,
+	LevelLatency: 50.5,
+	WarpCPI:      1.3,
+	AssocChain:   55, FMALatency: 4,
+	Smooth:  3.015,
+	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.4,
+	SpillCost: 0.17,
+}
+
+// n5dFacts are the properties of a program the n5d model needs, as the lowering sees them.
+type n5dFacts struct {
+	d, R, U   int
+	reach     []int
+	word      int
+	nState    int
+	assoc     bool    // boxes: partial sums, one shared plane per level
+	guard     bool    // reads of other grids from global memory
+	ring      bool    // general stencils: a ring of 2U shared planes, read at plane offsets
+	reads     [][]int // distinct offsets of state-grid reads (with the grid index first)
+	fpBase    float64 // FP instructions per cell-level without divisions and special functions
+	divConst  int     // divisions by a constant
+	divPow2   int     // ... by a power of two (one exact multiplication)
+	divOther  int
+	special   int
+	parts     int // planes an update's partial sums read (assoc)
+	globalRds int // distinct global reads per cell and level (guarded programs)
+	fp64      bool
+}
+
+func n5dFactsOf(p *ir.Program, s *analysis.Summary) *n5dFacts {
+	f := &n5dFacts{d: p.Dims(), reach: p.Reach(), word: p.DefaultType.Size(), nState: len(p.Updates)}
+	if f.word == 0 {
+		f.word = 4
+	}
+	f.fp64 = f.word >= 8
+	f.R = f.reach[0]
+	f.U = 2*f.R + 1
+	seen := map[string]bool{}
+	planes := map[int]bool{}
+	offPlaneInPlane := false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			switch x := e.(type) {
+			case *ir.Load:
+				if x.G.Update == nil || x.Layer != nil {
+					f.guard = true
+					k := fmt.Sprint("g", x.G.Index, x.Off)
+					if !seen[k] {
+						seen[k] = true
+						f.globalRds++
+					}
+					return
+				}
+				planes[x.Off[0]] = true
+				inPlane := false
+				for _, o := range x.Off[1:] {
+					inPlane = inPlane || o != 0
+				}
+				if inPlane && x.Off[0] != 0 {
+					offPlaneInPlane = true
+				}
+				k := fmt.Sprint(x.G.Index, x.Off)
+				if !seen[k] {
+					seen[k] = true
+					f.reads = append(f.reads, append([]int{x.G.Index}, x.Off...))
+				}
+			case *ir.Binary:
+				if x.T.IsFloat() && x.Op == "/" {
+					if c, ok := x.Y.(*ir.Const); ok {
+						if fr, _ := math.Frexp(c.V.F); fr == 0.5 || fr == -0.5 {
+							f.divPow2++
+						} else {
+							f.divConst++
+						}
+					}
+				}
+			}
+		})
+	}
+	o := s.Ops
+	f.divOther = max(0, o.Div-f.divConst-f.divPow2)
+	f.special = o.Special
+	f.fpBase = float64(o.FMA+o.FMAPairs) + float64(max(0, o.Mul-o.FMAPairs)) + float64(max(0, o.Add-o.FMAPairs)) +
+		float64(o.MinMax+o.Compare+o.IntOps)
+	f.assoc = s.Associative && offPlaneInPlane && f.R > 0 && !f.guard
+	f.ring = offPlaneInPlane && !f.assoc
+	f.parts = max(len(planes), 1)
+	return f
+}
+
+// fp is the floating-point (and other arithmetic) instructions of one cell's update.
+func (f *n5dFacts) fp(fast bool, c N5DCalibration) float64 {
+	n := f.fpBase + float64(f.divPow2)
+	if fast {
+		n += c.DivConstFast*float64(f.divConst) + c.DivFast*float64(f.divOther) + c.SpecialFast*float64(f.special)
+	} else {
+		n += c.DivConstExact*float64(f.divConst) + c.DivExact*float64(f.divOther) + c.SpecialExact*float64(f.special)
+	}
+	if f.assoc {
+		n += float64(f.parts - 1) // adding each plane's partial sum to its accumulator
+	}
+	return max(n, 1)
+}
+
+// sharedReads is the distinct shared-memory loads per thread and level: in-plane neighbours
+// of the thread's rx cells that are not among them (those come from registers). Other
+// in-plane axes than x (y in 3D) have one cell per thread.
+func (f *n5dFacts) sharedReads(rx int) int {
+	seen := map[string]bool{}
+	for _, r := range f.reads {
+		off := r[1:]
+		inPlane := false
+		for _, o := range off[1:] {
+			inPlane = inPlane || o != 0
+		}
+		if !inPlane && !f.assoc {
+			continue // the column: register queues
+		}
+		for i := 0; i < rx; i++ {
+			onlyX := true
+			for a := 1; a < f.d-1; a++ {
+				onlyX = onlyX && off[a] == 0
+			}
+			if j := i + off[f.d-1]; onlyX && j >= 0 && j < rx {
+				continue // the thread's own cell j
+			}
+			key := fmt.Sprint(r[0], off[1:f.d-1], i+off[f.d-1])
+			if f.ring {
+				key += fmt.Sprint(" z", off[0])
+			}
+			seen[key] = true
+		}
+	}
+	return len(seen)
+}
+
+// n5dGeometry is one launch's blocks and planes.
+type n5dGeometry struct {
+	threads, warps int
+	cellsPerPlane  int     // cells one block computes per plane and level (halo included)
+	blocks         int     // in-plane blocks x stream blocks
+	planes         float64 // planes a block walks, averaged over the stream blocks
+	out            float64 // cells stored per launch
+}
+
+func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, error) {
+	var g n5dGeometry
+	rx := max(pl.RX, 1)
+	by := 1
+	if f.d == 3 {
+		by = max(pl.BY, 1)
+	}
+	g.threads = pl.BX * by
+	g.warps = ceilDiv(g.threads, 32)
+	g.cellsPerPlane = g.threads * rx
+	nb := 1
+	for a := 1; a < f.d; a++ {
+		bs := by
+		if a == f.d-1 {
+			bs = pl.BX * rx
+		}
+		o := bs - 2*f.reach[a]*b
+		if o < 1 {
+			return g, fmt.Errorf("n5d: a block of %d cells along axis %d leaves nothing after %d steps of reach %d", bs, a, b, f.reach[a])
+		}
+		nb *= ceilDiv(shape[a], o)
+	}
+	chunk := pl.Chunk
+	if chunk <= 0 || chunk > shape[0] {
+		chunk = shape[0]
+	}
+	copies := 2 * f.U
+	ns := ceilDiv(shape[0], chunk)
+	total := 0
+	for k := 0; k < ns; k++ {
+		n := min(chunk, shape[0]-k*chunk)
+		total += ceilDiv(n+2*f.R*b, copies) * copies
+	}
+	g.blocks = nb * ns
+	g.planes = float64(total) / float64(ns)
+	g.out = cellsOf(shape)
+	return g, nil
+}
+
+// n5dRegisters estimates registers per thread (before any cap: more than 255 spill).
+func n5dRegisters(f *n5dFacts, rx, b int, c N5DCalibration) int {
+	slots := float64(f.U*b*rx*f.nState) * float64(f.word) / 4
+	per := c.RegPerQueue
+	if f.assoc {
+		per = c.RegPerAcc
+	}
+	r := (c.RegBase + per*slots) * c.RegScale
+	return int(math.Ceil(r/8)) * 8
+}
+
+// n5dLaunch is the model of one launch of b time levels.
+type n5dLaunch struct {
+	seconds                float64
+	kernel                 float64 // the kernel's own time, launch interval aside
+	comp, shared, global   float64 // resource times (seconds), for the prediction's fields
+	effSM                  float64
+	blocks, threads, perSM int
+	bottleneck             Bottleneck
+}
+
+func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch, error) {
+	pl := in.Plan
+	dev := in.Dev
+	d := dev.Device
+	rx := max(pl.RX, 1)
+	g, err := n5dGeometryOf(f, pl, in.Shape, b)
+	if err != nil {
+		return n5dLaunch{}, err
+	}
+	sms := max(d.SMs, 1)
+	clock := float64(d.ClockKHz) * 1e3
+	if clock <= 0 {
+		clock = 1.5e9
+	}
+	word := f.word
+	// Rates per multiprocessor: lane-instructions (the FMA peak's lanes) and shared lanes.
+	laneRate := dev.FLOPsPerSec(4) / 2 / float64(sms)
+	fpRate := dev.FLOPsPerSec(word) / 2 / float64(sms)
+	shRate := dev.SharedBytesPerSec(word) / float64(word) / float64(sms)
+
+	// Instructions per thread and plane.
+	fp := f.fp(pl.FastMath, c)
+	reads := float64(f.sharedReads(rx))
+	cells := float64(rx * f.nState)
+	regs := n5dRegisters(f, rx, b, c)
+	spill := 0.0
+	if limit := 255; regs > limit || (pl.MaxRegs > 0 && regs > pl.MaxRegs) {
+		if pl.MaxRegs > 0 {
+			limit = min(limit, pl.MaxRegs)
+		}
+		spill = c.SpillCost * float64(regs-limit)
+		regs = limit
+	}
+	fpInstr := float64(b) * cells * fp
+	other := float64(b)*(reads+cells*c.Overhead+float64(f.globalRds)*cells+spill) + // levels 1..b
+		float64(b)*(cells+1) + // shared stores and barriers of levels 0..b-1
+		2*cells + c.PlaneOverhead // global load and store
+	// Cycles per block and plane: issue and shared wavefronts.
+	wf := float64(gcd(rx, 32))
+	X := float64(g.warps) * 32 * (fpInstr/fpRate + other/laneRate) * clock
+	Y := float64(g.warps) * 32 * float64(b) * (cells + reads) * wf / shRate * clock
+	Z := smoothMaxP(c.Smooth, X, Y)
+	// A block alone on the multiprocessor: each scheduler runs warps/4 of its warps, each at
+	// WarpCPI cycles per instruction (divided by its rx independent cells), and every level
+	// waits for the barrier's latency (and, for boxes, for the chain of partial sums).
+	perWarp := (fpInstr + other) / float64(b) // instructions per warp and level
+	level := c.LevelLatency + perWarp*math.Max(float64(g.warps)/4, c.WarpCPI/float64(rx))
+	if f.assoc {
+		// The last plane's part is a chain of multiply-adds over its in-plane points, then
+		// the addition to its accumulator.
+		level += c.AssocChain + c.FMALatency*(math.Pow(float64(f.U), float64(f.d-1))+1)
+	}
+	alone := math.Max(float64(b)*level, Z)
+	// Blocks per multiprocessor.
+	shared := in.SharedBytes
+	if shared <= 0 {
+		shared = n5dSharedBytes(f, pl, b)
+	}
+	per := n5dMeanBlocksPerSM(dev, g.threads, shared, regs)
+	tBP := math.Max(Z, alone/per) // cycles per block-plane, amortised over the resident blocks
+	effSM := EffSM(g.blocks, sms, max(int(math.Round(per)), 1))
+	blockPlanes := float64(g.blocks) * g.planes
+	tComp := blockPlanes * tBP / (float64(sms) * clock * effSM)
+
+	// Global memory.
+	loads := blockPlanes * float64(g.cellsPerPlane*f.nState*word)
+	compulsory := g.out * float64(f.nState*word)
+	dram := compulsory + c.HaloDRAM*math.Max(0, loads-compulsory) + compulsory
+	tGlob := dram / (c.BWFactor * dev.DRAMBytesPerSec()) * (1 + c.GlobalRX*float64(rx-1))
+	tL2 := (loads + compulsory) / dev.L2BytesPerSec()
+	kernel := smoothMaxP(c.Smooth, tComp, tGlob, tL2)
+	l := n5dLaunch{seconds: math.Max(kernel, dev.LaunchSeconds()), effSM: effSM, blocks: g.blocks, threads: g.threads, perSM: int(math.Round(per))}
+	scale := blockPlanes / (float64(sms) * clock * effSM)
+	l.kernel, l.comp, l.shared, l.global = kernel, X*scale, Y*scale, math.Max(tGlob, tL2)
+	switch {
+	case dev.LaunchSeconds() > kernel:
+		l.bottleneck = Latency
+	case math.Max(tGlob, tL2) >= tComp:
+		l.bottleneck = GlobalMemory
+	case alone/per > Z || effSM < 0.5:
+		l.bottleneck = Latency
+	case Y > X:
+		l.bottleneck = SharedMemory
+	default:
+		l.bottleneck = Compute
+	}
+	return l, nil
+}
+
+// n5dSharedBytes is what the lowering allocates per block: per state grid and level, two
+// planes (stars, boxes) or a ring of 2(2R+1) (other shapes) of the block's cells plus a
+// padded halo of the in-plane reach on both sides.
+func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
+	rx := max(pl.RX, 1)
+	bsize := []int{pl.BX * rx}
+	if f.d == 3 {
+		bsize = []int{max(pl.BY, 1), pl.BX * rx}
+	}
+	plane, pad, stride := 1, 0, 1
+	for i := len(bsize) - 1; i >= 0; i-- {
+		plane *= bsize[i]
+		pad += f.reach[i+1] * stride
+		stride *= bsize[i]
+	}
+	pad = (pad + 3) / 4 * 4
+	ring := 2
+	if f.ring {
+		ring = 2 * f.U
+	}
+	return f.nState * b * ring * (plane + 2*pad) * f.word
+}
+
+// n5dBlocksPerSM is the resident blocks per multiprocessor by threads, registers (allocated
+// per warp in units of 256) and shared memory (1 KB reserved per block on NVIDIA GPUs); at
+// least 1, since a plan the device refuses fails when it is compiled or launched.
+func n5dBlocksPerSM(dev *probe.Profile, threads, shared, regs int) int {
+	d := dev.Device
+	perSM := d.MaxThreadsPerSM
+	if perSM <= 0 {
+		perSM = max(threads, d.MaxThreadsPerBlock, 1)
+	}
+	n := min(perSM/max(threads, 1), 32)
+	warps := ceilDiv(threads, 32)
+	if d.RegsPerSM > 0 && regs > 0 {
+		perWarp := ceilDiv(regs*32, 256) * 256
+		n = min(n, (d.RegsPerSM/perWarp)/max(warps, 1))
+	}
+	if d.SharedPerSM > 0 && shared > 0 {
+		n = min(n, d.SharedPerSM/(shared+1024))
+	}
+	return max(n, 1)
+}
+
+// n5dRegJitter spreads the register estimate (its error is about 15%): the model uses the
+// mean of the resident blocks over these multiples of it, so that a plan near a register
+// threshold is neither wholly in nor out.
+var n5dRegJitter = []float64{0.85, 0.925, 1, 1.075, 1.15}
+
+// n5dMeanBlocksPerSM is n5dBlocksPerSM averaged over n5dRegJitter (registers capped at 255).
+func n5dMeanBlocksPerSM(dev *probe.Profile, threads, shared, regs int) float64 {
+	sum := 0.0
+	for _, j := range n5dRegJitter {
+		r := min(int(math.Ceil(float64(regs)*j/8))*8, 255)
+		sum += float64(n5dBlocksPerSM(dev, threads, shared, r))
+	}
+	return sum / float64(len(n5dRegJitter))
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// smoothMaxP is the p-norm of the terms: the largest, raised where others come close.
+func smoothMaxP(p float64, ts ...float64) float64 {
+	var sum, top float64
+	for _, t := range ts {
+		top = math.Max(top, t)
+	}
+	if top <= 0 {
+		return 0
+	}
+	for _, t := range ts {
+		sum += math.Pow(t/top, p)
+	}
+	return top * math.Pow(sum, 1/p)
+}
+
+// n5dModel is the calibrated model of Tempest's n5d kernel (see the top of this file).
+type n5dModel struct{ cal *N5DCalibration }
+
+func (n5dModel) Name() string {
+	return "Tempest n5d (issue, bank-conflicted shared accesses, barrier latency against occupancy, DRAM; calibrated 2026-11-21)"
+}
+
+func (m n5dModel) Predict(in Input) (Prediction, error) {
+	c := N5DCal
+	if m.cal != nil {
+		c = *m.cal
+	}
+	d := in.Prog.Dims()
+	if d < 2 || d > 3 {
+		return Prediction{}, fmt.Errorf("n5d: N.5D blocking needs a 2D or 3D grid")
+	}
+	f := n5dFactsOf(in.Prog, in.Sum)
+	b := max(in.Plan.BT, 1)
+	main, err := n5dPredictLaunch(f, in, b, c)
+	if err != nil {
+		return Prediction{}, err
+	}
+	full, rest := in.Steps/b, in.Steps%b
+	pred := Prediction{Model: "n5d: " + m.Name(), Bottleneck: main.bottleneck, EffSM: main.effSM, EffOcc: 1,
+		EffALU: EffALU(OpsOf(in.Sum)), Blocks: main.blocks, Threads: main.threads, ActivePerSM: main.perSM, Launches: full + rest}
+	add := func(l n5dLaunch, n int) {
+		k := float64(n)
+		pred.Seconds += k * l.seconds
+		pred.Compute += k * l.comp
+		pred.Shared += k * l.shared
+		pred.Global += k * l.global
+		pred.Launch += k * (l.seconds - l.kernel)
+	}
+	add(main, full)
+	if rest > 0 {
+		one, err := n5dPredictLaunch(f, in, 1, c)
+		if err != nil {
+			return Prediction{}, err
+		}
+		add(one, rest)
+		if full == 0 {
+			pred.Bottleneck, pred.EffSM, pred.Blocks, pred.ActivePerSM = one.bottleneck, one.effSM, one.blocks, one.perSM
+		}
+	}
+	return pred, nil
+}
