@@ -163,9 +163,9 @@ func planVariants(p *ir.Program) []plan.Plan {
 			out = append(out, hor)
 		}
 		if s == "n5d" {
-			// Short chunks, three steps per launch, several cells per thread along x, levels
-			// in wave order (one barrier per plane).
-			alt.Chunk, alt.BT, alt.RX, alt.Wave = 5, 3, 2, true
+			// Short chunks, three steps per launch, several cells per thread along x, the
+			// other level order than the default's (wave order or one barrier per level).
+			alt.Chunk, alt.BT, alt.RX, alt.Wave = 5, 3, 2, !def.Wave
 			if wide {
 				alt.BT = 2
 			}

@@ -346,8 +346,13 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		regs = limit
 	}
 	fpInstr := float64(b) * cells * fp
+	// Wave order (pl.Wave) has one barrier per plane for all levels instead of one per level.
+	barriers := float64(b)
+	if pl.Wave {
+		barriers = 1
+	}
 	other := float64(b)*(reads+cells*c.Overhead+float64(f.globalRds)*cells+spill) + // levels 1..b
-		float64(b)*(cells+1) + // shared stores and barriers of levels 0..b-1
+		float64(b)*cells + barriers + // shared stores and barriers of levels 0..b-1
 		2*cells + c.PlaneOverhead // global load and store
 	// Cycles per block and plane: issue and shared wavefronts.
 	wf := float64(gcd(rx, 32))
@@ -365,6 +370,10 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		level += c.AssocChain + c.FMALatency*(math.Pow(float64(f.U), float64(f.d-1))+1)
 	}
 	alone := math.Max(float64(b)*level, Z)
+	if pl.Wave {
+		// The levels of a plane no longer wait for each other: one barrier's latency per plane.
+		alone = math.Max(c.LevelLatency+float64(b)*(level-c.LevelLatency), Z)
+	}
 	// Blocks per multiprocessor.
 	shared := in.SharedBytes
 	if shared <= 0 {

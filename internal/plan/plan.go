@@ -93,7 +93,9 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 		if err := n5dApplies(p); err != nil {
 			return pl, err
 		}
-		pl.BX, pl.BY, pl.BZ, pl.BT, pl.Chunk, pl.RX = 256, 1, 1, 4, 256, 1
+		// Wave order (one barrier per plane) measured as fast or faster on every AN5D
+		// stencil on the H100 (docs/performance.md).
+		pl.BX, pl.BY, pl.BZ, pl.BT, pl.Chunk, pl.RX, pl.Wave = 256, 1, 1, 4, 256, 1, true
 		if d == 3 {
 			pl.BX, pl.BY, pl.BT, pl.Chunk = 32, 16, 2, 64
 		}

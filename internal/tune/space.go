@@ -197,7 +197,7 @@ func Enumerate(p *ir.Program, shape []int, strategies []string, fast bool) []pla
 						c = 0
 					}
 					for bt := 1; bt <= n5dBT[d]; bt++ {
-						pl := plan.Plan{Strategy: s, BX: sh.bx, BY: max(sh.by, 1), BZ: 1, BT: bt, RX: sh.rx, Chunk: c}
+						pl := plan.Plan{Strategy: s, BX: sh.bx, BY: max(sh.by, 1), BZ: 1, BT: bt, RX: sh.rx, Chunk: c, Wave: true}
 						// Heights that leave a block no output cell are left out.
 						if pl.FitBT(p) != nil || pl.BT != bt {
 							continue
