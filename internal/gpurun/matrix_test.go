@@ -202,7 +202,6 @@ func runMatrix(t *testing.T, backend string) {
 	// Kernels do not depend on the size, so each one is compiled once for all sizes.
 	mods := NewModules(dev)
 	defer mods.Close()
-	steps := []int{1, 3, 5}
 	runs := 0
 	for _, f := range examples(t) {
 		p, err := load.File(f, load.Options{})
@@ -210,66 +209,74 @@ func runMatrix(t *testing.T, backend string) {
 			t.Fatal(err)
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "../../examples/"), ".stencil")
-		all := planVariants(p)
-		shapes := awkwardShapes[p.Dims()]
-		if p.Dims() == 3 {
-			shapes = append(shapes[:len(shapes):len(shapes)], vectorShapes...)
-			shapes = append(shapes, interiorShapes...)
-		}
-		for si, shape := range shapes {
-			plans := all
-			if si >= len(awkwardShapes[p.Dims()]) {
-				_, only := extraShape(si)
-				plans = nil
-				for _, pl := range all {
-					if pl.Strategy == only {
-						plans = append(plans, pl)
-					}
-				}
-				if len(plans) == 0 {
-					continue
-				}
-			}
-			s, err := state.New(p, shape, state.DefaultParams(p), 4)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref.Init(s)
-			// The reference after each checkpoint, computed once for every plan.
-			wants := make([]*state.State, len(steps))
-			w := s.Clone()
-			done := 0
-			for i, n := range steps {
-				ref.Run(w, n-done)
-				done = n
-				wants[i] = w.Clone()
-			}
-			for _, pl := range plans {
-				gs := s.Clone()
-				r, err := PrepareWith(dev, gs, pl, mods)
-				if err != nil {
-					t.Errorf("%s %s: %v", name, pl, err)
-					continue
-				}
-				done := 0
-				for i, n := range steps {
-					if err := r.Run(n - done); err != nil {
-						t.Fatalf("%s %s %v: %v", name, pl, shape, err)
-					}
-					done = n
-					if err := r.Download(); err != nil {
-						t.Fatalf("%s %s %v: %v", name, pl, shape, err)
-					}
-					if msg := agree(wants[i], gs); msg != "" {
-						t.Errorf("%s %s size %v after %d steps: %s", name, pl, shape, n, msg)
-					}
-					runs++
-				}
-				r.Close()
-			}
-		}
+		runs += matrixProgram(t, dev, mods, name, p, planVariants(p))
 	}
 	t.Logf("%s: %d comparisons with the reference", backend, runs)
+}
+
+// matrixProgram runs one program under the given plans at every matrix shape and step count
+// against the reference and returns the number of comparisons.
+func matrixProgram(t *testing.T, dev gpu.Device, mods *Modules, name string, p *ir.Program, all []plan.Plan) int {
+	steps := []int{1, 3, 5}
+	runs := 0
+	shapes := awkwardShapes[p.Dims()]
+	if p.Dims() == 3 {
+		shapes = append(shapes[:len(shapes):len(shapes)], vectorShapes...)
+		shapes = append(shapes, interiorShapes...)
+	}
+	for si, shape := range shapes {
+		plans := all
+		if si >= len(awkwardShapes[p.Dims()]) {
+			_, only := extraShape(si)
+			plans = nil
+			for _, pl := range all {
+				if pl.Strategy == only {
+					plans = append(plans, pl)
+				}
+			}
+			if len(plans) == 0 {
+				continue
+			}
+		}
+		s, err := state.New(p, shape, state.DefaultParams(p), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.Init(s)
+		// The reference after each checkpoint, computed once for every plan.
+		wants := make([]*state.State, len(steps))
+		w := s.Clone()
+		done := 0
+		for i, n := range steps {
+			ref.Run(w, n-done)
+			done = n
+			wants[i] = w.Clone()
+		}
+		for _, pl := range plans {
+			gs := s.Clone()
+			r, err := PrepareWith(dev, gs, pl, mods)
+			if err != nil {
+				t.Errorf("%s %s: %v", name, pl, err)
+				continue
+			}
+			done := 0
+			for i, n := range steps {
+				if err := r.Run(n - done); err != nil {
+					t.Fatalf("%s %s %v: %v", name, pl, shape, err)
+				}
+				done = n
+				if err := r.Download(); err != nil {
+					t.Fatalf("%s %s %v: %v", name, pl, shape, err)
+				}
+				if msg := agree(wants[i], gs); msg != "" {
+					t.Errorf("%s %s size %v after %d steps: %s", name, pl, shape, n, msg)
+				}
+				runs++
+			}
+			r.Close()
+		}
+	}
+	return runs
 }
 
 // TestMatrixOpenCL is the correctness matrix on OpenCL (PoCL in CI).
@@ -277,3 +284,37 @@ func TestMatrixOpenCL(t *testing.T) { runMatrix(t, "opencl") }
 
 // TestMatrixCUDA is the same matrix on CUDA; it runs on the GPU machine.
 func TestMatrixCUDA(t *testing.T) { runMatrix(t, "cuda") }
+
+// directPrograms read grids only at in-plane offset (0, 0), which the inplane plan reads
+// straight from global memory with no shared plane and, with none at all, no barrier: two
+// levels, periodic, constant and mirror rules, reads two planes away.
+var directPrograms = map[string]string{
+	"zonly": `axes z, y, x
+type f32
+input w init sin(0.1 * x) + cos(0.2 * y) + 0.3 * z
+state u init 0.01 * f32(x + y + z) prev 0 boundary z: periodic, y: constant(1), x: mirror
+update u = 0.5 * (w[z+1] - w[z-1]) + 0.25 * u.prev[z-2] + 0.1 * u`,
+}
+
+// TestMatrixOpenCLInPlaneDirect runs directPrograms under the inplane variants of the matrix.
+func TestMatrixOpenCLInPlaneDirect(t *testing.T) {
+	dev := openDevice(t, "opencl")
+	mods := NewModules(dev)
+	defer mods.Close()
+	for name, src := range directPrograms {
+		p, err := load.Source(name+".stencil", src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plans []plan.Plan
+		for _, pl := range planVariants(p) {
+			if pl.Strategy == "inplane" {
+				plans = append(plans, pl)
+			}
+		}
+		if len(plans) == 0 {
+			t.Fatalf("%s: no inplane variant", name)
+		}
+		t.Logf("%s: %d comparisons with the reference", name, matrixProgram(t, dev, mods, name, p, plans))
+	}
+}

@@ -234,17 +234,21 @@ func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centre kir.Expr, p
 
 // inplane: the in-plane method. 2D thread blocks over (y, x) walk z; each thread computes
 // RX x RY outputs strided by the block (register tiling). Every plane p of every grid level
-// read is loaded once, with its in-plane halo, into shared memory; then each pending output
-// z = p-r .. p+r adds the terms of its update that read plane p (the update, a sum of
-// coefficient x neighbour terms, is split by z offset), so output z is complete, and written,
-// once plane z+r is in (the partial-sum recurrence of eqs. 3-5). Planes are loaded as one or
-// more rectangular regions (load=2 full slice, load=0 vertical, load=1 horizontal) whose work
-// is assigned to warps at 32-thread boundaries. A block whose plane lies wholly inside the
+// read at an in-plane offset is loaded once, with the in-plane halo its reads reach (none along
+// an axis they do not), into shared memory; a grid level read only at in-plane offset (0, 0) is
+// read directly instead, each thread loading its own RX x RY cells of plane p from global
+// memory into registers, since no other thread needs them (a shared plane would only add
+// stores, loads and barrier work); a program with no shared plane has no barrier. Then each
+// pending output z = p-r .. p+r adds the terms of its update that read plane p (the update, a
+// sum of coefficient x neighbour terms, is split by z offset), so output z is complete, and
+// written, once plane z+r is in (the partial-sum recurrence of eqs. 3-5). Planes are loaded as
+// one or more rectangular regions (load=2 full slice, load=0 vertical, load=1 horizontal) whose
+// work is assigned to warps at 32-thread boundaries. A block whose plane lies wholly inside the
 // domain loads without boundary handling; the others load every element through the grids'
-// boundary rules. With vec > 1 (section III-C2, memory-level parallelism) an inside block
-// loads aligned vectors of vec elements (vectorFill) when vec divides the row length and its
-// origin column and the buffers are aligned, a run-time test (vec_ok); otherwise, and on the
-// boundary, each thread loads vec consecutive elements of a row as scalars.
+// boundary rules. With vec > 1 (section III-C2, memory-level parallelism) an inside block loads
+// aligned vectors of vec elements (vectorFill) when vec divides the row length and its origin
+// column and the buffers are aligned, a run-time test (vec_ok); otherwise, and on the boundary,
+// each thread loads vec consecutive elements of a row as scalars.
 func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
 	if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
 		return nil, err
@@ -301,26 +305,34 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 	fast := *em
 	fast.interior = true
 
-	// One shared plane (with in-plane halo) per grid level read.
+	// A shared plane (with in-plane halo) per grid level read at an in-plane offset; a level
+	// read only at in-plane offset (0, 0) is read straight from global memory instead (direct):
+	// each thread loads its own cells of plane pz, which no other thread needs, so the level
+	// costs no shared memory and no barrier.
 	reachOf, order := footprints(p)
 	tiles := map[gridLevel]tileInfo{}
+	direct := map[gridLevel]bool{}
 	shared := 0
 	H1, H2 := 0, 0
-	var fastFill, slowFill, vecFill []kir.Stmt
-	// vecOK says the vector path may run: rows start at multiples of vec (n2 is), the block's
-	// origin column is one (always so when vec divides TX) and every buffer the fills read is
-	// aligned to a vector. It is decided once per block, at run time, so that no size, tile or
-	// allocator can make a vector load misaligned.
-	var vecOK kir.Expr
-	if pl.Vec > 1 {
-		vecOK = &kir.Binary{Op: "==", X: kir.Bin("%", kir.Id("n2"), kir.I(pl.Vec)), Y: kir.I(0)}
-		if TX%pl.Vec != 0 {
-			vecOK = and(vecOK, &kir.Binary{Op: "==", X: kir.Bin("%", o2, kir.I(pl.Vec)), Y: kir.I(0)})
-		}
-	}
+	var fastFill, slowFill, vecFill, fastDirect, slowDirect []kir.Stmt
+	var aligned []kir.Expr // the buffers the vector fills read are aligned to a vector
 	for _, gl := range order {
 		h := reachOf[gl]
 		g := p.Grids[gl.g]
+		if h[1] == 0 && h[2] == 0 {
+			direct[gl] = true
+			t := kir.FromIR(g.Type)
+			for cj := 0; cj < RY; cj++ {
+				for ci := 0; ci < RX; ci++ {
+					d := directName(g, gl.level, cj, ci)
+					body = append(body, &kir.Decl{Name: d, Type: t, Init: zeroOf(t)})
+					pos := []kir.Expr{kir.Id("pz"), kir.Add(kir.Add(o1, l1), kir.I(cj*BY)), kir.Add(kir.Add(o2, l2), kir.I(ci*BX))}
+					fastDirect = append(fastDirect, kir.Set(kir.Id(d), fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
+					slowDirect = append(slowDirect, kir.Set(kir.Id(d), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+				}
+			}
+			continue
+		}
 		t := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), []int{1, TY, TX}, []int{0, h[1], h[2]})
 		tiles[gl] = t
 		H1, H2 = max(H1, h[1]), max(H2, h[2])
@@ -329,9 +341,24 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 		regs := loadRegions(pl.Load, TY, TX, h[1], h[2], inPlaneDiagonal(p, gl))
 		fastFill = append(fastFill, regionFill(&fast, g, gl.level, t, regs, pl.Vec, threads, false)...)
 		slowFill = append(slowFill, regionFill(em, g, gl.level, t, regs, pl.Vec, threads, true)...)
-		if vecOK != nil {
+		if pl.Vec > 1 {
 			vecFill = append(vecFill, vectorFill(em, g, gl.level, t, regs, pl.Vec, threads)...)
-			vecOK = and(vecOK, &kir.Aligned{Ptr: bufName(g, levelRole(gl.level)), Bytes: pl.Vec * g.Type.Size()})
+			aligned = append(aligned, &kir.Aligned{Ptr: bufName(g, levelRole(gl.level)), Bytes: pl.Vec * g.Type.Size()})
+		}
+	}
+	// vecOK says the vector path may run: rows start at multiples of vec (n2 is), the block's
+	// origin column is one (always so when vec divides TX) and every buffer the fills read is
+	// aligned to a vector. It is decided once per block, at run time, so that no size, tile or
+	// allocator can make a vector load misaligned. Without shared planes nothing is loaded as
+	// vectors and there is nothing to decide.
+	var vecOK kir.Expr
+	if pl.Vec > 1 && len(tiles) > 0 {
+		vecOK = &kir.Binary{Op: "==", X: kir.Bin("%", kir.Id("n2"), kir.I(pl.Vec)), Y: kir.I(0)}
+		if TX%pl.Vec != 0 {
+			vecOK = and(vecOK, &kir.Binary{Op: "==", X: kir.Bin("%", o2, kir.I(pl.Vec)), Y: kir.I(0)})
+		}
+		for _, a := range aligned {
+			vecOK = and(vecOK, a)
 		}
 	}
 	if shared > staticSharedLimit {
@@ -360,11 +387,31 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 		body = append(body, &kir.Decl{Name: "vec_ok", Type: kir.Bool, Init: vecOK})
 		fastFill = []kir.Stmt{&kir.If{Cond: kir.Id("vec_ok"), Then: vecFill, Else: fastFill}}
 	}
-	loop = append(loop, &kir.If{Cond: interior, Then: fastFill, Else: slowFill})
-	loop = append(loop, &kir.Barrier{})
+	// Direct reads go first: their loads are in flight while the shared planes fill.
+	fastLoads, slowLoads := append(fastDirect, fastFill...), append(slowDirect, slowFill...)
+	if len(fastLoads) > 0 || len(slowLoads) > 0 {
+		loop = append(loop, &kir.If{Cond: interior, Then: fastLoads, Else: slowLoads})
+	}
+	// Without shared planes no thread reads what another loaded: no barriers.
+	barrier := func() {
+		if len(tiles) > 0 {
+			loop = append(loop, &kir.Barrier{})
+		}
+	}
+	barrier()
 	var ci, cj int
 	em.read = func(em *emitter, l *ir.Load) kir.Expr {
-		t := tiles[gridLevel{l.G.Index, l.Level}]
+		gl := gridLevel{l.G.Index, l.Level}
+		if direct[gl] {
+			if l.Off[1] != 0 || l.Off[2] != 0 {
+				panic(fmt.Sprintf("internal error: inplane reads %s at in-plane offset (%d, %d) from its direct registers", l.G.Name, l.Off[1], l.Off[2]))
+			}
+			return kir.Id(directName(l.G, l.Level, cj, ci))
+		}
+		t, ok := tiles[gl]
+		if !ok {
+			panic("internal error: inplane reads " + l.G.Name + ", which has neither a shared plane nor direct registers")
+		}
 		row := kir.Add(l1, kir.I(cj*BY+t.halo[1]+l.Off[1]))
 		col := kir.Add(l2, kir.I(ci*BX+t.halo[2]+l.Off[2]))
 		return kir.At(t.name, kir.Add(kir.Mul(row, kir.I(t.dims[2])), col))
@@ -390,7 +437,7 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 			}
 		}
 	}
-	loop = append(loop, &kir.Barrier{})
+	barrier()
 	// Output z = pz - rz is complete: write it, then shift the queues.
 	var store []kir.Stmt
 	for cj := 0; cj < RY; cj++ {
@@ -440,6 +487,12 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
 		SharedBytes: shared,
 	}, nil
+}
+
+// directName is the register that holds a direct grid level's cell (cj, ci) of the thread's
+// register tile on plane pz.
+func directName(g *ir.Grid, level, cj, ci int) string {
+	return fmt.Sprintf("d_%s_%d_%d_%d", g.Name, level, cj, ci)
 }
 
 // region is a rectangle of a shared plane, in plane coordinates (halo included).
