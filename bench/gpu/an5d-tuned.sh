@@ -14,7 +14,7 @@ for s in $STENCILS; do
     *2r|j2d9pt) n=$((16384 + 4)); size=${n}x${n} ;;
     *) n=$((16384 + 2)); size=${n}x${n} ;;
   esac
-  $T tune examples/an5d/$s.stencil --backend cuda --fastmath --size $size --quiet | tail -1
+  $T tune examples/an5d/$s.stencil --backend cuda --fastmath --size $size --quiet 2>&1 | tail -2 || true
 done
 $T bench --suite an5d --backend cuda --fastmath --reps 3 --stencils "$(echo $STENCILS | tr ' ' ,)" \
   --json "$OUTDIR/an5d.json" --csv "$OUTDIR/an5d.csv" --report "$OUTDIR/an5d.html"
