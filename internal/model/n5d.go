@@ -30,7 +30,8 @@ import (
 //	issue    X = warps x instructions per thread / 4 warp-instructions per clock (the
 //	         arithmetic at the FP32 or FP64 rate)
 //	shared   Y = warps x wavefronts per thread: scalar accesses to rx consecutive cells per
-//	         thread conflict gcd(rx, 32)-fold in the banks (rx = 2, 4 cost 2x, 4x)
+//	         thread conflict gcd(rx, 32)-fold in the banks (rx = 4 costs 4x; rx = 2 costs 2x with a
+//	         barrier per level and nothing measurable in wave order)
 //	alone    A = b x (barrier and load latency + instructions per thread x max(warps / 4,
 //	         cycles per instruction of a lone warp / rx) [+ the partial-sum chain of boxes])
 //	time     max(Z, A / B), Z the smooth maximum of X and Y, B the blocks resident per
@@ -356,6 +357,13 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		2*cells + c.PlaneOverhead // global load and store
 	// Cycles per block and plane: issue and shared wavefronts.
 	wf := float64(gcd(rx, 32))
+	if rx == 2 && pl.Wave {
+		// Measured, not derived: in wave order rx=2 shows no conflict cost and is the best
+		// setting for most AN5D stencils on the H100 (star2d2r 1209 against 923 GCells/s at
+		// rx=1, docs/performance.md), while with a barrier per level it measured 2-15% below
+		// rx=1 for stars.
+		wf = 1
+	}
 	X := float64(g.warps) * 32 * (fpInstr/fpRate + other/laneRate) * clock
 	Y := float64(g.warps) * 32 * float64(b) * (cells + reads) * wf / shRate * clock
 	Z := smoothMaxP(c.Smooth, X, Y)
