@@ -67,7 +67,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.PNG, "png", "", "write a heat map of the final state grid(s) as PNG (middle slice for 3D)")
 	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
 	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none (the default plan), cached (the tuning cache's best), model (the models' pick), full (tune now); default: cached, else model")
-	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, forwardplane or inplane, with parameters as plan:key=value,... (e.g. n5d:bt=8)")
+	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, wavefront, forwardplane or inplane, with parameters as plan:key=value,... (e.g. n5d:bt=8,rx=2)")
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile with fast math (divisions by constants become multiplications, approximate sqrt and division) and, without --plan, take fast tuned plans; a --plan that says fastmath=true or fastmath=false wins")
 	f.BoolVar(&o.Verify, "verify", false, "also run the reference interpreter and report max abs and RMS error")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
@@ -201,7 +201,7 @@ func genCmd() *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.Target, "target", "", "cuda or opencl")
-	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, forwardplane or inplane, with parameters as plan:key=value,...")
+	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, wavefront, forwardplane or inplane, with parameters as plan:key=value,...")
 	f.StringVar(&o.Size, "size", "", "size the code is lowered at and the harness's default, slowest axis first (any size works at run time)")
 	f.StringVarP(&o.Out, "out", "o", "", "output directory")
 	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
