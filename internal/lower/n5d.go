@@ -77,7 +77,7 @@ func n5dAssociative(p *ir.Program) ([]n5dSum, bool) {
 		s := n5dSum{}
 		if b, ok := e.(*ir.Binary); ok && b.T.IsFloat() {
 			switch {
-			case b.Op == "/" && len(zOffsets(b.Y)) == 0 && readsNothing(b.Y):
+			case b.Op == "/" && readsNothing(b.Y):
 				s.op, s.coef, e = "/", b.Y, b.X
 			case b.Op == "*" && readsNothing(b.Y):
 				s.op, s.coef, e = "*", b.Y, b.X
@@ -278,7 +278,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		return r
 	}
 	// loadAt reads plane z (clamped into the domain) of g's input at cell i's column.
-	em0 := &emitter{p: p, wide: wide, fast: pl.FastMath, lets: map[*ir.Let]string{}}
+	// newEm is an emitter for cells at coords (step: steps done before the level).
+	newEm := func(coords []kir.Expr, step kir.Expr, out *[]kir.Stmt) *emitter {
+		return &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: out}
+	}
+	em0 := newEm(nil, nil, nil)
 	loadAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr {
 		pos := cellOf(ccol, i)
 		pos[0] = clamp(z, kir.Id("n0"))
@@ -501,19 +505,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			// Deepest level first: each reads what the level below published in the previous
 			// copy, so one barrier per plane serves every level (the pipelined wavefront).
 			slices.Reverse(levels)
-			for _, u := range p.Updates {
-				if assoc {
-					for i := 0; i < RX; i++ {
-						cur[u.Grid] = append(cur[u.Grid], nil)
-					}
-				}
-			}
 		}
 		for _, t := range levels {
 			if wave && assoc {
 				for _, u := range p.Updates {
+					cur[u.Grid] = nil
 					for i := 0; i < RX; i++ {
-						cur[u.Grid][i] = kir.Id(dName(u.Grid, t-1, i))
+						cur[u.Grid] = append(cur[u.Grid], kir.Id(dName(u.Grid, t-1, i)))
 					}
 				}
 			}
@@ -552,7 +550,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						for _, o := range keys {
 							acc := kir.Id(accName(g, t, mod(prel-o, U), i))
 							pcoords := append([]kir.Expr{kir.Bin("-", kir.Id(row), kir.I(R-o))}, coords[1:]...)
-							em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: pcoords, step: step, lets: map[*ir.Let]string{}, out: &cs}
+							em := newEm(pcoords, step, &cs)
 							em.read = func(em *emitter, l *ir.Load) kir.Expr {
 								if l.Off[0] != o {
 									panic("internal error: n5d partial sum reads another plane")
@@ -579,7 +577,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						if _, ok := s.parts[-R]; !ok {
 							cs = append(cs, kir.Set(kir.Id(accName(g, t, mod(prel+R, U), i)), zeroOf(ty)))
 						}
-						em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: &cs}
+						em := newEm(coords, step, &cs)
 						var val kir.Expr = kir.Id(final)
 						switch s.op {
 						case "/":
@@ -599,7 +597,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						}
 					}
 				} else {
-					em := &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}}
+					em := newEm(coords, step, nil)
 					em.read = func(em *emitter, l *ir.Load) kir.Expr {
 						if l.G.Update == nil || l.Layer != nil {
 							return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
