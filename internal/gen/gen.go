@@ -130,7 +130,7 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Plan.Validate(p, plan.Limits{}, low.SharedBytes); err != nil {
+	if err := o.Plan.Validate(p, plan.Limits{NoShuffle: o.Target == "opencl"}, low.SharedBytes); err != nil {
 		return nil, err
 	}
 	g.low = low
@@ -255,11 +255,17 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 			if a == d-1 {
 				cells *= max(pl.RX, 1) // rx cells per thread along x
 			}
+			tiles := 1
+			if a == d-1 && pl.Shfl {
+				// Every warp is a tile of its own: ceil(ceil(n/out)/tiles) = ceil(n/(out*tiles)).
+				cells = plan.WarpSize * max(pl.RX, 1)
+				tiles = l.Block[dim] / plan.WarpSize
+			}
 			out := cells - 2*r[a]*l.Steps
 			if out < 1 {
 				return div, fmt.Errorf("internal error: n5d block leaves no output")
 			}
-			div[dim] = gridDiv{axis: a, by: out}
+			div[dim] = gridDiv{axis: a, by: out * tiles}
 		}
 		div[d-1] = gridDiv{axis: 0, chunk: true}
 	default:

@@ -258,7 +258,13 @@ func (d *clDevice) devInfo() clInfoFn {
 	}
 }
 
+// clOpenMu serialises device discovery: PoCL's platform and device queries are not safe to
+// run from two goroutines at once (the second one finds no device).
+var clOpenMu sync.Mutex
+
 func openOpenCL() (Device, error) {
+	clOpenMu.Lock()
+	defer clOpenMu.Unlock()
 	api, err := loadOpenCL()
 	if err != nil {
 		return nil, err

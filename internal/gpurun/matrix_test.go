@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
@@ -99,8 +100,9 @@ func extraShape(si int) ([]int, string) {
 	return interiorShapes[si-len(vectorShapes)], "n5d"
 }
 
-// planVariants are the plans and sampled parameters the matrix runs per dimension.
-func planVariants(p *ir.Program) []plan.Plan {
+// planVariants are the plans and sampled parameters the matrix runs per dimension; shuffles
+// adds the variants that only CUDA runs (warp shuffles).
+func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 	var out []plan.Plan
 	only := os.Getenv("TEMPEST_MATRIX_PLANS") // a comma-separated subset, for quick runs
 	for _, s := range plan.Strategies {
@@ -175,10 +177,36 @@ func planVariants(p *ir.Program) []plan.Plan {
 			if alt.FitBT(p) != nil {
 				continue
 			}
+			if shuffles && p.Dims() == 2 {
+				// Warps as tiles: two per block with pairs of cells per thread in level
+				// order, and one per block with three cells per thread in wave order.
+				for _, v := range []struct {
+					bx, rx, bt int
+					wave       bool
+				}{{64, 2, 3, false}, {32, 3, 2, true}} {
+					sh := def
+					sh.Shfl, sh.BX, sh.RX, sh.BT, sh.Wave, sh.Chunk = true, v.bx, v.rx, v.bt, v.wave, 5
+					if sh.FitBT(p) == nil {
+						out = append(out, sh)
+					}
+				}
+			}
 		}
 		out = append(out, alt)
 	}
 	return out
+}
+
+// matrixModules is the matrix's cache of compiled kernels (each is compiled once for all
+// sizes). On PoCL it compiles without optimization: the matrix checks what the generated code
+// computes, and LLVM's optimization of every variant is most of the PoCL matrix's time in CI.
+// GPUs compile as users' runs do.
+func matrixModules(dev gpu.Device) *Modules {
+	mods := NewModules(dev)
+	if strings.Contains(dev.Props().Platform, "Portable Computing Language") {
+		mods.Extra = []string{"-cl-opt-disable"}
+	}
+	return mods
 }
 
 func examples(t *testing.T) []string {
@@ -199,8 +227,7 @@ func examples(t *testing.T) []string {
 // runMatrix runs every example x plan x shape x step count on a backend against the reference.
 func runMatrix(t *testing.T, backend string) {
 	dev := openDevice(t, backend)
-	// Kernels do not depend on the size, so each one is compiled once for all sizes.
-	mods := NewModules(dev)
+	mods := matrixModules(dev)
 	defer mods.Close()
 	runs := 0
 	for _, f := range examples(t) {
@@ -209,7 +236,10 @@ func runMatrix(t *testing.T, backend string) {
 			t.Fatal(err)
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "../../examples/"), ".stencil")
-		runs += matrixProgram(t, dev, mods, name, p, planVariants(p))
+		start := time.Now()
+		n := matrixProgram(t, dev, mods, name, p, planVariants(p, backend == "cuda"))
+		t.Logf("%s: %d comparisons in %.1fs", name, n, time.Since(start).Seconds())
+		runs += n
 	}
 	t.Logf("%s: %d comparisons with the reference", backend, runs)
 }
@@ -298,8 +328,9 @@ update u = 0.5 * (w[z+1] - w[z-1]) + 0.25 * u.prev[z-2] + 0.1 * u`,
 
 // TestMatrixOpenCLInPlaneDirect runs directPrograms under the inplane variants of the matrix.
 func TestMatrixOpenCLInPlaneDirect(t *testing.T) {
+	t.Parallel()
 	dev := openDevice(t, "opencl")
-	mods := NewModules(dev)
+	mods := matrixModules(dev)
 	defer mods.Close()
 	for name, src := range directPrograms {
 		p, err := load.Source(name+".stencil", src, load.Options{})
@@ -307,7 +338,7 @@ func TestMatrixOpenCLInPlaneDirect(t *testing.T) {
 			t.Fatal(err)
 		}
 		var plans []plan.Plan
-		for _, pl := range planVariants(p) {
+		for _, pl := range planVariants(p, false) {
 			if pl.Strategy == "inplane" {
 				plans = append(plans, pl)
 			}
@@ -324,8 +355,9 @@ func TestMatrixOpenCLInPlaneDirect(t *testing.T) {
 // (vec=4 is refused for 8-byte elements, so those variants are skipped) and the tolerance
 // tightens to 1e-12.
 func TestMatrixOpenCLInPlaneDouble(t *testing.T) {
+	t.Parallel()
 	dev := openDevice(t, "opencl")
-	mods := NewModules(dev)
+	mods := matrixModules(dev)
 	defer mods.Close()
 	files, err := filepath.Glob("../../examples/inplane/*.stencil")
 	if err != nil || len(files) == 0 {
@@ -342,7 +374,7 @@ func TestMatrixOpenCLInPlaneDouble(t *testing.T) {
 		// (the default and the sampled vec=2 one), to keep CI short.
 		var plans []plan.Plan
 		fp := false
-		for _, pl := range planVariants(p) {
+		for _, pl := range planVariants(p, false) {
 			switch {
 			case pl.Strategy == "forwardplane" && !fp:
 				fp = true

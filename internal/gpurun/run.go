@@ -44,6 +44,9 @@ func Dialect(dev gpu.Device) kir.Dialect {
 type Modules struct {
 	dev gpu.Device
 	m   map[string]gpu.Module
+	// Extra are compiler options added to every compilation (the PoCL matrix compiles
+	// without optimization, which halves its time).
+	Extra []string
 }
 
 // NewModules starts an empty cache for dev.
@@ -58,6 +61,7 @@ func (c *Modules) Close() {
 }
 
 func (c *Modules) compile(name, src string, opt gpu.CompileOptions) (gpu.Module, error) {
+	opt.Extra = append(opt.Extra[:len(opt.Extra):len(opt.Extra)], c.Extra...)
 	key := fmt.Sprintf("%v\x00%s", opt, src)
 	if m, ok := c.m[key]; ok {
 		return m, nil

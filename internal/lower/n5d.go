@@ -130,6 +130,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	R := h[0]
 	X := d - 1 // the fastest axis
 	RX := max(pl.RX, 1)
+	// With shfl each warp is a tile of its own (tiles per block along x), its threads
+	// exchanging x neighbours through shuffles instead of shared memory.
+	shfl := pl.Shfl
+	if shfl && (d != 2 || pl.BX%plan.WarpSize != 0) {
+		panic("internal error: n5d shfl on an unvalidated plan")
+	}
+	tiles := pl.BX / pl.TileX()
 	block := [3]int{pl.BX, 1, 1}
 	if d == 3 {
 		block[1] = pl.BY
@@ -140,7 +147,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	for a := 1; a < d; a++ {
 		bsize[a] = block[d-1-a]
 		if a == X {
-			bsize[a] *= RX
+			bsize[a] = pl.TileX() * RX
 		}
 		outSize[a] = bsize[a] - 2*h[a]*bt
 		if outSize[a] < 1 {
@@ -176,6 +183,15 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i.
 	// Other in-plane axes (y in 3D) have one cell per thread.
+	// tileIdx is the tile's index along in-plane axis a.
+	tileIdx := func(a int) kir.Expr {
+		b := kir.Expr(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a})
+		if shfl && a == X {
+			warp := kir.Bin(">>", &kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(5))
+			b = kir.Add(kir.Mul(b, kir.I(tiles)), warp)
+		}
+		return b
+	}
 	local := make([]kir.Expr, d)
 	col := make([][]kir.Expr, d)  // col[a][i]: cell i's coordinate along a, possibly outside the domain
 	ccol := make([][]kir.Expr, d) // the same clamped into the domain, for loads
@@ -187,11 +203,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			cells = RX
 		}
 		var l kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: dim}
+		if shfl && a == X {
+			l = kir.Bin("&", l, kir.I(plan.WarpSize-1)) // the lane
+		}
 		if cells > 1 {
 			l = kir.Mul(l, kir.I(cells))
 		}
 		local[a] = decl(fmt.Sprintf("l%d", a), kir.I32, l)
-		base := decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(outSize[a])), kir.I(h[a]*bt)), local[a]))
+		base := decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(kir.Bin("-", kir.Mul(tileIdx(a), kir.I(outSize[a])), kir.I(h[a]*bt)), local[a]))
 		for i := 0; i < cells; i++ {
 			ci := base
 			sfx := ""
@@ -370,7 +389,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				}
 			}
 			switch {
-			case !inPlaneReads[g]:
+			case !inPlaneReads[g] || shfl:
 			case assoc:
 				w.ring = 2
 			case offPlaneInPlane:
@@ -428,6 +447,16 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		return j, j >= 0 && j < RX
 	}
 	vName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i) }
+	// across says which cell of which neighbouring lane a read at l's x offset from cell i
+	// lands on, when not on the thread's own cells (shfl).
+	across := func(l *ir.Load, i int) (cell, lanes int) {
+		j := i + l.Off[X]
+		lanes = j / RX
+		if j < 0 {
+			lanes = -((-j + RX - 1) / RX)
+		}
+		return mod(j, RX), lanes
+	}
 
 	// bodyAt is copy r of the loop body: plane jr = j + r enters level 0. Plane (j + x) of
 	// any level lives in register x mod U of its queue or accumulators and shared slot
@@ -520,6 +549,21 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			prev := t - 1
 			step := kir.Add(kir.Id("step0"), kir.I(t-1))
 			lvl := []kir.Stmt{&kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(L*t))}}
+			// Shuffles of level t-1's registers, declared ahead of the cells (and of any
+			// condition) so that every lane of the warp reaches them; one per source and
+			// distance.
+			var shf, cells []kir.Stmt
+			shCache := map[string]kir.Expr{}
+			shuffle := func(src kir.Expr, ty kir.Type, lanes int) kir.Expr {
+				key := fmt.Sprintf("%s@%d", src.(*kir.Ident).Name, lanes)
+				if v, ok := shCache[key]; ok {
+					return v
+				}
+				nm := fmt.Sprintf("x%d_%d", t, len(shCache))
+				shf = append(shf, &kir.Decl{Name: nm, Type: ty, Init: &kir.Shuffle{X: src, T: ty, Delta: lanes}})
+				shCache[key] = kir.Id(nm)
+				return shCache[key]
+			}
 			next := map[*ir.Grid][]kir.Expr{}
 			for _, u := range p.Updates {
 				for i := 0; i < RX; i++ {
@@ -557,6 +601,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 								}
 								if j, ok := inThread(l, i); ok {
 									return cur[l.G][j]
+								}
+								if shfl {
+									j, lanes := across(l, i)
+									return shuffle(cur[l.G][j], kir.FromIR(l.G.Type), lanes)
 								}
 								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, 2), i, inPlaneOff(l))
 							}
@@ -606,6 +654,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						if j, ok := inThread(l, i); ok {
 							return kir.Id(w.queue[mod(mrel+l.Off[0], U)][j])
 						}
+						if shfl {
+							j, lanes := across(l, i)
+							return shuffle(kir.Id(w.queue[mod(mrel+l.Off[0], U)][j]), kir.FromIR(l.G.Type), lanes)
+						}
 						if w.ring == 2 {
 							return smemAt(w, mod(mrel, 2), i, inPlaneOff(l))
 						}
@@ -648,8 +700,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						cs = append(cs, compute...)
 					}
 				}
-				lvl = append(lvl, &kir.Block{Body: cs})
+				cells = append(cells, &kir.Block{Body: cs})
 			}
+			lvl = append(append(lvl, shf...), cells...)
 			for _, u := range p.Updates {
 				g := u.Grid
 				for i := 0; i < RX; i++ {
@@ -726,7 +779,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		var inside kir.Expr = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*L*bt)), kir.I(rim[0])),
 			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(L*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
 		for a := 1; a < d; a++ {
-			lo := kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(outSize[a])), kir.I(h[a]*bt))
+			lo := kir.Bin("-", kir.Mul(tileIdx(a), kir.I(outSize[a])), kir.I(h[a]*bt))
 			n := kir.Id(fmt.Sprintf("n%d", a))
 			inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
 		}
@@ -742,6 +795,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	grid[0], grid[1], grid[2] = 1, 1, 1
 	for a := 1; a < d; a++ {
 		grid[d-1-a] = ceilDiv(shape[a], outSize[a])
+		if a == X {
+			grid[d-1-a] = ceilDiv(grid[d-1-a], tiles)
+		}
 	}
 	grid[chunkDim] = ceilDiv(shape[0], chunk)
 	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: bt, Shared: shared}}, shared, nil

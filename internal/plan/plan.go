@@ -48,6 +48,10 @@ type Plan struct {
 	// and the buffers allow (checked at run time), else with vec scalar loads per thread; the
 	// boundary blocks load scalars. vec=4 takes 4-byte elements only (16 bytes per load).
 	Vec int
+	// Shfl makes each warp of a 2D n5d block a tile of its own whose threads exchange their x
+	// neighbours through warp shuffles: no shared memory and no barriers, at the price of a
+	// halo per 32 threads. CUDA only.
+	Shfl bool
 }
 
 // Default gives a strategy's default parameters for a program.
@@ -198,7 +202,7 @@ func wideRead(p *ir.Program) *ir.Grid {
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
 	r := p.Reach()
-	block := []int{pl.BX * max(pl.RX, 1), pl.BY}
+	block := []int{pl.TileX() * max(pl.RX, 1), pl.BY}
 	for a := 1; a < len(r); a++ {
 		b := block[len(r)-1-a]
 		if r[a] == 0 {
@@ -210,6 +214,17 @@ func (pl *Plan) FitBT(p *ir.Program) error {
 		pl.BT = min(pl.BT, (b-1)/(2*r[a]))
 	}
 	return nil
+}
+
+// WarpSize is the number of threads a warp shuffle reaches.
+const WarpSize = 32
+
+// TileX is the threads along x that share one n5d tile: the block, or one warp with shfl.
+func (pl Plan) TileX() int {
+	if pl.Shfl {
+		return WarpSize
+	}
+	return pl.BX
 }
 
 // Parse reads `name` or `name:key=value,...` and fills the rest from Default.
@@ -234,14 +249,17 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		if !ok {
 			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
 		}
-		if k == "fastmath" || (k == "wave" && pl.Strategy == "n5d") {
+		if k == "fastmath" || ((k == "wave" || k == "shfl") && pl.Strategy == "n5d") {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
 			}
-			if k == "wave" {
+			switch k {
+			case "wave":
 				pl.Wave = b
-			} else {
+			case "shfl":
+				pl.Shfl = b
+			default:
 				pl.FastMath = b
 			}
 			continue
@@ -255,7 +273,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 			sort.Strings(keys)
 			extra := "fastmath"
 			if pl.Strategy == "n5d" {
-				extra = "fastmath, wave"
+				extra = "fastmath, shfl, wave"
 			}
 			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), extra)
 		}
@@ -288,6 +306,9 @@ func (pl Plan) String() string {
 		if pl.Wave {
 			parts = append(parts, "wave=true")
 		}
+		if pl.Shfl {
+			parts = append(parts, "shfl=true")
+		}
 	}
 	if pl.Strategy == "inplane" {
 		parts = append(parts, fmt.Sprintf("load=%d,rx=%d,ry=%d,vec=%d", pl.Load, pl.RX, pl.RY, pl.Vec))
@@ -308,6 +329,8 @@ func (pl Plan) String() string {
 type Limits struct {
 	MaxThreadsPerBlock int
 	MaxSharedPerBlock  int // the opt-in maximum
+	// NoShuffle says the backend generates no warp shuffles (Tempest emits them for CUDA).
+	NoShuffle bool
 }
 
 // Threads is the number of threads per block.
@@ -364,6 +387,17 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.RX < 0 || pl.RX > 8 {
 			return fmt.Errorf("plan %s: rx, the cells each thread computes along x, must be 1..8", pl)
+		}
+		if pl.Shfl {
+			if d != 2 {
+				return fmt.Errorf("plan %s: shfl exchanges x neighbours within a warp for 2D grids; %s is %dD", pl, p.Name, d)
+			}
+			if pl.BX%WarpSize != 0 {
+				return fmt.Errorf("plan %s: with shfl every warp is a tile, so bx must be a multiple of %d", pl, WarpSize)
+			}
+			if lim.NoShuffle {
+				return fmt.Errorf("plan %s: warp shuffles (shfl=true) are generated for CUDA only; drop shfl on this backend", pl)
+			}
 		}
 	}
 	if pl.Chunk < 0 {

@@ -39,3 +39,50 @@ func TestInplaneVec4Needs4ByteElements(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DShfl checks where warp-shuffle tiles are accepted: 2D grids, blocks of whole warps,
+// CUDA backends; and that the plan prints back to itself.
+func TestN5DShfl(t *testing.T) {
+	load2 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
+	load3 := "axes z, y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[z+1]\n"
+	for _, c := range []struct {
+		src, plan string
+		noShuffle bool
+		err       string
+	}{
+		{load2, "n5d:bx=64,rx=2,shfl=true", false, ""},
+		{load2, "n5d:bx=32,shfl=true", false, ""},
+		{load2, "n5d:bx=48,shfl=true", false, "multiple of 32"},
+		{load2, "n5d:bx=64,shfl=true", true, "CUDA only"},
+		{load3, "n5d:bx=32,by=4,shfl=true", false, "2D grids"},
+	} {
+		p, err := load.Source("t.stencil", c.src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
+			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
+		}
+		err = pl.Validate(p, plan.Limits{NoShuffle: c.noShuffle}, 0)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.plan, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
+		}
+	}
+	p, err := load.Source("t.stencil", load2, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A warp of 32 threads x 2 cells covers 64 cells: reach 1 leaves output for bt <= 31,
+	// bounded by n5d's 16 in 2D; with one cell per thread bt fits in 15.
+	pl, _ := plan.Parse("n5d:bx=256,bt=16,shfl=true", p)
+	if err := pl.FitBT(p); err != nil || pl.BT != 15 {
+		t.Errorf("FitBT with shfl: bt=%d, %v; want 15 (32-cell warp tiles)", pl.BT, err)
+	}
+}
