@@ -3,9 +3,8 @@ package model
 import "math"
 
 // The in-plane method's model (in-plane-method.txt, section VI, equations 6-14), as functions.
-// Tempest has no in-plane plan yet, so no strategy is registered for it; when one is added,
-// its model maps the plan's TX, TY, RX, RY and the kernel's registers and shared memory onto
-// InPlaneKernel and returns LX x LY / InPlane(...) per plane and step.
+// inplane_plan.go maps the forwardplane and inplane plans onto InPlaneKernel and turns
+// LX x LY / InPlane(...) per plane into a run's time.
 
 // InPlaneDevice holds the model's device parameters.
 type InPlaneDevice struct {

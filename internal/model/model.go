@@ -9,7 +9,8 @@
 //     calibrated from measured PH=1 and PH=2 runs (SL's pyramid-height model): see PyramidCal.
 //   - n5d (N.5D temporal blocking): a model of Tempest's n5d kernel calibrated on H100 and
 //     H200 measurements, n5d.go; AN5D's own model (section 5) is kept in an5d.go.
-//   - in-plane (no plan yet): equations 6-14 of the in-plane paper as functions, inplane.go.
+//   - forwardplane, inplane: equations 6-14 of the in-plane paper (inplane.go) fed with the
+//     plan's bytes and instructions per block and plane (inplane_plan.go).
 //
 // Every model is deterministic: the same input gives the same prediction.
 package model
@@ -122,6 +123,9 @@ func init() {
 		Register(s, roofline{strategy: s})
 	}
 	Register("n5d", n5dModel{})
+	for _, s := range []string{"forwardplane", "inplane"} {
+		Register(s, inplaneModel{strategy: s})
+	}
 }
 
 // Predict runs the model of the plan's strategy.

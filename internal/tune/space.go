@@ -50,6 +50,16 @@ var (
 		{bx: 32, by: 16, rx: 2, chunks: []int{64, 128}}, {bx: 8, by: 32, rx: 4, chunks: []int{64}},
 	}
 	n5dBT = map[int]int{2: 16, 3: 8} // deepest temporal block per dimension
+
+	// forwardplane and inplane (3D): the block shapes that measured best on the H100
+	// (docs/performance.md), every loading variant, register tiles of two and four outputs
+	// and vector widths of 1, 2 and 4 (4 only for 4-byte elements: Validate refuses the
+	// rest). Together with n5d's 3D space they stay under 200 plans per stencil.
+	forwardBlock = [][3]int{{32, 4, 1}, {32, 8, 1}, {64, 4, 1}}
+	forwardChunk = []int{64, 128}
+	inplaneBlock = [][3]int{{32, 8, 1}, {64, 4, 1}}
+	inplaneTile  = [][2]int{{1, 2}, {2, 2}}
+	inplaneVec   = []int{1, 2, 4}
 )
 
 // n5dShape is one n5d block of the space: bx x by threads, rx cells per thread along x, and
@@ -203,6 +213,39 @@ func Enumerate(p *ir.Program, shape []int, strategies []string, fast bool) []pla
 							continue
 						}
 						add(pl)
+					}
+				}
+			}
+		case "forwardplane":
+			if d != 3 {
+				continue
+			}
+			for _, b := range blocks(forwardBlock, true) {
+				for _, c := range forwardChunk {
+					if c >= shape[0] {
+						c = 0
+					}
+					add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Chunk: c})
+				}
+			}
+		case "inplane":
+			def, err := plan.Default(s, p)
+			if err != nil {
+				continue
+			}
+			for _, b := range blocks(inplaneBlock, true) {
+				for load := 0; load <= 2; load++ {
+					for _, tile := range inplaneTile {
+						for _, v := range inplaneVec {
+							pl := def
+							pl.BX, pl.BY, pl.Load, pl.RX, pl.RY, pl.Vec = b[0], b[1], load, tile[0], tile[1], v
+							if def.Chunk >= shape[0] {
+								pl.Chunk = 0
+							}
+							if pl.Validate(p, plan.Limits{}, 0) == nil {
+								add(pl)
+							}
+						}
 					}
 				}
 			}

@@ -35,9 +35,12 @@ import (
 //
 //	TEMPEST_TUNE_REPORT      markdown report, rewritten after every stencil (default: test log only)
 //	TEMPEST_TUNE_BACKEND     cuda (default), opencl or auto
-//	TEMPEST_TUNE_STENCILS    comma-separated names (default: all of examples/an5d)
+//	TEMPEST_TUNE_SUITE       the examples folder: an5d (default) or inplane (then 3D sizes
+//	                         default to the in-plane paper's 512x512x256, x y z)
+//	TEMPEST_TUNE_STENCILS    comma-separated names (default: all of the suite)
 //	TEMPEST_TUNE_TYPE        f32 (default) or f64
 //	TEMPEST_TUNE_N2D, _N3D   interior extent (default 16384 and 512)
+//	TEMPEST_TUNE_NZ          3D extent along the slowest axis (default: _N3D; inplane: 256)
 //	TEMPEST_TUNE_STEPS       steps per timed run (default: about 50 ms by the best prediction)
 //	TEMPEST_TUNE_REPS        timed runs per candidate after a warm-up (default 3)
 //	TEMPEST_TUNE_STRATEGIES  comma-separated strategies (default: all)
@@ -68,7 +71,8 @@ func TestValidateAN5D(t *testing.T) {
 	}
 	t.Logf("device profile:\n%s", prof.Table())
 
-	files, _ := filepath.Glob("../../examples/an5d/*.stencil")
+	suite := envOr("TEMPEST_TUNE_SUITE", "an5d")
+	files, _ := filepath.Glob("../../examples/" + suite + "/*.stencil")
 	if only := os.Getenv("TEMPEST_TUNE_STENCILS"); only != "" {
 		var keep []string
 		for _, f := range files {
@@ -91,6 +95,11 @@ func TestValidateAN5D(t *testing.T) {
 		opt.DefaultType = &typ
 	}
 	n2, n3 := envInt("TEMPEST_TUNE_N2D", 16384), envInt("TEMPEST_TUNE_N3D", 512)
+	nz := n3
+	if suite == "inplane" {
+		nz = 256
+	}
+	nz = envInt("TEMPEST_TUNE_NZ", nz)
 	base := Options{Seed: 1, Steps: envInt("TEMPEST_TUNE_STEPS", 0), Reps: envInt("TEMPEST_TUNE_REPS", 3), Profile: prof, Log: os.Stderr}
 	if s := os.Getenv("TEMPEST_TUNE_STRATEGIES"); s != "" {
 		base.Strategies = strings.Split(s, ",")
@@ -114,6 +123,9 @@ func TestValidateAN5D(t *testing.T) {
 				r = max(r, u.Grid.Rim[a])
 			}
 			shape[a] = n + 2*r
+			if a == 0 && p.Dims() == 3 {
+				shape[a] = nz + 2*r
+			}
 		}
 		s, err := state.New(p, shape, state.DefaultParams(p), 1.5)
 		if err != nil {
