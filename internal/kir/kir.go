@@ -214,13 +214,12 @@ type (
 		Ptr   string
 		Bytes int
 	}
-	// Shuffle is the value of X (of type T) in the thread Delta lanes higher in its warp of
+	// Shuffle is the value of X in the thread Delta lanes higher in its warp of
 	// 32 (Delta < 0: lower); a thread whose source lane lies outside the warp gets its own X.
 	// Every thread of the warp must reach it. Only CUDA has it: plans that need it are
 	// refused for OpenCL (plan.Limits.NoShuffle), and the OpenCL printer panics.
 	Shuffle struct {
 		X     Expr
-		T     Type
 		Delta int
 	}
 )

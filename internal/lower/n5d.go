@@ -132,10 +132,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	RX := max(pl.RX, 1)
 	// With shfl each warp is a tile of its own (tiles per block along x), its threads
 	// exchanging x neighbours through shuffles instead of shared memory.
-	shfl := pl.Shfl
-	if shfl && (d != 2 || pl.BX%plan.WarpSize != 0) {
-		panic("internal error: n5d shfl on an unvalidated plan")
-	}
+	shfl := pl.Shfl // validated by lowerN5D: 2D, whole warps per block
 	tiles := pl.BX / pl.TileX()
 	block := [3]int{pl.BX, 1, 1}
 	if d == 3 {
@@ -451,11 +448,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// lands on, when not on the thread's own cells (shfl).
 	across := func(l *ir.Load, i int) (cell, lanes int) {
 		j := i + l.Off[X]
-		lanes = j / RX
-		if j < 0 {
-			lanes = -((-j + RX - 1) / RX)
-		}
-		return mod(j, RX), lanes
+		cell = mod(j, RX)
+		return cell, (j - cell) / RX // floor(j / RX)
 	}
 
 	// bodyAt is copy r of the loop body: plane jr = j + r enters level 0. Plane (j + x) of
@@ -560,7 +554,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					return v
 				}
 				nm := fmt.Sprintf("x%d_%d", t, len(shCache))
-				shf = append(shf, &kir.Decl{Name: nm, Type: ty, Init: &kir.Shuffle{X: src, T: ty, Delta: lanes}})
+				shf = append(shf, &kir.Decl{Name: nm, Type: ty, Init: &kir.Shuffle{X: src, Delta: lanes}})
 				shCache[key] = kir.Id(nm)
 				return shCache[key]
 			}

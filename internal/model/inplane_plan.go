@@ -25,12 +25,11 @@ func (m inplaneModel) Name() string {
 // Constants of the in-plane model (warp-instructions unless stated). They are nominal counts
 // of the generated code, checked against the H100 measurements in testdata/h100-inplane.txt.
 const (
-	ipIndexInstr   = 2   // address arithmetic of one load or store of a region
-	ipCellInstr    = 3   // per output cell: loop, coordinates, bounds of the store
-	ipIssuePerSM   = 4.0 // warp-instructions an SM issues per cycle (four schedulers)
-	ipBarriers     = 2   // barriers per plane (before and after the shared planes are written)
-	ipSectorBytes  = 32
-	ipLatencyScale = 1.0 // the paper's Lat: one DRAM round trip per plane and block
+	ipIndexInstr  = 2   // address arithmetic of one load or store of a region
+	ipCellInstr   = 3   // per output cell: loop, coordinates, bounds of the store
+	ipIssuePerSM  = 4.0 // warp-instructions an SM issues per cycle (four schedulers)
+	ipBarriers    = 2   // barriers per plane (before and after the shared planes are written)
+	ipSectorBytes = 32
 )
 
 func (m inplaneModel) Predict(in Input) (Prediction, error) {
@@ -122,7 +121,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		issue = 1
 	}
 	ipd := InPlaneDevice{SM: sms, BW: dev.DRAMBytesPerSec(), Smem: d.SharedPerSM, Reg: d.RegsPerSM, BlkSM: 32, WarpSM: warpSM,
-		Lat: ipLatencyScale*dramLatencyCycles + ipBarriers*barrierCycles, Clock: clock}
+		Lat: dramLatencyCycles + ipBarriers*barrierCycles, Clock: clock} // one DRAM round trip per plane
 	// Sector traffic beyond the compulsory bytes is served by L2: charge it at L2's rate on
 	// the DRAM bandwidth the model's eq. 10 uses.
 	comp := float64(bx*by) * (f.bytesRead + f.bytesWritten)
@@ -140,26 +139,25 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	tLat := ipd.Lat / clock
 	tBytes := bytesBlk / (ipd.BW / float64(sms))
 	tcBlk := k.Ops * float64(rx*ry*r.WarpBlk) / clock
+	hideAct := hide(r.ActBlks, r.WarpBlk, warpSM)
 	stage := func(n int) float64 {
 		return hide(n, r.WarpBlk, warpSM)*tLat + smoothMax(float64(n)*tBytes, float64(n)*tcBlk)
 	}
-	perPlaneSM := stage(r.ActBlks)*float64(r.Stages-1) + stage(r.RemBlks)
+	perPlane := stage(r.ActBlks)*float64(r.Stages-1) + stage(r.RemBlks)
 	chunk := pl.Chunk
 	if chunk <= 0 || chunk > in.Shape[0] {
 		chunk = in.Shape[0]
 	}
 	planes := float64(in.Shape[0]) * float64(chunk+2*f.reach[0]) / float64(chunk)
-	perPlane := perPlaneSM
 	t := math.Max(float64(in.Steps)*planes*perPlane, float64(in.Steps)*dev.LaunchSeconds())
 	pr := Prediction{Model: m.strategy + ": " + m.Name(), Seconds: t, Launches: in.Steps,
 		Blocks: r.Blks * ceilDiv(in.Shape[0], chunk), Threads: threads, ActivePerSM: r.ActBlks,
-		EffSM: EffSM(r.Blks, sms, r.ActBlks), EffOcc: 1 / hide(r.ActBlks, r.WarpBlk, warpSM), EffALU: EffALU(f.ops)}
+		EffSM: EffSM(r.Blks, sms, r.ActBlks), EffOcc: 1 / hideAct, EffALU: EffALU(f.ops)}
 	n := float64(in.Steps) * planes * float64(r.Stages)
 	pr.Global = n * float64(r.ActBlks) * tBytes
 	pr.Compute = n * float64(r.ActBlks) * tcBlk
-	lat := hide(r.ActBlks, r.WarpBlk, warpSM) * tLat
 	switch {
-	case lat > float64(r.ActBlks)*math.Max(tBytes, tcBlk):
+	case hideAct*tLat > float64(r.ActBlks)*math.Max(tBytes, tcBlk):
 		pr.Bottleneck = Latency
 	case tcBlk >= tBytes:
 		pr.Bottleneck = Compute
