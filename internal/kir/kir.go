@@ -80,12 +80,14 @@ type (
 		Type Type
 		Init Expr
 	}
-	// ArrayDecl declares a fixed-size array in shared or local memory.
+	// ArrayDecl declares a fixed-size array in shared or local memory. Align, when positive,
+	// is the array's alignment in bytes: what a VecStore into it needs.
 	ArrayDecl struct {
 		Name  string
 		Type  Type
 		Space Space
 		Len   int
+		Align int
 	}
 	// Assign stores into a variable or array element.
 	Assign struct {
@@ -127,6 +129,17 @@ type (
 		Array Expr
 		Idx   Expr
 	}
+	// VecStore writes the vector variable Vec (declared by a VecLoad of the same T and Width)
+	// to Array[Idx], ..., Array[Idx+Width-1] of a shared array with one vector access. As for
+	// VecLoad, &Array[Idx] must be aligned to Width*size(T) bytes: the array is declared with
+	// that Align and Idx is a multiple of Width.
+	VecStore struct {
+		Vec   string
+		T     Type
+		Width int
+		Array string
+		Idx   Expr
+	}
 )
 
 func (*Decl) stmt()      {}
@@ -139,6 +152,7 @@ func (*Return) stmt()    {}
 func (*Comment) stmt()   {}
 func (*Block) stmt()     {}
 func (*VecLoad) stmt()   {}
+func (*VecStore) stmt()  {}
 
 // Expr is an expression.
 type Expr interface{ expr() }

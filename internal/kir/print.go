@@ -151,8 +151,12 @@ func (p *printer) stmt(s Stmt) {
 		}
 	case *ArrayDecl:
 		switch {
+		case s.Space == Shared && p.d == CUDA && s.Align > 0:
+			p.line("__shared__ __align__(%d) %s %s[%d];", s.Align, p.typ(s.Type), s.Name, s.Len)
 		case s.Space == Shared && p.d == CUDA:
 			p.line("__shared__ %s %s[%d];", p.typ(s.Type), s.Name, s.Len)
+		case s.Space == Shared && s.Align > 0:
+			p.line("__local %s %s[%d] __attribute__((aligned(%d)));", p.typ(s.Type), s.Name, s.Len, s.Align)
 		case s.Space == Shared:
 			p.line("__local %s %s[%d];", p.typ(s.Type), s.Name, s.Len)
 		default:
@@ -206,6 +210,13 @@ func (p *printer) stmt(s Stmt) {
 			space = "__global "
 		}
 		p.line("%s %s = *(%sconst %s*)(%s + %s);", vt, s.Name, space, vt, p.expr(s.Array, prec["+"]), p.expr(s.Idx, prec["+"]+1))
+	case *VecStore:
+		vt := p.vecTyp(s.T, s.Width)
+		space := ""
+		if p.d == OpenCL {
+			space = "__local "
+		}
+		p.line("*(%s%s*)(%s + %s) = %s;", space, vt, s.Array, p.expr(s.Idx, prec["+"]+1), s.Vec)
 	case *Block:
 		p.line("{")
 		p.indent++

@@ -333,16 +333,23 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 			}
 			continue
 		}
-		t := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), []int{1, TY, TX}, []int{0, h[1], h[2]})
+		// With vector loads the plane's x halo is padded to a whole vector on either side (when
+		// vec divides TX): every aligned vector of the global row then lands on an aligned
+		// vector of the plane, and vectorFill stores it with one vector store.
+		pad, align := h[2], 0
+		if pl.Vec > 1 && TX%pl.Vec == 0 {
+			pad, align = ceilDiv(h[2], pl.Vec)*pl.Vec, pl.Vec*g.Type.Size()
+		}
+		t := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), []int{1, TY, TX}, []int{0, h[1], pad})
 		tiles[gl] = t
 		H1, H2 = max(H1, h[1]), max(H2, h[2])
 		shared += t.len * g.Type.Size()
-		body = append(body, &kir.ArrayDecl{Name: t.name, Type: kir.FromIR(g.Type), Space: kir.Shared, Len: t.len})
+		body = append(body, &kir.ArrayDecl{Name: t.name, Type: kir.FromIR(g.Type), Space: kir.Shared, Len: t.len, Align: align})
 		regs := loadRegions(pl.Load, TY, TX, h[1], h[2], inPlaneDiagonal(p, gl))
-		fastFill = append(fastFill, regionFill(&fast, g, gl.level, t, regs, pl.Vec, threads, false)...)
-		slowFill = append(slowFill, regionFill(em, g, gl.level, t, regs, pl.Vec, threads, true)...)
+		fastFill = append(fastFill, regionFill(&fast, g, gl.level, t, h[2], regs, pl.Vec, threads, false)...)
+		slowFill = append(slowFill, regionFill(em, g, gl.level, t, h[2], regs, pl.Vec, threads, true)...)
 		if pl.Vec > 1 {
-			vecFill = append(vecFill, vectorFill(em, g, gl.level, t, regs, pl.Vec, threads)...)
+			vecFill = append(vecFill, vectorFill(em, g, gl.level, t, h[2], regs, pl.Vec, threads)...)
 			aligned = append(aligned, &kir.Aligned{Ptr: bufName(g, levelRole(gl.level)), Bytes: pl.Vec * g.Type.Size()})
 		}
 	}
@@ -495,7 +502,9 @@ func directName(g *ir.Grid, level, cj, ci int) string {
 	return fmt.Sprintf("d_%s_%d_%d_%d", g.Name, level, cj, ci)
 }
 
-// region is a rectangle of a shared plane, in plane coordinates (halo included).
+// region is a rectangle of a shared plane, in plane coordinates (halo included): column c is
+// x = o2 + c - h2 with h2 the stencil's x halo; the plane may pad its x halo beyond h2 (its
+// tile's halo[2]), which shifts every column by the padding.
 type region struct{ r0, c0, rows, cols int }
 
 // loadRegions splits a plane of ty x tx outputs with halos h1 (y) and h2 (x) into the regions
@@ -532,9 +541,9 @@ func loadRegions(load, ty, tx, h1, h2 int, diag bool) []region {
 // regions' work units (vec consecutive elements of a row) are numbered one after the other,
 // each region starting at a multiple of 32, and thread tid takes units tid, tid+threads, ...:
 // a warp never straddles two regions. general says elements may lie outside the domain.
-func regionFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, vec, threads int, general bool) []kir.Stmt {
+func regionFill(em *emitter, g *ir.Grid, level int, t tileInfo, h2 int, regs []region, vec, threads int, general bool) []kir.Stmt {
 	W := t.dims[2]
-	h1, h2 := t.halo[1], t.halo[2]
+	h1, shift := t.halo[1], t.halo[2]-h2
 	v := "u_" + t.name
 	total := 0
 	starts := make([]int, len(regs))
@@ -564,7 +573,7 @@ func regionFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, v
 			} else {
 				rd = em.globalReadAt(g, level, nil, pos, []int{0, 0, 0}, false)
 			}
-			s := kir.Set(kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), col)), rd)
+			s := kir.Set(kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), kir.Add(col, kir.I(shift)))), rd)
 			if r.cols%vec != 0 && e > 0 {
 				// The row's last unit may be partial.
 				st = append(st, &kir.If{Cond: &kir.Binary{Op: "<", X: col, Y: kir.I(r.c0 + r.cols)}, Then: []kir.Stmt{s}})
@@ -591,9 +600,16 @@ func regionFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, v
 // its first element is at or after the aligned column at or before o2-h2 >= 0, and its end at or
 // before the aligned column at or after o2+TX+h2 <= n2, a multiple of vec. Units are numbered
 // region by region from multiples of 32, as in regionFill.
-func vectorFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, vec, threads int) []kir.Stmt {
+//
+// When the plane's rows and its padded x halo are whole vectors (lowerInPlane pads them so
+// when vec divides TX), a unit is also an aligned vector of the plane and is stored with one
+// vector store, lanes outside the region included: those fall in the padding or in columns
+// of the same rows that hold the same cells (the variants' regions never share a row segment
+// once widened to vectors), so no guard is needed and no other thread's cell is overwritten.
+func vectorFill(em *emitter, g *ir.Grid, level int, t tileInfo, h2 int, regs []region, vec, threads int) []kir.Stmt {
 	W := t.dims[2]
-	h1, h2 := t.halo[1], t.halo[2]
+	h1, shift := t.halo[1], t.halo[2]-h2
+	whole := W%vec == 0 && t.halo[2]%vec == 0
 	v := "u_" + t.name
 	lead := make([]int, len(regs))
 	units := make([]int, len(regs))
@@ -620,9 +636,13 @@ func vectorFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, v
 			&kir.Decl{Name: cn, Type: kir.I32, Init: kir.Add(kir.Mul(kir.Bin("%", lu, kir.I(units[i])), kir.I(vec)), kir.I(r.c0-lead[i]))},
 			&kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: vec, Array: kir.Id(bufName(g, levelRole(level))), Idx: em.linear(pos, nil)},
 		}
+		if whole {
+			idx := kir.Add(kir.Mul(row, kir.I(W)), kir.Add(c, kir.I(shift)))
+			st = append(st, &kir.VecStore{Vec: vn, T: kir.FromIR(g.Type), Width: vec, Array: t.name, Idx: idx})
+		}
 		// Lanes before the region occur in a row's first unit, lanes after it in its last.
 		lastIn := r.cols + lead[i] - (units[i]-1)*vec // lanes of the last unit inside the region
-		for e := 0; e < vec; e++ {
+		for e := 0; e < vec && !whole; e++ {
 			col := kir.Add(c, kir.I(e))
 			var guard kir.Expr
 			if e < lead[i] {
@@ -636,7 +656,7 @@ func vectorFill(em *emitter, g *ir.Grid, level int, t tileInfo, regs []region, v
 					guard = and(guard, hi)
 				}
 			}
-			s := kir.Set(kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), col)), &kir.Lane{Vec: vn, I: e})
+			s := kir.Set(kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), kir.Add(col, kir.I(shift)))), &kir.Lane{Vec: vn, I: e})
 			if guard != nil {
 				s = &kir.If{Cond: guard, Then: []kir.Stmt{s}}
 			}

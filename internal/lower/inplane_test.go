@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -44,13 +45,27 @@ func TestInPlaneDivPlanes(t *testing.T) {
 		if !strings.Contains(text, "d_uz_0_0_0 = in0_uz[") {
 			t.Errorf("%s: uz is not read directly", pt)
 		}
-		ty, tx := 16, 32 // by x ry, bx x rx
-		if pt == "inplane:rx=2,ry=3,vec=2" {
-			ty, tx = 24, 64
+		ty, tx, pad := 16, 32, 1 // by x ry, bx x rx, ux's x halo
+		switch pt {
+		case "inplane:rx=2,ry=3,vec=2":
+			ty, tx, pad = 24, 64, 2
+		case "inplane:load=1,vec=4":
+			pad = 4
 		}
-		want := (ty*(tx+2) + (ty+2)*tx) * 4
+		want := (ty*(tx+2*pad) + (ty+2)*tx) * 4
 		if l.SharedBytes != want {
-			t.Errorf("%s: %d bytes of shared planes, want %d (ux %dx%d, uy %dx%d)", pt, l.SharedBytes, want, ty, tx+2, ty+2, tx)
+			t.Errorf("%s: %d bytes of shared planes, want %d (ux %dx%d, uy %dx%d)", pt, l.SharedBytes, want, ty, tx+2*pad, ty+2, tx)
+		}
+		// Vector plans pad ux's halo to whole vectors and store every loaded vector whole.
+		if pad > 1 {
+			for _, want := range []string{"__align__(" + fmt.Sprint(pad*4) + ") float plane_ux_0", "= v_plane_ux_0;", "= v_plane_uy_0;"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("%s: the kernel lacks %q", pt, want)
+				}
+			}
+			if strings.Contains(text, "v_plane_ux_0.x") {
+				t.Errorf("%s: ux's vectors are stored lane by lane", pt)
+			}
 		}
 		if strings.Count(text, "__syncthreads()") != 2 {
 			t.Errorf("%s: want the two barriers of the shared planes", pt)

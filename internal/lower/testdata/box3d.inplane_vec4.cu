@@ -8,7 +8,7 @@ extern "C" __global__ void tempest_inplane(const float* __restrict__ in0_u, floa
   int tid = l1 * 32 + l2;
   int zbeg = (int)blockIdx.z * chunk;
   int zend = min(zbeg + chunk, n0);
-  __shared__ float plane_u_0[612];
+  __shared__ __align__(16) float plane_u_0[720];
   float acc0_0_0_0 = 0e+00f;
   float acc0_0_0_1 = 0e+00f;
   float acc0_0_0_2 = 0e+00f;
@@ -24,18 +24,7 @@ extern "C" __global__ void tempest_inplane(const float* __restrict__ in0_u, floa
             int r_plane_u_0 = u_plane_u_0 / 10;
             int c_plane_u_0 = u_plane_u_0 % 10 * 4 - 3;
             float4 v_plane_u_0 = *(const float4*)(in0_u + ((pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 - 1))));
-            if (c_plane_u_0 >= 0) {
-              plane_u_0[r_plane_u_0 * 34 + c_plane_u_0] = v_plane_u_0.x;
-            }
-            if (c_plane_u_0 + 1 >= 0 && c_plane_u_0 + 1 < 34) {
-              plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 1)] = v_plane_u_0.y;
-            }
-            if (c_plane_u_0 + 2 >= 0 && c_plane_u_0 + 2 < 34) {
-              plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 2)] = v_plane_u_0.z;
-            }
-            if (c_plane_u_0 + 3 < 34) {
-              plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 3)] = v_plane_u_0.w;
-            }
+            *(float4*)(plane_u_0 + (r_plane_u_0 * 40 + (c_plane_u_0 + 3))) = v_plane_u_0;
           }
         }
       } else {
@@ -43,15 +32,15 @@ extern "C" __global__ void tempest_inplane(const float* __restrict__ in0_u, floa
           if (u_plane_u_0 < 162) {
             int r_plane_u_0 = u_plane_u_0 / 9;
             int c_plane_u_0 = u_plane_u_0 % 9 * 4;
-            plane_u_0[r_plane_u_0 * 34 + c_plane_u_0] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 - 1))];
+            plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 3)] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 - 1))];
             if (c_plane_u_0 + 1 < 34) {
-              plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 1)] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 + 1 - 1))];
+              plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 1 + 3)] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 + 1 - 1))];
             }
             if (c_plane_u_0 + 2 < 34) {
-              plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 2)] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 + 2 - 1))];
+              plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 2 + 3)] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 + 2 - 1))];
             }
             if (c_plane_u_0 + 3 < 34) {
-              plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 3)] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 + 3 - 1))];
+              plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 3 + 3)] = in0_u[(pz * n1 + (o1 + (r_plane_u_0 - 1))) * n2 + (o2 + (c_plane_u_0 + 3 - 1))];
             }
           }
         }
@@ -61,26 +50,26 @@ extern "C" __global__ void tempest_inplane(const float* __restrict__ in0_u, floa
         if (u_plane_u_0 < 162) {
           int r_plane_u_0 = u_plane_u_0 / 9;
           int c_plane_u_0 = u_plane_u_0 % 9 * 4;
-          plane_u_0[r_plane_u_0 * 34 + c_plane_u_0] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 - 1)) % n2 + n2) % n2];
+          plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 3)] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 - 1)) % n2 + n2) % n2];
           if (c_plane_u_0 + 1 < 34) {
-            plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 1)] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 + 1 - 1)) % n2 + n2) % n2];
+            plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 1 + 3)] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 + 1 - 1)) % n2 + n2) % n2];
           }
           if (c_plane_u_0 + 2 < 34) {
-            plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 2)] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 + 2 - 1)) % n2 + n2) % n2];
+            plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 2 + 3)] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 + 2 - 1)) % n2 + n2) % n2];
           }
           if (c_plane_u_0 + 3 < 34) {
-            plane_u_0[r_plane_u_0 * 34 + (c_plane_u_0 + 3)] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 + 3 - 1)) % n2 + n2) % n2];
+            plane_u_0[r_plane_u_0 * 40 + (c_plane_u_0 + 3 + 3)] = in0_u[((pz % n0 + n0) % n0 * n1 + ((o1 + (r_plane_u_0 - 1)) % n1 + n1) % n1) * n2 + ((o2 + (c_plane_u_0 + 3 - 1)) % n2 + n2) % n2];
           }
         }
       }
     }
     __syncthreads();
-    acc0_0_0_2 = acc0_0_0_2 + (-3e-03f * plane_u_0[l1 * 34 + l2] + -2e-03f * plane_u_0[l1 * 34 + (l2 + 1)] + -1e-03f * plane_u_0[l1 * 34 + (l2 + 2)] + 0e+00f * plane_u_0[(l1 + 1) * 34 + l2] + 1e-03f * plane_u_0[(l1 + 1) * 34 + (l2 + 1)] + 2e-03f * plane_u_0[(l1 + 1) * 34 + (l2 + 2)] + 3e-03f * plane_u_0[(l1 + 2) * 34 + l2] + 4e-03f * plane_u_0[(l1 + 2) * 34 + (l2 + 1)] + 5e-03f * plane_u_0[(l1 + 2) * 34 + (l2 + 2)]);
-    acc0_0_0_1 = acc0_0_0_1 + (6e-03f * plane_u_0[l1 * 34 + l2] + 7e-03f * plane_u_0[l1 * 34 + (l2 + 1)] + 8e-03f * plane_u_0[l1 * 34 + (l2 + 2)] + 9e-03f * plane_u_0[(l1 + 1) * 34 + l2] + 1e-02f * plane_u_0[(l1 + 1) * 34 + (l2 + 1)] + 1.1e-02f * plane_u_0[(l1 + 1) * 34 + (l2 + 2)] + 1.2e-02f * plane_u_0[(l1 + 2) * 34 + l2] + 1.3e-02f * plane_u_0[(l1 + 2) * 34 + (l2 + 1)] + 1.4e-02f * plane_u_0[(l1 + 2) * 34 + (l2 + 2)]);
-    acc0_0_0_0 = acc0_0_0_0 + (1.5e-02f * plane_u_0[l1 * 34 + l2] + 1.6e-02f * plane_u_0[l1 * 34 + (l2 + 1)] + 1.7e-02f * plane_u_0[l1 * 34 + (l2 + 2)] + 1.8e-02f * plane_u_0[(l1 + 1) * 34 + l2] + 1.9e-02f * plane_u_0[(l1 + 1) * 34 + (l2 + 1)] + 2e-02f * plane_u_0[(l1 + 1) * 34 + (l2 + 2)] + 2.1e-02f * plane_u_0[(l1 + 2) * 34 + l2] + 2.2e-02f * plane_u_0[(l1 + 2) * 34 + (l2 + 1)] + 2.3e-02f * plane_u_0[(l1 + 2) * 34 + (l2 + 2)]);
-    acc0_1_0_2 = acc0_1_0_2 + (-3e-03f * plane_u_0[(l1 + 8) * 34 + l2] + -2e-03f * plane_u_0[(l1 + 8) * 34 + (l2 + 1)] + -1e-03f * plane_u_0[(l1 + 8) * 34 + (l2 + 2)] + 0e+00f * plane_u_0[(l1 + 9) * 34 + l2] + 1e-03f * plane_u_0[(l1 + 9) * 34 + (l2 + 1)] + 2e-03f * plane_u_0[(l1 + 9) * 34 + (l2 + 2)] + 3e-03f * plane_u_0[(l1 + 10) * 34 + l2] + 4e-03f * plane_u_0[(l1 + 10) * 34 + (l2 + 1)] + 5e-03f * plane_u_0[(l1 + 10) * 34 + (l2 + 2)]);
-    acc0_1_0_1 = acc0_1_0_1 + (6e-03f * plane_u_0[(l1 + 8) * 34 + l2] + 7e-03f * plane_u_0[(l1 + 8) * 34 + (l2 + 1)] + 8e-03f * plane_u_0[(l1 + 8) * 34 + (l2 + 2)] + 9e-03f * plane_u_0[(l1 + 9) * 34 + l2] + 1e-02f * plane_u_0[(l1 + 9) * 34 + (l2 + 1)] + 1.1e-02f * plane_u_0[(l1 + 9) * 34 + (l2 + 2)] + 1.2e-02f * plane_u_0[(l1 + 10) * 34 + l2] + 1.3e-02f * plane_u_0[(l1 + 10) * 34 + (l2 + 1)] + 1.4e-02f * plane_u_0[(l1 + 10) * 34 + (l2 + 2)]);
-    acc0_1_0_0 = acc0_1_0_0 + (1.5e-02f * plane_u_0[(l1 + 8) * 34 + l2] + 1.6e-02f * plane_u_0[(l1 + 8) * 34 + (l2 + 1)] + 1.7e-02f * plane_u_0[(l1 + 8) * 34 + (l2 + 2)] + 1.8e-02f * plane_u_0[(l1 + 9) * 34 + l2] + 1.9e-02f * plane_u_0[(l1 + 9) * 34 + (l2 + 1)] + 2e-02f * plane_u_0[(l1 + 9) * 34 + (l2 + 2)] + 2.1e-02f * plane_u_0[(l1 + 10) * 34 + l2] + 2.2e-02f * plane_u_0[(l1 + 10) * 34 + (l2 + 1)] + 2.3e-02f * plane_u_0[(l1 + 10) * 34 + (l2 + 2)]);
+    acc0_0_0_2 = acc0_0_0_2 + (-3e-03f * plane_u_0[l1 * 40 + (l2 + 3)] + -2e-03f * plane_u_0[l1 * 40 + (l2 + 4)] + -1e-03f * plane_u_0[l1 * 40 + (l2 + 5)] + 0e+00f * plane_u_0[(l1 + 1) * 40 + (l2 + 3)] + 1e-03f * plane_u_0[(l1 + 1) * 40 + (l2 + 4)] + 2e-03f * plane_u_0[(l1 + 1) * 40 + (l2 + 5)] + 3e-03f * plane_u_0[(l1 + 2) * 40 + (l2 + 3)] + 4e-03f * plane_u_0[(l1 + 2) * 40 + (l2 + 4)] + 5e-03f * plane_u_0[(l1 + 2) * 40 + (l2 + 5)]);
+    acc0_0_0_1 = acc0_0_0_1 + (6e-03f * plane_u_0[l1 * 40 + (l2 + 3)] + 7e-03f * plane_u_0[l1 * 40 + (l2 + 4)] + 8e-03f * plane_u_0[l1 * 40 + (l2 + 5)] + 9e-03f * plane_u_0[(l1 + 1) * 40 + (l2 + 3)] + 1e-02f * plane_u_0[(l1 + 1) * 40 + (l2 + 4)] + 1.1e-02f * plane_u_0[(l1 + 1) * 40 + (l2 + 5)] + 1.2e-02f * plane_u_0[(l1 + 2) * 40 + (l2 + 3)] + 1.3e-02f * plane_u_0[(l1 + 2) * 40 + (l2 + 4)] + 1.4e-02f * plane_u_0[(l1 + 2) * 40 + (l2 + 5)]);
+    acc0_0_0_0 = acc0_0_0_0 + (1.5e-02f * plane_u_0[l1 * 40 + (l2 + 3)] + 1.6e-02f * plane_u_0[l1 * 40 + (l2 + 4)] + 1.7e-02f * plane_u_0[l1 * 40 + (l2 + 5)] + 1.8e-02f * plane_u_0[(l1 + 1) * 40 + (l2 + 3)] + 1.9e-02f * plane_u_0[(l1 + 1) * 40 + (l2 + 4)] + 2e-02f * plane_u_0[(l1 + 1) * 40 + (l2 + 5)] + 2.1e-02f * plane_u_0[(l1 + 2) * 40 + (l2 + 3)] + 2.2e-02f * plane_u_0[(l1 + 2) * 40 + (l2 + 4)] + 2.3e-02f * plane_u_0[(l1 + 2) * 40 + (l2 + 5)]);
+    acc0_1_0_2 = acc0_1_0_2 + (-3e-03f * plane_u_0[(l1 + 8) * 40 + (l2 + 3)] + -2e-03f * plane_u_0[(l1 + 8) * 40 + (l2 + 4)] + -1e-03f * plane_u_0[(l1 + 8) * 40 + (l2 + 5)] + 0e+00f * plane_u_0[(l1 + 9) * 40 + (l2 + 3)] + 1e-03f * plane_u_0[(l1 + 9) * 40 + (l2 + 4)] + 2e-03f * plane_u_0[(l1 + 9) * 40 + (l2 + 5)] + 3e-03f * plane_u_0[(l1 + 10) * 40 + (l2 + 3)] + 4e-03f * plane_u_0[(l1 + 10) * 40 + (l2 + 4)] + 5e-03f * plane_u_0[(l1 + 10) * 40 + (l2 + 5)]);
+    acc0_1_0_1 = acc0_1_0_1 + (6e-03f * plane_u_0[(l1 + 8) * 40 + (l2 + 3)] + 7e-03f * plane_u_0[(l1 + 8) * 40 + (l2 + 4)] + 8e-03f * plane_u_0[(l1 + 8) * 40 + (l2 + 5)] + 9e-03f * plane_u_0[(l1 + 9) * 40 + (l2 + 3)] + 1e-02f * plane_u_0[(l1 + 9) * 40 + (l2 + 4)] + 1.1e-02f * plane_u_0[(l1 + 9) * 40 + (l2 + 5)] + 1.2e-02f * plane_u_0[(l1 + 10) * 40 + (l2 + 3)] + 1.3e-02f * plane_u_0[(l1 + 10) * 40 + (l2 + 4)] + 1.4e-02f * plane_u_0[(l1 + 10) * 40 + (l2 + 5)]);
+    acc0_1_0_0 = acc0_1_0_0 + (1.5e-02f * plane_u_0[(l1 + 8) * 40 + (l2 + 3)] + 1.6e-02f * plane_u_0[(l1 + 8) * 40 + (l2 + 4)] + 1.7e-02f * plane_u_0[(l1 + 8) * 40 + (l2 + 5)] + 1.8e-02f * plane_u_0[(l1 + 9) * 40 + (l2 + 3)] + 1.9e-02f * plane_u_0[(l1 + 9) * 40 + (l2 + 4)] + 2e-02f * plane_u_0[(l1 + 9) * 40 + (l2 + 5)] + 2.1e-02f * plane_u_0[(l1 + 10) * 40 + (l2 + 3)] + 2.2e-02f * plane_u_0[(l1 + 10) * 40 + (l2 + 4)] + 2.3e-02f * plane_u_0[(l1 + 10) * 40 + (l2 + 5)]);
     __syncthreads();
     int zo = pz - 1;
     if (zo >= zbeg) {
