@@ -76,6 +76,9 @@ type N5DCalibration struct {
 	// LevelLatency is the cycles per time level a block cannot overlap with itself: the
 	// barrier, the shared loads after it and the store before the next one.
 	LevelLatency float64
+	// ShflLatency replaces LevelLatency for shfl plans: a level waits for its shuffles
+	// instead of a barrier and the shared loads after it.
+	ShflLatency float64
 	// WarpCPI is cycles per instruction of one warp running alone (dependent arithmetic and
 	// shared loads); rx independent cells per thread divide it.
 	WarpCPI float64
@@ -110,6 +113,7 @@ var N5DCal = N5DCalibration{
 	PlaneOverhead: 3.05,
 	DivConstFast:  1, DivConstExact: 3, DivFast: 2, DivExact: 8, SpecialFast: 2, SpecialExact: 10,
 	LevelLatency: 50.5,
+	ShflLatency:  25,
 	WarpCPI:      1.3,
 	AssocChain:   55, FMALatency: 4,
 	Smooth:  3.015,
@@ -267,13 +271,17 @@ func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, 
 	for a := 1; a < f.d; a++ {
 		bs := by
 		if a == f.d-1 {
-			bs = pl.BX * rx
+			bs = pl.TileX() * rx
 		}
 		o := bs - 2*f.reach[a]*b
 		if o < 1 {
 			return g, fmt.Errorf("n5d: a block of %d cells along axis %d leaves nothing after %d steps of reach %d", bs, a, b, f.reach[a])
 		}
-		nb *= ceilDiv(shape[a], o)
+		n := ceilDiv(shape[a], o)
+		if a == f.d-1 {
+			n = ceilDiv(n, pl.BX/pl.TileX()) // shfl: a block holds bx/32 tiles
+		}
+		nb *= n
 	}
 	chunk := pl.Chunk
 	if chunk <= 0 || chunk > shape[0] {
@@ -348,12 +356,17 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	}
 	fpInstr := float64(b) * cells * fp
 	// Wave order (pl.Wave) has one barrier per plane for all levels instead of one per level.
-	barriers := float64(b)
+	// shfl plans neither store to shared memory nor wait at barriers: their in-plane reads are
+	// shuffles, issued like shared loads.
+	barriers, stores := float64(b), float64(b)*cells
 	if pl.Wave {
 		barriers = 1
 	}
+	if pl.Shfl {
+		barriers, stores = 0, 0
+	}
 	other := float64(b)*(reads+cells*c.Overhead+float64(f.globalRds)*cells+spill) + // levels 1..b
-		float64(b)*cells + barriers + // shared stores and barriers of levels 0..b-1
+		stores + barriers + // shared stores and barriers of levels 0..b-1
 		2*cells + c.PlaneOverhead // global load and store
 	// Cycles per block and plane: issue and shared wavefronts.
 	wf := float64(gcd(rx, 32))
@@ -365,13 +378,20 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		wf = 1
 	}
 	X := float64(g.warps) * 32 * (fpInstr/fpRate + other/laneRate) * clock
-	Y := float64(g.warps) * 32 * float64(b) * (cells + reads) * wf / shRate * clock
+	if pl.Shfl {
+		wf = 1 // a shuffle moves one word per lane, without bank conflicts
+	}
+	Y := float64(g.warps) * 32 * (stores + float64(b)*reads) * wf / shRate * clock
 	Z := smoothMaxP(c.Smooth, X, Y)
 	// A block alone on the multiprocessor: each scheduler runs warps/4 of its warps, each at
 	// WarpCPI cycles per instruction (divided by its rx independent cells), and every level
 	// waits for the barrier's latency (and, for boxes, for the chain of partial sums).
 	perWarp := (fpInstr + other) / float64(b) // instructions per warp and level
-	level := c.LevelLatency + perWarp*math.Max(float64(g.warps)/4, c.WarpCPI/float64(rx))
+	latency := c.LevelLatency
+	if pl.Shfl {
+		latency = c.ShflLatency
+	}
+	level := latency + perWarp*math.Max(float64(g.warps)/4, c.WarpCPI/float64(rx))
 	if f.assoc {
 		// The last plane's part is a chain of multiply-adds over its in-plane points, then
 		// the addition to its accumulator.
@@ -382,7 +402,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	// separated by barriers the model favoured 512-wide blocks, which measured 28% slower.)
 	// Blocks per multiprocessor.
 	shared := in.SharedBytes
-	if shared <= 0 {
+	if shared <= 0 && !pl.Shfl {
 		shared = n5dSharedBytes(f, pl, b)
 	}
 	per := n5dMeanBlocksPerSM(dev, g.threads, shared, regs)
