@@ -163,6 +163,32 @@ func calLoss(es []sweepEval) float64 {
 	return loss
 }
 
+// topShortfall sums over stencils how far the best measured of the model's k first plans
+// falls below the best measured plan (log ratio): what a top-k tuner would lose.
+func topShortfall(es []sweepEval, k int) float64 {
+	order, by := byStencil(es)
+	sum := 0.0
+	for _, st := range order {
+		sum -= math.Log(topRatio(by[st], k))
+	}
+	return sum
+}
+
+// topRatio is the best measured of the k plans predicted fastest over the best measured.
+func topRatio(g []sweepEval, k int) float64 {
+	g = slices.Clone(g)
+	best := 0.0
+	for _, e := range g {
+		best = math.Max(best, e.pt.gcells)
+	}
+	sort.SliceStable(g, func(i, j int) bool { return g[i].pred > g[j].pred })
+	top := 0.0
+	for _, e := range g[:min(k, len(g))] {
+		top = math.Max(top, e.pt.gcells)
+	}
+	return top / best
+}
+
 func sweepReport(t *testing.T, name string, es []sweepEval) {
 	order, m := byStencil(es)
 	var all []float64
@@ -254,10 +280,15 @@ func TestN5DFit(t *testing.T) {
 	}
 	h100pts := readSweep(t, "testdata/n5d-h100-sweep.txt")
 	h200pts := readSweep(t, "testdata/n5d-h200-sweep.txt")
+	exhpts := readSweep(t, "testdata/n5d-h100-exhaustive.txt")
+	ippts := readSweep(t, "testdata/n5d-h100-inplane-suite.txt")
 	c := N5DCal
 	loss := func(c N5DCalibration) float64 {
 		m := n5dModel{cal: &c}
-		return calLoss(evalSweep(t, h100pts, h100Probed(), m)) + 0.5*calLoss(evalSweep(t, h200pts, h200Like(), m))
+		exh := evalSweep(t, exhpts, h100Probed(), m)
+		ip := evalSweep(t, ippts, h100Probed(), m)
+		return calLoss(evalSweep(t, h100pts, h100Probed(), m)) + 0.5*calLoss(evalSweep(t, h200pts, h200Like(), m)) +
+			0.1*(calLoss(exh)+calLoss(ip)) + 400*(topShortfall(exh, 5)+topShortfall(ip, 5))
 	}
 	params := []struct {
 		name   string
@@ -266,7 +297,7 @@ func TestN5DFit(t *testing.T) {
 	}{
 		{"GlobalRX", &c.GlobalRX, 0, 1}, {"Overhead", &c.Overhead, 0, 10}, {"PlaneOverhead", &c.PlaneOverhead, 0, 40},
 		{"LevelLatency", &c.LevelLatency, 0, 600}, {"WarpCPI", &c.WarpCPI, 1, 20}, {"RegScale", &c.RegScale, 1, 1.5},
-		{"AssocChain", &c.AssocChain, 0, 400}, {"Smooth", &c.Smooth, 1, 12}, {"SpillCost", &c.SpillCost, 0, 5},
+		{"AssocChain", &c.AssocChain, 0, 400}, {"GuardLatency", &c.GuardLatency, 0, 2000}, {"Smooth", &c.Smooth, 1, 12}, {"SpillCost", &c.SpillCost, 0, 5},
 	}
 	descend := func(best float64) float64 {
 		for round, step := 0, 0.3; round < 60 && step > 0.005; round++ {
@@ -382,102 +413,37 @@ func TestN5DSpaceTop(t *testing.T) {
 	}
 }
 
-// TestN5DRanking checks that the n5d model orders the measured plans as the H100 and H200
-// did (testdata/n5d-*-sweep.txt, 2026-11-21), and that it predicts the H100's times within
-// the calibration's accuracy.
+// TestN5DRanking checks the n5d model against the current kernel as the tuner runs it (wave
+// order), on every n5d plan of the exhaustive tuner validations on the H100 of 2026-11-22
+// (testdata/n5d-h100-exhaustive.txt: nine AN5D stencils, fast math; n5d-h100-inplane-suite.txt:
+// the in-plane suite, exact math). Per stencil: the best measured of the model's five first
+// plans reaches 92% of the best measured (what a top-5 tuner keeps), and the rank correlation
+// is above 0.4 where the plans differ by more than 40%; over all points the median error is
+// under 25% and nine in ten are within 60%. The older sweeps of level-order kernels
+// (n5d-h100-sweep.txt, n5d-h200-sweep.txt) stay in the calibration's loss and the report.
 func TestN5DRanking(t *testing.T) {
-	h100 := evalSweep(t, readSweep(t, "testdata/n5d-h100-sweep.txt"), h100Probed(), n5dModel{})
-	h200 := evalSweep(t, readSweep(t, "testdata/n5d-h200-sweep.txt"), h200Like(), n5dModel{})
-	pred := func(es []sweepEval, stencil, plan string) float64 {
-		t.Helper()
-		for _, e := range es {
-			if e.pt.stencil == stencil && e.pt.plan == plan {
-				return e.pred
-			}
-		}
-		t.Fatalf("no measured plan %s %s", stencil, plan)
-		return 0
-	}
-	bestPred := func(es []sweepEval, stencil string) float64 {
-		b := 0.0
-		for _, e := range es {
-			if e.pt.stencil == stencil {
-				b = math.Max(b, e.pred)
-			}
-		}
-		return b
-	}
-	const fm = ",chunk=256,fastmath=true"
-	// near: the plan is predicted within 10% of the best prediction among the stencil's
-	// measured plans. faster: a is predicted faster than b.
-	for _, c := range []struct {
-		h200         bool
-		stencil      string
-		near         string
-		faster, than string
-	}{
-		// First-order 2D stars: deep blocks (bt 8-10) are best, rx=4 loses.
-		{stencil: "j2d5pt", near: "n5d:bx=256,by=1,bt=10" + fm, faster: "n5d:bx=256,by=1,bt=10" + fm, than: "n5d:bx=64,by=1,bt=8,rx=4" + fm},
-		{stencil: "star2d1r", near: "n5d:bx=256,by=1,bt=10" + fm, faster: "n5d:bx=128,by=1,bt=8,rx=2" + fm, than: "n5d:bx=64,by=1,bt=4,rx=4" + fm},
-		{h200: true, stencil: "j2d5pt", near: "n5d:bx=256,by=1,bt=8" + fm, faster: "n5d:bx=256,by=1,bt=8" + fm, than: "n5d:bx=512,by=1,bt=8" + fm},
-		{h200: true, stencil: "star2d1r", near: "n5d:bx=256,by=1,bt=12" + fm, faster: "n5d:bx=256,by=1,bt=8" + fm, than: "n5d:bx=512,by=1,bt=8" + fm},
-		// Second-order 2D stars: bt=4.
-		{stencil: "star2d2r", near: "n5d:bx=256,by=1,bt=4" + fm, faster: "n5d:bx=256,by=1,bt=4" + fm, than: "n5d:bx=256,by=1,bt=10" + fm},
-		{stencil: "j2d9pt", near: "n5d:bx=256,by=1,bt=4" + fm, faster: "n5d:bx=256,by=1,bt=4" + fm, than: "n5d:bx=64,by=1,bt=8,rx=4" + fm},
-		{h200: true, stencil: "star2d2r", near: "n5d:bx=256,by=1,bt=4" + fm, faster: "n5d:bx=256,by=1,bt=8" + fm, than: "n5d:bx=256,by=1,bt=12" + fm},
-		// Boxes: shallow blocks, rx helps.
-		{stencil: "box2d2r", near: "n5d:bx=128,by=1,bt=4,rx=2" + fm, faster: "n5d:bx=128,by=1,bt=4,rx=2" + fm, than: "n5d:bx=256,by=1,bt=10" + fm},
-		{stencil: "box2d2r", near: "n5d:bx=128,by=1,bt=4,rx=2" + fm, faster: "n5d:bx=128,by=1,bt=4,rx=2" + fm, than: "n5d:bx=256,by=1,bt=4" + fm},
-		{stencil: "box2d1r", near: "n5d:bx=128,by=1,bt=6,rx=4" + fm, faster: "n5d:bx=256,by=1,bt=4" + fm, than: "n5d:bx=256,by=1,bt=10" + fm},
-		{h200: true, stencil: "box2d1r", near: "n5d:bx=256,by=1,bt=4" + fm, faster: "n5d:bx=256,by=1,bt=8" + fm, than: "n5d:bx=512,by=1,bt=8" + fm},
-		{h200: true, stencil: "gradient2d", near: "n5d:bx=256,by=1,bt=4" + fm, faster: "n5d:bx=256,by=1,bt=8" + fm, than: "n5d:bx=256,by=1,bt=8,chunk=256"},
-		// 3D: bt 3-4 on 32x32 threads or 16x32 with rx=2; rx=4 and 16x16 lose.
-		{stencil: "star3d1r", near: "n5d:bx=32,by=32,bt=4,chunk=64,fastmath=true", faster: "n5d:bx=16,by=32,bt=3,rx=2,chunk=64,fastmath=true", than: "n5d:bx=16,by=16,bt=4,rx=2,chunk=64,fastmath=true"},
-		{stencil: "box3d1r", near: "n5d:bx=16,by=32,bt=3,rx=2,chunk=64,fastmath=true", faster: "n5d:bx=16,by=32,bt=3,rx=2,chunk=64,fastmath=true", than: "n5d:bx=8,by=32,bt=3,rx=4,chunk=64,fastmath=true"},
-		{stencil: "j3d27pt", near: "n5d:bx=16,by=32,bt=3,rx=2,chunk=64,fastmath=true", faster: "n5d:bx=32,by=16,bt=3,chunk=64,fastmath=true", than: "n5d:bx=16,by=16,bt=4,rx=2,chunk=64,fastmath=true"},
-	} {
-		es, dev := h100, "H100"
-		if c.h200 {
-			es, dev = h200, "H200"
-		}
-		if p, b := pred(es, c.stencil, c.near), bestPred(es, c.stencil); p < 0.9*b {
-			t.Errorf("%s %s: %s predicted at %.0f GCells/s, more than 10%% below the best prediction %.0f", dev, c.stencil, c.near, p, b)
-		}
-		if a, b := pred(es, c.stencil, c.faster), pred(es, c.stencil, c.than); a <= b {
-			t.Errorf("%s %s: %s predicted at %.0f GCells/s, not faster than %s at %.0f", dev, c.stencil, c.faster, a, c.than, b)
-		}
-	}
-	// Per stencil on the H100: the measured plan the model ranks first is within 15% of the
-	// best measured, and the rank correlation is above 0.3; over all points the median error
-	// is under 20% and nine in ten are within 50%.
-	order, by := byStencil(h100)
 	var errs []float64
-	for _, st := range order {
-		g := by[st]
-		var ps, ms []float64
-		top, best := g[0], g[0]
-		for _, e := range g {
-			ps, ms = append(ps, e.pred), append(ms, e.pt.gcells)
-			if e.pred > top.pred {
-				top = e
+	for _, file := range []string{"testdata/n5d-h100-exhaustive.txt", "testdata/n5d-h100-inplane-suite.txt"} {
+		es := evalSweep(t, readSweep(t, file), h100Probed(), n5dModel{})
+		order, by := byStencil(es)
+		for _, st := range order {
+			g := by[st]
+			var ps, ms []float64
+			for _, e := range g {
+				ps, ms = append(ps, e.pred), append(ms, e.pt.gcells)
+				errs = append(errs, math.Abs(math.Log(e.pred/e.pt.gcells)))
 			}
-			if e.pt.gcells > best.pt.gcells {
-				best = e
+			if r := topRatio(g, 5); r < 0.92 {
+				t.Errorf("%s %s: the best of the model's five first plans measured %.3f of the best", file, st, r)
 			}
-			errs = append(errs, math.Abs(math.Log(e.pred/e.pt.gcells)))
-		}
-		if top.pt.gcells < 0.85*best.pt.gcells {
-			t.Errorf("H100 %s: the model's first plan %s measured %.0f GCells/s, the best %s %.0f", st, top.pt.plan, top.pt.gcells, best.pt.plan, best.pt.gcells)
-		}
-		// Plans measured within 40% of each other are near ties (box2d1r: 594-791 GCells/s),
-		// whose order is noise as much as the model's.
-		if rho := spearmanTies(ps, ms); !(rho > 0.3) && slices.Max(ms) > 1.4*slices.Min(ms) {
-			t.Errorf("H100 %s: rank correlation %.2f", st, rho)
+			if rho := spearmanTies(ps, ms); !(rho > 0.4) && slices.Max(ms) > 1.4*slices.Min(ms) {
+				t.Errorf("%s %s: rank correlation %.2f", file, st, rho)
+			}
 		}
 	}
 	sort.Float64s(errs)
-	if med, p90 := errs[len(errs)/2], errs[len(errs)*9/10]; med > math.Log(1.2) || p90 > math.Log(1.5) {
-		t.Errorf("H100 errors: median %.0f%%, 90th percentile %.0f%%", 100*(math.Exp(med)-1), 100*(math.Exp(p90)-1))
+	if med, p90 := errs[len(errs)/2], errs[len(errs)*9/10]; med > math.Log(1.25) || p90 > math.Log(1.6) {
+		t.Errorf("errors: median %.0f%%, 90th percentile %.0f%%", 100*(math.Exp(med)-1), 100*(math.Exp(p90)-1))
 	}
 }
 

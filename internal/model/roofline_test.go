@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"os"
 	"testing"
 
 	"tempest/internal/analysis"
@@ -26,7 +27,11 @@ func h100() *probe.Profile {
 
 func prog(t *testing.T, name string) (*ir.Program, *analysis.Summary) {
 	t.Helper()
-	p, err := load.File("../../examples/an5d/"+name+".stencil", load.Options{})
+	file := "../../examples/an5d/" + name + ".stencil"
+	if _, err := os.Stat(file); err != nil {
+		file = "../../examples/inplane/" + name + ".stencil"
+	}
+	p, err := load.File(file, load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
