@@ -45,6 +45,7 @@ import (
 //	TEMPEST_TUNE_REPS        timed runs per candidate after a warm-up (default 3)
 //	TEMPEST_TUNE_STRATEGIES  comma-separated strategies (default: all)
 //	TEMPEST_TUNE_FASTMATH    1: every candidate compiled with fast math (AN5D's setting)
+//	TEMPEST_TUNE_TOPONLY     1: only the top-5 tuner (to set against an earlier exhaustive run)
 //	TEMPEST_CACHE_DIR        where the device profile is read (or probed and saved)
 //
 // No tuning cache is used: both searches measure from scratch.
@@ -107,6 +108,7 @@ func TestValidateAN5D(t *testing.T) {
 	base.FastMath = os.Getenv("TEMPEST_TUNE_FASTMATH") == "1"
 
 	var rows []validationRow
+	var topOnly []string
 	for _, f := range files {
 		p, err := load.File(f, opt)
 		if err != nil {
@@ -147,6 +149,20 @@ func TestValidateAN5D(t *testing.T) {
 		top, err := Tune(dev, s, o)
 		if err != nil {
 			t.Errorf("%s top-5: %v", p.Name, err)
+			continue
+		}
+		if os.Getenv("TEMPEST_TUNE_TOPONLY") == "1" {
+			// Only the model-pruned tuner, to compare with an exhaustive run made before.
+			line := fmt.Sprintf("| %s | %s | `%s` | %.1f | %d | %.0f s |\n", p.Name, strings.Trim(strings.ReplaceAll(fmt.Sprint(shape), " ", "x"), "[]"),
+				top.Best.Plan, cells/top.Best.SecondsPerStep/1e9, top.Measured, top.Elapsed.Seconds())
+			topOnly = append(topOnly, line)
+			t.Logf("top-5 %s", line)
+			if path := os.Getenv("TEMPEST_TUNE_REPORT"); path != "" {
+				head := "| stencil | size | best top-5 | GCells/s | timed | time |\n|---|---|---|---|---|---|\n"
+				if err := os.WriteFile(path, []byte(head+strings.Join(topOnly, "")), 0o644); err != nil {
+					t.Errorf("writing the report: %v", err)
+				}
+			}
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s %v: exhaustive\n", p.Name, shape)
