@@ -58,6 +58,19 @@ func haloFactor(b, r []int, axes []int) float64 {
 	return f
 }
 
+// footprint is the cells a block of b reads per cell it computes: its halo box, or for a
+// star its cells plus an arm of 2 r_a cells per cell of each face.
+func footprint(b []int, lv levelRead, axes []int) float64 {
+	if !lv.star {
+		return haloFactor(b, lv.reach, axes)
+	}
+	f := 1.0
+	for _, a := range axes {
+		f += 2 * float64(lv.reach[a]) / float64(b[a])
+	}
+	return f
+}
+
 func allAxes(d int) []int {
 	a := make([]int, d)
 	for i := range a {
@@ -113,7 +126,13 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 		fill, iters := 0.0, 0
 		for _, lv := range f.levels {
 			h := haloFactor(b, lv.reach, allAxes(d))
-			l.l2 += cells * float64(lv.bytes) * h
+			if r.strategy == "naive" {
+				// Naive threads read only the stencil's points: for a star the block's
+				// cells and its arms, not the corners of the halo box.
+				l.l2 += cells * float64(lv.bytes) * footprint(b, lv, allAxes(d))
+			} else {
+				l.l2 += cells * float64(lv.bytes) * h
+			}
 			if r.strategy == "tiled" {
 				l.smem += cells * float64(lv.bytes) * (h + float64(lv.points))
 				fill += h
