@@ -79,9 +79,9 @@ func readReplay(t *testing.T, path string) []*replayRun {
 }
 
 // replayTop ranks a run's measured plans as the tuner would (the models with the H100's
-// profile, pyramid calibrated from its PH=1 and PH=2 measurements) and returns the best
-// measured time over the best measured time of the k first plans, and the first plan.
-func replayTop(t *testing.T, r *replayRun, k int) (float64, string) {
+// profile, pyramid calibrated from its PH=1 and PH=2 measurements) and says how the k first
+// plans and the plans within 5% of the best prediction measured.
+func replayTop(t *testing.T, r *replayRun, k int) replayResult {
 	t.Helper()
 	p, err := load.File("../../"+r.file, load.Options{})
 	if err != nil {
@@ -131,14 +131,26 @@ func replayTop(t *testing.T, r *replayRun, k int) (float64, string) {
 			t.Logf("%-60s meas %.4f pred %.4f", c.pl, c.ms, c.pred)
 		}
 	}
-	best, top := math.Inf(1), math.Inf(1)
+	best, top, beta, nBeta := math.Inf(1), math.Inf(1), math.Inf(1), 0
 	for i, c := range cs {
 		best = math.Min(best, c.ms)
 		if i < k {
 			top = math.Min(top, c.ms)
 		}
+		if c.pred <= cs[0].pred*1.05 {
+			beta = math.Min(beta, c.ms)
+			nBeta++
+		}
 	}
-	return best / top, cs[0].pl.String()
+	return replayResult{top: best / top, beta: best / beta, nBeta: nBeta, first: cs[0].pl.String()}
+}
+
+// replayResult is how the top-k and beta = 5% selections of one run did: the best measured
+// time over the best of the selection, and how many plans beta would time.
+type replayResult struct {
+	top, beta float64
+	nBeta     int
+	first     string
 }
 
 // calibratePyramids calibrates each pyramid block shape that has PH=1 and PH=2 measurements
@@ -190,8 +202,9 @@ func TestReplayH100(t *testing.T) {
 	}
 	var b strings.Builder
 	for _, r := range readReplay(t, "testdata/h100-exhaustive.txt") {
-		ratio, first := replayTop(t, r, 5)
-		fmt.Fprintf(&b, "\n  %-42s top-5 %.3f  first %s", r.file, ratio, first)
+		res := replayTop(t, r, 5)
+		ratio := res.top
+		fmt.Fprintf(&b, "\n  %-42s top-5 %.3f  beta=5%% %.3f (%3d plans)  first %s", r.file, ratio, res.beta, res.nBeta, res.first)
 		floor := 0.95
 		if f, ok := known[r.file]; ok {
 			floor = f
