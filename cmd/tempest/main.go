@@ -171,7 +171,7 @@ tempest run uses the cached plan (--tune cached, the default when the cache has 
 	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed for initial values and for breaking ties in the ranking")
 	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda or opencl")
-	f.StringVar(&o.Mode, "mode", "topk", "search: topk, beta or exhaustive")
+	f.StringVar(&o.Mode, "mode", "topk", "search: topk, beta, topk+beta (the k best and every plan within beta percent) or exhaustive")
 	f.IntVar(&o.K, "k", 5, "topk: how many of the best predictions to time")
 	f.Float64Var(&o.Beta, "beta", 5, "beta: time every plan predicted within this percentage of the best")
 	f.IntVar(&o.Steps, "steps", 0, "steps per timed run (default: about 50 ms of the best prediction)")

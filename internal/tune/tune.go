@@ -47,6 +47,7 @@ type Mode string
 const (
 	TopK       Mode = "topk"
 	Beta       Mode = "beta"
+	TopKBeta   Mode = "topk+beta" // the k best and every plan within beta percent of the best
 	Exhaustive Mode = "exhaustive"
 )
 
@@ -57,10 +58,12 @@ func ParseMode(s string) (Mode, error) {
 		return TopK, nil
 	case Beta:
 		return Beta, nil
+	case TopKBeta:
+		return TopKBeta, nil
 	case Exhaustive, "full", "all":
 		return Exhaustive, nil
 	}
-	return "", fmt.Errorf("tuning mode %q: choose topk, beta or exhaustive", s)
+	return "", fmt.Errorf("tuning mode %q: choose topk, beta, topk+beta or exhaustive", s)
 }
 
 // Status is a candidate's state.
@@ -316,19 +319,22 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	switch o.Mode {
 	case Exhaustive:
 		t.measure(viable)
-	case TopK, Beta:
+	case TopK, Beta, TopKBeta:
 		if !o.NoCalibrate {
 			t.calibrate(viable)
 		}
-		if o.Mode == Beta {
+		withinBeta := func() []*Candidate {
 			best := viable[0].Predicted
 			var sel []*Candidate
 			for _, c := range viable {
-				if c.Predicted <= best*(1+o.Beta/100) {
+				if c.Predicted <= best*(1+o.Beta/100) && c.Status == Unmeasured {
 					sel = append(sel, c)
 				}
 			}
-			t.measure(sel)
+			return sel
+		}
+		if o.Mode == Beta {
+			t.measure(withinBeta())
 		} else {
 			// The k best that run: walking the ranking, measured candidates (resumed from the
 			// cache, or calibration runs that rank this high) count, failed ones are passed
@@ -350,6 +356,9 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 					break
 				}
 				t.measure(next)
+			}
+			if o.Mode == TopKBeta {
+				t.measure(withinBeta())
 			}
 		}
 	default:
@@ -464,12 +473,17 @@ func (t *tuner) finishBar() {
 // re-ranks.
 func (t *tuner) calibrate(viable []*Candidate) {
 	n := t.o.K
-	if t.o.Mode == Beta {
-		n = 0
+	if t.o.Mode == Beta || t.o.Mode == TopKBeta {
+		nb := 0
 		for _, c := range viable {
 			if c.Predicted <= viable[0].Predicted*(1+t.o.Beta/100) {
-				n++
+				nb++
 			}
+		}
+		if t.o.Mode == Beta {
+			n = nb
+		} else {
+			n = max(n, nb)
 		}
 	}
 	type shape struct{ bx, by, bz int }

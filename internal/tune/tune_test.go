@@ -122,7 +122,7 @@ func TestTuneModesPickAPlanThatVerifies(t *testing.T) {
 	} {
 		p := program(t, c.file)
 		s := newState(t, p, c.shape)
-		for _, mode := range []Mode{TopK, Beta, Exhaustive} {
+		for _, mode := range []Mode{TopK, Beta, TopKBeta, Exhaustive} {
 			o := Options{Mode: mode, K: 2, Beta: 30, Seed: 1, Steps: 4, Reps: 2, Candidates: plans(t, p, c.space...),
 				Profile: prof, Cache: &Cache{Dir: t.TempDir()}, Version: "test"}
 			res, err := Tune(dev, s, o)
@@ -141,6 +141,17 @@ func TestTuneModesPickAPlanThatVerifies(t *testing.T) {
 				// k = 2, plus up to two pyramid calibration runs ranked lower.
 				if res.Measured < 2 || res.Measured > 4 {
 					t.Errorf("top-2 measured %d", res.Measured)
+				}
+			case TopKBeta:
+				// At least the top 2, and every plan predicted within 30% of the first.
+				if res.Measured < 2 {
+					t.Errorf("top-2+beta measured %d", res.Measured)
+				}
+				first := res.Candidates[0].Predicted
+				for _, cand := range res.Candidates {
+					if cand.Status == Unmeasured && cand.Predicted <= first*1.3 {
+						t.Errorf("top-2+beta left %s unmeasured, predicted %.3g against the first's %.3g", cand.Plan, cand.Predicted, first)
+					}
 				}
 			}
 			if res.Best.Status != Measured || !(res.Best.SecondsPerStep > 0) {

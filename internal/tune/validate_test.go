@@ -46,6 +46,8 @@ import (
 //	TEMPEST_TUNE_STRATEGIES  comma-separated strategies (default: all)
 //	TEMPEST_TUNE_FASTMATH    1: every candidate compiled with fast math (AN5D's setting)
 //	TEMPEST_TUNE_TOPONLY     1: only the top-5 tuner (to set against an earlier exhaustive run)
+//	TEMPEST_TUNE_MODE        the pruned search set against exhaustive: topk (default, k = 5),
+//	                         beta or topk+beta (beta = 5%); the report still says "top-5"
 //	TEMPEST_CACHE_DIR        where the device profile is read (or probed and saved)
 //
 // No tuning cache is used: both searches measure from scratch.
@@ -106,6 +108,10 @@ func TestValidateAN5D(t *testing.T) {
 		base.Strategies = strings.Split(s, ",")
 	}
 	base.FastMath = os.Getenv("TEMPEST_TUNE_FASTMATH") == "1"
+	pruned, err := ParseMode(envOr("TEMPEST_TUNE_MODE", "topk"))
+	if err != nil || pruned == Exhaustive {
+		t.Fatalf("TEMPEST_TUNE_MODE: want topk, beta or topk+beta (%v)", err)
+	}
 
 	var rows []validationRow
 	var topOnly []string
@@ -145,7 +151,7 @@ func TestValidateAN5D(t *testing.T) {
 
 		fmt.Fprintf(os.Stderr, "== %s %v: top-5\n", p.Name, shape)
 		o := base
-		o.Mode, o.K = TopK, 5
+		o.Mode, o.K, o.Beta = pruned, 5, 5
 		top, err := Tune(dev, s, o)
 		if err != nil {
 			t.Errorf("%s top-5: %v", p.Name, err)
