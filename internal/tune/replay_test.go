@@ -11,25 +11,14 @@ import (
 	"testing"
 
 	"tempest/internal/analysis"
-	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
 	"tempest/internal/lower"
 	"tempest/internal/model"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
+	"tempest/internal/testkit"
 )
-
-// h100Profile is the H100 as `tempest probe` measured it (docs/performance.md).
-func h100Profile() *probe.Profile {
-	return &probe.Profile{
-		Device: gpu.Props{Backend: "cuda", Name: "NVIDIA H100 80GB HBM3", ComputeMajor: 9, SMs: 132, WarpSize: 32, MaxThreadsPerBlock: 1024,
-			SharedPerBlock: 49152, SharedPerBlockOptin: 232448, SharedPerSM: 233472, RegsPerBlock: 65536, RegsPerSM: 65536,
-			MaxThreadsPerSM: 2048, ClockKHz: 1980000, MemClockKHz: 2619000, MemBusWidthBits: 5120, L2Bytes: 50 << 20, GlobalMem: 80 << 30},
-		DRAMCopyGBs: 2258.6, DRAMTriadGBs: 2622.4, L2GBs: 13283.6, SharedF32GBs: 32396.5, SharedF64GBs: 32867.2,
-		FMAF32GFLOPs: 55890.2, FMAF64GFLOPs: 31970.4, LaunchUs: 26.36, LaunchSyncUs: 44.9,
-	}
-}
 
 // replayRun is one stencil's exhaustive run: every plan that ran, with its time per step.
 type replayRun struct {
@@ -88,7 +77,7 @@ func replayTop(t *testing.T, r *replayRun, k int) replayResult {
 		t.Fatal(err)
 	}
 	sum := analysis.Analyze(p)
-	dev := h100Profile()
+	dev := testkit.H100Profile()
 	type cand struct {
 		pl   plan.Plan
 		ms   float64
