@@ -16,11 +16,10 @@ import (
 	"tempest/internal/ir"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
-	"tempest/internal/testkit"
 )
 
 // h100Probed is the H100 as `tempest probe` measured it on 2026-11-21 (docs/performance.md).
-func h100Probed() *probe.Profile { return testkit.H100Profile() }
+func h100Probed() *probe.Profile { return probe.H100() }
 
 // h200Like is the H100's profile with the H200's faster memory (4.8 against 3.35 TB/s peak;
 // the H200 was not probed, so its copy bandwidth is the H100's scaled by that ratio).

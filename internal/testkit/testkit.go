@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"tempest/internal/gpu"
-	"tempest/internal/probe"
 )
 
 // Diagnostics loads every testdata/errors/*<ext> file through load and compares the error with
@@ -67,16 +64,4 @@ func PoCLMain(m *testing.M) {
 		}
 	}
 	os.Exit(m.Run())
-}
-
-// H100Profile is the H100 as `tempest probe` measured it on 2026-11-21 (docs/performance.md):
-// the profile the models were calibrated with and the tests that replay H100 measurements use.
-func H100Profile() *probe.Profile {
-	return &probe.Profile{
-		Device: gpu.Props{Backend: "cuda", Name: "NVIDIA H100 80GB HBM3", ComputeMajor: 9, SMs: 132, WarpSize: 32, MaxThreadsPerBlock: 1024,
-			SharedPerBlock: 49152, SharedPerBlockOptin: 232448, SharedPerSM: 233472, RegsPerBlock: 65536, RegsPerSM: 65536,
-			MaxThreadsPerSM: 2048, ClockKHz: 1980000, MemClockKHz: 2619000, MemBusWidthBits: 5120, L2Bytes: 50 << 20, GlobalMem: 80 << 30},
-		DRAMCopyGBs: 2258.6, DRAMTriadGBs: 2622.4, L2GBs: 13283.6, SharedF32GBs: 32396.5, SharedF64GBs: 32867.2,
-		FMAF32GFLOPs: 55890.2, FMAF64GFLOPs: 31970.4, LaunchUs: 26.36, LaunchSyncUs: 44.9,
-	}
 }

@@ -17,7 +17,6 @@ import (
 	"tempest/internal/model"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
-	"tempest/internal/testkit"
 )
 
 // replayRun is one stencil's exhaustive run: every plan that ran, with its time per step.
@@ -77,7 +76,7 @@ func replayTop(t *testing.T, r *replayRun, k int) replayResult {
 		t.Fatal(err)
 	}
 	sum := analysis.Analyze(p)
-	dev := testkit.H100Profile()
+	dev := probe.H100()
 	type cand struct {
 		pl   plan.Plan
 		ms   float64
