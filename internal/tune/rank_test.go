@@ -178,8 +178,9 @@ func TestSpearman(t *testing.T) {
 
 // h100Probed is the H100's profile as `tempest probe` measured it (docs/performance.md).
 func h100Probed() *probe.Profile {
-	return &probe.Profile{Device: h100Props, DRAMCopyGBs: 2258.6, DRAMTriadGBs: 2622.4, L2GBs: 13283.6, SharedF32GBs: 32396.5,
-		SharedF64GBs: 32867.2, FMAF32GFLOPs: 55890.2, FMAF64GFLOPs: 31970.4, LaunchUs: 26.36, LaunchSyncUs: 44.9}
+	p := probe.H100()
+	p.Device = h100Props
+	return p
 }
 
 // TestRankAN5DSpaceOnH100 ranks the whole space of the AN5D stencils that the H100 sweep of

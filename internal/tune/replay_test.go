@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"tempest/internal/analysis"
 	"tempest/internal/ir"
 	"tempest/internal/load"
-	"tempest/internal/lower"
 	"tempest/internal/model"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
@@ -66,71 +64,57 @@ func readReplay(t *testing.T, path string) []*replayRun {
 	return runs
 }
 
-// replayTop ranks a run's measured plans as the tuner would (the models with the H100's
-// profile, pyramid calibrated from its PH=1 and PH=2 measurements) and says how the k first
-// plans and the plans within 5% of the best prediction measured.
+// replayTop ranks a run's measured plans as the tuner does (Rank with the H100's profile,
+// then pyramid shapes calibrated from their measured PH=1 and PH=2 times) and says how the k
+// first plans and the plans within 5% of the best prediction measured.
 func replayTop(t *testing.T, r *replayRun, k int) replayResult {
 	t.Helper()
 	p, err := load.File("../../"+r.file, load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := analysis.Analyze(p)
-	dev := probe.H100()
-	type cand struct {
-		pl   plan.Plan
-		ms   float64
-		pred float64
-		sh   int
-	}
+	fast := strings.Contains(r.plans[0], "fastmath=true")
 	space := map[string]bool{}
-	for _, pl := range Enumerate(p, r.shape, nil, strings.Contains(r.plans[0], "fastmath=true")) {
+	for _, pl := range Enumerate(p, r.shape, nil, fast) {
 		space[pl.String()] = true
 	}
-	var cs []*cand
+	ms := map[string]float64{}
+	var plans []plan.Plan
 	for i, text := range r.plans {
 		pl, err := plan.Parse(text, p)
 		if err != nil {
 			t.Fatalf("%s: %v", r.file, err)
 		}
-		if !space[pl.String()] {
-			continue // measured then, no longer in the tuner's space
-		}
-		low, err := lower.Lower(p, r.shape, nil, pl)
-		if err != nil {
-			t.Fatalf("%s %s: %v", r.file, text, err)
-		}
-		cs = append(cs, &cand{pl: pl, ms: r.ms[i], sh: low.SharedBytes})
-	}
-	predict := func(c *cand, cal *model.PyramidCal) {
-		pr, err := model.Predict(model.Input{Prog: p, Sum: sum, Plan: c.pl, Shape: r.shape, Steps: 1000, Dev: dev, SharedBytes: c.sh, Cal: cal})
-		c.pred = math.Inf(1)
-		if err == nil {
-			c.pred = pr.Seconds
+		if space[pl.String()] { // plans measured then but no longer in the space are left out
+			plans = append(plans, pl)
+			ms[pl.String()] = r.ms[i]
 		}
 	}
-	for _, c := range cs {
-		predict(c, nil)
+	o := Options{Seed: 1, Profile: h100Probed(), Candidates: plans, FastMath: fast}
+	cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, r.shape), o)
+	if err != nil {
+		t.Fatalf("%s: %v", r.file, err)
 	}
-	calibratePyramids(p, sum, r.shape, dev, cs, func(c *cand) (plan.Plan, float64, int) { return c.pl, c.ms, c.sh }, func(c *cand, cal *model.PyramidCal) { predict(c, cal) })
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].pred < cs[j].pred })
-	if os.Getenv("REPLAYSHOW") != "" && strings.Contains(r.file, os.Getenv("REPLAYSHOW")) {
-		for _, c := range cs[:min(14, len(cs))] {
-			t.Logf("%-60s meas %.4f pred %.4f", c.pl, c.ms, c.pred)
+	calibrateFromTimes(p, r.shape, o.Profile, cands, ms)
+	sortCandidates(cands, o.Seed)
+	res := replayResult{first: cands[0].Plan.String()}
+	best, top, beta := math.Inf(1), math.Inf(1), math.Inf(1)
+	for i, c := range cands {
+		if c.Status == Pruned {
+			break
 		}
-	}
-	best, top, beta, nBeta := math.Inf(1), math.Inf(1), math.Inf(1), 0
-	for i, c := range cs {
-		best = math.Min(best, c.ms)
+		m := ms[c.Plan.String()]
+		best = math.Min(best, m)
 		if i < k {
-			top = math.Min(top, c.ms)
+			top = math.Min(top, m)
 		}
-		if c.pred <= cs[0].pred*1.05 {
-			beta = math.Min(beta, c.ms)
-			nBeta++
+		if c.Predicted <= cands[0].Predicted*1.05 {
+			beta = math.Min(beta, m)
+			res.nBeta++
 		}
 	}
-	return replayResult{top: best / top, beta: best / beta, nBeta: nBeta, first: cs[0].pl.String()}
+	res.top, res.beta = best/top, best/beta
+	return res
 }
 
 // replayResult is how the top-k and beta = 5% selections of one run did: the best measured
@@ -141,37 +125,38 @@ type replayResult struct {
 	first     string
 }
 
-// calibratePyramids calibrates each pyramid block shape that has PH=1 and PH=2 measurements
-// and re-predicts that shape's plans, as the tuner does after timing those two heights.
-func calibratePyramids[C any](p *ir.Program, sum *analysis.Summary, shape []int, dev *probe.Profile, cs []C, get func(C) (plan.Plan, float64, int), repredict func(C, *model.PyramidCal)) {
+// calibrateFromTimes does what the tuner's calibrate does with the PH=1 and PH=2 runs it
+// times, from recorded times (ms per step): each pyramid block shape with both heights
+// measured is calibrated and its plans re-predicted.
+func calibrateFromTimes(p *ir.Program, shape []int, dev *probe.Profile, cands []*Candidate, ms map[string]float64) {
 	type key struct{ bx, by, bz int }
-	ph := map[key]map[int]C{}
-	for _, c := range cs {
-		pl, _, _ := get(c)
-		if pl.Strategy != "pyramid" || (pl.PH != 1 && pl.PH != 2) {
-			continue
+	ph := map[key]map[int]*Candidate{}
+	for _, c := range cands {
+		if pl := c.Plan; pl.Strategy == "pyramid" && (pl.PH == 1 || pl.PH == 2) && c.Status != Pruned {
+			k := key{pl.BX, pl.BY, pl.BZ}
+			if ph[k] == nil {
+				ph[k] = map[int]*Candidate{}
+			}
+			ph[k][pl.PH] = c
 		}
-		k := key{pl.BX, pl.BY, pl.BZ}
-		if ph[k] == nil {
-			ph[k] = map[int]C{}
-		}
-		ph[k][pl.PH] = c
 	}
+	sum := analysis.Analyze(p)
 	for k, m := range ph {
-		c1, ok1 := m[1]
-		c2, ok2 := m[2]
-		if !ok1 || !ok2 {
+		c1, c2 := m[1], m[2]
+		if c1 == nil || c2 == nil {
 			continue
 		}
-		pl1, ms1, sh1 := get(c1)
-		_, ms2, _ := get(c2)
-		cal, err := model.CalibratePyramid(model.Input{Prog: p, Sum: sum, Plan: pl1, Shape: shape, Dev: dev, SharedBytes: sh1}, 1000, ms1, 1000, ms2)
+		in := model.Input{Prog: p, Sum: sum, Plan: c1.Plan, Shape: shape, Dev: dev, SharedBytes: c1.SharedBytes}
+		cal, err := model.CalibratePyramid(in, 1000, ms[c1.Plan.String()], 1000, ms[c2.Plan.String()])
 		if err != nil {
 			continue
 		}
-		for _, c := range cs {
-			if pl, _, _ := get(c); pl.Strategy == "pyramid" && pl.BX == k.bx && pl.BY == k.by && pl.BZ == k.bz {
-				repredict(c, cal)
+		for _, c := range cands {
+			if pl := c.Plan; pl.Strategy == "pyramid" && pl.BX == k.bx && pl.BY == k.by && pl.BZ == k.bz && c.Status != Pruned {
+				in := model.Input{Prog: p, Sum: sum, Plan: pl, Shape: shape, Steps: 1000, Dev: dev, SharedBytes: c.SharedBytes, Cal: cal}
+				if pr, err := model.Predict(in); err == nil {
+					c.Pred, c.Predicted = pr, pr.Seconds/1000
+				}
 			}
 		}
 	}

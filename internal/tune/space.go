@@ -146,6 +146,18 @@ func Enumerate(p *ir.Program, shape []int, strategies []string, fast bool) []pla
 		}
 		return keep
 	}
+	// streamed adds a streaming strategy's plans: every block that fits times every stream
+	// chunk (a chunk as long as the axis is the whole axis).
+	streamed := func(s string, bs [][3]int, chunks []int) {
+		for _, b := range blocks(bs, true) {
+			for _, c := range chunks {
+				if c >= shape[0] {
+					c = 0
+				}
+				add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Chunk: c})
+			}
+		}
+	}
 	for _, s := range strategies {
 		switch s {
 		case "naive":
@@ -164,14 +176,7 @@ func Enumerate(p *ir.Program, shape []int, strategies []string, fast bool) []pla
 			if d == 3 {
 				bs, chunks = stream3D, stream3DChunk
 			}
-			for _, b := range blocks(bs, true) {
-				for _, c := range chunks {
-					if c >= shape[0] {
-						c = 0
-					}
-					add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Chunk: c})
-				}
-			}
+			streamed(s, bs, chunks)
 		case "pyramid":
 			bs, phs := pyramid1D, pyramid1DPH
 			switch d {
@@ -223,14 +228,7 @@ func Enumerate(p *ir.Program, shape []int, strategies []string, fast bool) []pla
 			if d != 3 {
 				continue
 			}
-			for _, b := range blocks(forwardBlock, true) {
-				for _, c := range forwardChunk {
-					if c >= shape[0] {
-						c = 0
-					}
-					add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Chunk: c})
-				}
-			}
+			streamed(s, forwardBlock, forwardChunk)
 		case "inplane":
 			def, err := plan.Default(s, p)
 			if err != nil {
