@@ -230,21 +230,45 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return out
 	}
+	// Shared planes keep each row split by cell: cell i of every thread's RX cells lies in
+	// the row's i-th run of TX words, so that a warp's accesses to the same cell of each of
+	// its threads are consecutive words (conflict-free). Interleaved rows (a thread's cells
+	// side by side) would make every such access an RX-way bank conflict.
+	TX := bsize[X] / RX
+	rowLen := bsize[X]
+	if d == 3 && TX < 32 && 32%TX == 0 && RX > 1 {
+		// A warp spans 32/TX rows: rows start TX banks apart so that those rows' runs do not
+		// share banks.
+		for rowLen%32 != TX {
+			rowLen++
+		}
+	}
 	tstride := make([]int, d)
 	tstride[d-1] = 1
 	for a := d - 2; a >= 1; a-- {
-		tstride[a] = tstride[a+1] * bsize[a+1]
+		tstride[a] = rowLen
+		if a < d-2 {
+			tstride[a] = tstride[a+1] * bsize[a+1]
+		}
 	}
-	tid := kir.Expr(local[1])
-	for a := 2; a < d; a++ {
-		tid = kir.Add(kir.Mul(tid, kir.I(bsize[a])), local[a])
+	// tid is the thread's word in a shared plane: its row and its place in the row's runs.
+	var tid kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
+	if shfl || RX == 1 {
+		tid = local[X]
+	}
+	for a := X - 1; a >= 1; a-- {
+		tid = kir.Add(kir.Mul(local[a], kir.I(tstride[a])), tid)
 	}
 	plane, pad := 1, 0
 	for a := 1; a < d; a++ {
-		plane *= bsize[a]
+		if a == X {
+			plane *= rowLen
+		} else {
+			plane *= bsize[a]
+		}
 		pad += h[a] * tstride[a]
 	}
-	pad = (pad + 3) / 4 * 4 // keeps a thread's cells 16-byte aligned, for vector accesses
+	pad = (pad + 3) / 4 * 4
 	stride := plane + 2*pad // a shared plane with room for halo threads' reads on both sides
 	decl("tid", kir.I32, tid)
 	// own_i: cell i's column is one this block stores.
@@ -421,16 +445,26 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			decl(pfName(u.Grid, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(L*bt)), i))
 		}
 	}
-	// smemAt addresses cell i's element plus an in-plane offset in a window's slot.
-	smemAt := func(w *window, slot, i, off int) kir.Expr {
-		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(w.sh+slot*stride+pad+i+off)))
-	}
-	inPlaneOff := func(l *ir.Load) int {
+	// smemAt addresses the word that cell i's neighbour at in-plane offset off (nil: the
+	// cell itself) has in a window's slot. Cell i + dx of the thread is cell (i+dx) mod RX of
+	// the thread floor((i+dx) / RX) places along: both static, so the address is tid plus a
+	// constant. Reads that leave the row land in the pad or a neighbouring row: only halo
+	// cells, whose results no output uses, make them.
+	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
 		o := 0
-		for a := 1; a < d; a++ {
-			o += l.Off[a] * tstride[a]
+		j := i
+		if off != nil {
+			for a := 1; a < X; a++ {
+				o += off[a] * tstride[a]
+			}
+			j += off[X]
 		}
-		return o
+		if shfl || RX == 1 {
+			o += j
+		} else {
+			o += mod(j, RX)*TX + (j-mod(j, RX))/RX
+		}
+		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(w.sh+slot*stride+pad+o)))
 	}
 	// inThread says a read at l's in-plane offset from cell i lands on the thread's own cell
 	// i+dx (same row, x offset only), whose value is in a register.
@@ -452,10 +486,22 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		return cell, (j - cell) / RX // floor(j / RX)
 	}
 
+	// Level t's plane m_t is needed for the block's output from zb-R(bt-t) to ze+R(bt-t)-1;
+	// with partial sums its accumulators fill 2R planes ahead of the first output.
+	slack := 0
+	if assoc {
+		slack = 2 * R
+	}
+	// active is level t's condition in the head and tail phases (uniform over the block):
+	// outside it the level's planes feed no output, so it is skipped.
+	active := func(t int, row kir.Expr) kir.Expr {
+		return and(ge(row, kir.Bin("-", kir.Id("zb"), kir.I(R*(bt-t)+slack))), lt(row, kir.Add(kir.Id("ze"), kir.I(R*(bt-t)))))
+	}
 	// bodyAt is copy r of the loop body: plane jr = j + r enters level 0. Plane (j + x) of
 	// any level lives in register x mod U of its queue or accumulators and shared slot
-	// x mod ring, all static because j advances by a multiple of 2U.
-	bodyAt := func(r int, checks bool) []kir.Stmt {
+	// x mod ring, all static because j advances by a multiple of 2U. phased copies run a
+	// level only where it is active (the head and tail phases).
+	bodyAt := func(r int, checks, phased bool) []kir.Stmt {
 		rimAt := rimAt
 		if !checks {
 			rimAt = func(*ir.Grid, kir.Expr, int) kir.Expr { return nil }
@@ -496,13 +542,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 0:
 					case 2:
 						if assoc {
-							loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, 0), vals[g][i]))
+							loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, nil), vals[g][i]))
 						} else {
 							// The queue's centre is the plane the next level computes.
-							loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), i, 0), kir.Id(w.queue[mod(r-R, U)][i])))
+							loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), i, nil), kir.Id(w.queue[mod(r-R, U)][i])))
 						}
 					default:
-						loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), i, 0), vals[g][i]))
+						loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), i, nil), vals[g][i]))
 					}
 				}
 				loop = append(loop, keepD(g, 0, vals[g])...)
@@ -600,7 +646,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 									j, lanes := across(l, i)
 									return shuffle(cur[l.G][j], kir.FromIR(l.G.Type), lanes)
 								}
-								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, 2), i, inPlaneOff(l))
+								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, 2), i, l.Off)
 							}
 							v := em.expr(s.parts[o])
 							switch {
@@ -653,9 +699,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 							return shuffle(kir.Id(w.queue[mod(mrel+l.Off[0], U)][j]), kir.FromIR(l.G.Type), lanes)
 						}
 						if w.ring == 2 {
-							return smemAt(w, mod(mrel, 2), i, inPlaneOff(l))
+							return smemAt(w, mod(mrel, 2), i, l.Off)
 						}
-						return smemAt(w, mod(mrel+l.Off[0], w.ring), i, inPlaneOff(l))
+						return smemAt(w, mod(mrel+l.Off[0], w.ring), i, l.Off)
 					}
 					var compute []kir.Stmt
 					em.out = &compute
@@ -717,13 +763,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 0:
 					case 2:
 						if assoc {
-							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), i, 0), v))
+							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), i, nil), v))
 						} else {
 							// Publish the queue's centre: the plane level t+1 computes next.
-							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel-R, 2), i, 0), kir.Id(w.queue[mod(mrel-R, U)][i])))
+							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel-R, 2), i, nil), kir.Id(w.queue[mod(mrel-R, U)][i])))
 						}
 					default:
-						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, w.ring), i, 0), v))
+						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, w.ring), i, nil), v))
 					}
 				}
 			}
@@ -734,6 +780,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				for g, v := range next {
 					cur[g] = v
 				}
+			}
+			if phased {
+				lvl = []kir.Stmt{lvl[0], &kir.If{Cond: active(t, kir.Id(row)), Then: lvl[1:]}}
 			}
 			loop = append(loop, &kir.Block{Body: lvl})
 			if t < bt && shElems > 0 && !wave {
@@ -748,17 +797,32 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return loop
 	}
-	// Planes zb-R*bt .. ze+R*bt-1 in whole rounds of 2U copies; the last round may run past
+	// Planes zb-L*bt .. ze+L*bt-1 in whole rounds of 2U copies; the last round may run past
 	// the end, reading clamped planes and storing nothing. (Copies under a condition would put
-	// barriers inside it, which some OpenCL compilers mishandle.)
+	// barriers inside it, which some OpenCL compilers mishandle.) Three phases: a head whose
+	// copies skip the levels that have no needed plane yet, an inner loop of rounds where every
+	// level is active, and a tail that skips the levels already past their last needed plane.
 	first := kir.Bin("-", kir.Id("zb"), kir.I(L*bt))
 	end := kir.Add(kir.Id("ze"), kir.I(L*bt))
-	loop := func(checks bool) kir.Stmt {
+	rounds := func(from, to kir.Expr, checks, phased bool) kir.Stmt {
 		var round []kir.Stmt
 		for r := 0; r < copies; r++ {
-			round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r, checks)...)})
+			round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r, checks, phased)...)})
 		}
-		return &kir.For{Var: "j", From: first, To: end, Step: copies, Body: round}
+		return &kir.For{Var: "j", From: from, To: to, Step: copies, Body: round}
+	}
+	// Every level is active from plane zb+L*bt-slack on (level bt is the last to start) and
+	// up to ze+R*bt+(L-R)-1 (level 1 is the first to stop; all of them at ze+R*bt-1 when L = R).
+	headRounds := (2*L*bt - slack + copies - 1) / copies
+	decl("jh", kir.I32, kir.Add(first, kir.I(headRounds*copies)))
+	inner := &kir.Binary{Op: "/", X: &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)}}, Y: kir.I(copies)}
+	decl("jt", kir.I32, kir.Add(kir.Id("jh"), kir.Mul(kir.I(copies), inner)))
+	loop := func(checks bool) []kir.Stmt {
+		return []kir.Stmt{
+			rounds(first, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Id("jh"), end}}, checks, true),
+			rounds(kir.Id("jh"), kir.Id("jt"), checks, false),
+			rounds(kir.Id("jt"), end, checks, true),
+		}
 	}
 	// Blocks whose planes and columns, halos included, all lie inside the interior (nearly
 	// all of them) skip the fixed rim's checks: the condition is uniform over the block, so
@@ -777,9 +841,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			n := kir.Id(fmt.Sprintf("n%d", a))
 			inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
 		}
-		body = append(body, &kir.If{Cond: inside, Then: []kir.Stmt{loop(false)}, Else: []kir.Stmt{loop(true)}})
+		// The few blocks on the rim run one phased loop, to keep the code small.
+		body = append(body, &kir.If{Cond: inside, Then: loop(false), Else: []kir.Stmt{rounds(first, end, true, true)}})
 	} else {
-		body = append(body, loop(true))
+		body = append(body, loop(true)...)
 	}
 	k.Body = body
 	if shElems > 0 {

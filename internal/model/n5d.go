@@ -457,9 +457,16 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 // padded halo of the in-plane reach on both sides.
 func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	rx := max(pl.RX, 1)
-	bsize := []int{pl.BX * rx}
+	row := pl.BX * rx
+	if f.d == 3 && rx > 1 && pl.BX < 32 && 32%pl.BX == 0 {
+		// Rows split by cell start pl.BX banks apart (see lower's n5d kernel).
+		for row%32 != pl.BX {
+			row++
+		}
+	}
+	bsize := []int{row}
 	if f.d == 3 {
-		bsize = []int{max(pl.BY, 1), pl.BX * rx}
+		bsize = []int{max(pl.BY, 1), row}
 	}
 	plane, pad, stride := 1, 0, 1
 	for i := len(bsize) - 1; i >= 0; i-- {
