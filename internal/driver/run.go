@@ -379,6 +379,9 @@ func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, std
 		return err
 	}
 	defer r.Close()
+	for _, line := range r.KernelReport() {
+		fmt.Fprintln(stdout, line)
+	}
 	ms, err := r.Timed(o.Steps)
 	if err != nil {
 		return err

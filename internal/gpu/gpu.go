@@ -249,3 +249,25 @@ func argTypeError(i int, a any) error {
 	}
 	return fmt.Errorf("argument %d has unsupported type %T (want Buffer, int32, int64, float32, float64, uint32, uint64)", i, a)
 }
+
+// ResidentBlocks is how many blocks of a kernel fit on one multiprocessor at once, by threads,
+// registers (allocated per warp in units of 256 on NVIDIA GPUs) and shared memory (1 KB
+// reserved per block on NVIDIA GPUs): the occupancy that decides how much latency a kernel
+// can hide. Unknown limits (0) do not bind; the result is at least 1, since a kernel the
+// device cannot hold at all fails when it is launched.
+func ResidentBlocks(p Props, threads, shared, regs int) int {
+	perSM := p.MaxThreadsPerSM
+	if perSM <= 0 {
+		perSM = max(threads, p.MaxThreadsPerBlock, 1)
+	}
+	n := min(perSM/max(threads, 1), 32)
+	warps := (threads + 31) / 32
+	if p.RegsPerSM > 0 && regs > 0 {
+		perWarp := (regs*32 + 255) / 256 * 256
+		n = min(n, (p.RegsPerSM/perWarp)/max(warps, 1))
+	}
+	if p.SharedPerSM > 0 && shared > 0 {
+		n = min(n, p.SharedPerSM/(shared+1024))
+	}
+	return max(n, 1)
+}

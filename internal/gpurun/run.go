@@ -302,3 +302,29 @@ func (r *Runner) Download() error {
 	}
 	return nil
 }
+
+// KernelReport is a line per launched kernel with the resources that bound its occupancy:
+// registers, local (spilled) bytes, shared memory, threads and the resident blocks per
+// multiprocessor they allow. Kernels appear in launch order, each once.
+func (r *Runner) KernelReport() []string {
+	props := r.dev.Props()
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range r.low.Launches {
+		if seen[l.Kernel] {
+			continue
+		}
+		seen[l.Kernel] = true
+		a := r.Attrs[l.Kernel]
+		threads := l.Block[0] * l.Block[1] * l.Block[2]
+		line := fmt.Sprintf("kernel %s: %d threads, %d B shared", l.Kernel, threads, l.Shared+a.StaticShared)
+		if a.Regs > 0 {
+			blocks := gpu.ResidentBlocks(props, threads, l.Shared+a.StaticShared, a.Regs)
+			line += fmt.Sprintf(", %d registers, %d B local; %d blocks (%d warps) per SM", a.Regs, a.LocalBytes, blocks, blocks*((threads+31)/32))
+		} else if a.LocalBytes > 0 {
+			line += fmt.Sprintf(", %d B private", a.LocalBytes)
+		}
+		out = append(out, line)
+	}
+	return out
+}
