@@ -165,9 +165,13 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			out = append(out, hor)
 		}
 		if s == "n5d" {
-			// Short chunks, three steps per launch, several cells per thread along x, the
-			// other level order than the default's (wave order or one barrier per level).
+			// Short chunks, three steps per launch, several cells per thread along x (and
+			// rows along y in 3D), the other level order than the default's (wave order or
+			// one barrier per level).
 			alt.Chunk, alt.BT, alt.RX, alt.Wave = 5, 3, 2, !def.Wave
+			if p.Dims() == 3 {
+				alt.RY = 2
+			}
 			if wide {
 				alt.BT = 2
 			}

@@ -130,6 +130,16 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	R := h[0]
 	X := d - 1 // the fastest axis
 	RX := max(pl.RX, 1)
+	// 3D blocks tile y too: each thread computes RX x RY cells; cell c is column c mod RX
+	// along x and row c / RX along y (Y, the middle axis).
+	Y := X - 1
+	RY := 1
+	if d == 3 {
+		RY = max(pl.RY, 1)
+	}
+	NC := RX * RY
+	cx := func(c int) int { return c % RX }
+	cy := func(c int) int { return c / RX }
 	// With shfl each warp is a tile of its own (tiles per block along x), its threads
 	// exchanging x neighbours through shuffles instead of shared memory.
 	shfl := pl.Shfl // validated by lowerN5D: 2D, whole warps per block
@@ -145,6 +155,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		bsize[a] = block[d-1-a]
 		if a == X {
 			bsize[a] = pl.TileX() * RX
+		}
+		if a == Y && d == 3 {
+			bsize[a] *= RY
 		}
 		outSize[a] = bsize[a] - 2*h[a]*bt
 		if outSize[a] < 1 {
@@ -178,8 +191,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	clamp := func(x kir.Expr, n kir.Expr) kir.Expr {
 		return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, kir.I(0)}}, kir.Bin("-", n, kir.I(1))}}
 	}
-	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i.
-	// Other in-plane axes (y in 3D) have one cell per thread.
+	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i; likewise
+	// its RY rows along y in 3D.
 	// tileIdx is the tile's index along in-plane axis a.
 	tileIdx := func(a int) kir.Expr {
 		b := kir.Expr(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a})
@@ -198,6 +211,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		cells := 1
 		if a == X {
 			cells = RX
+		} else if a == Y && d == 3 {
+			cells = RY
 		}
 		var l kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: dim}
 		if shfl && a == X {
@@ -219,28 +234,65 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			ccol[a] = append(ccol[a], decl(fmt.Sprintf("cc%d%s", a, sfx), kir.I32, clamp(ci, n)))
 		}
 	}
-	cellOf := func(cols [][]kir.Expr, i int) []kir.Expr {
+	// cellOf is cell c's coordinates from cols (col or ccol).
+	cellOf := func(cols [][]kir.Expr, c int) []kir.Expr {
 		out := make([]kir.Expr, d)
 		for a := 1; a < d; a++ {
-			if a == X {
-				out[a] = cols[a][i]
-			} else {
+			switch {
+			case a == X:
+				out[a] = cols[a][cx(c)]
+			case a == Y && d == 3:
+				out[a] = cols[a][cy(c)]
+			default:
 				out[a] = cols[a][0]
 			}
 		}
 		return out
 	}
-	// Shared planes keep each row split by cell: cell i of every thread's RX cells lies in
-	// the row's i-th run of TX words, so that a warp's accesses to the same cell of each of
-	// its threads are consecutive words (conflict-free). Interleaved rows (a thread's cells
-	// side by side) would make every such access an RX-way bank conflict.
+	// cellLocal is cell c's local coordinate along a.
+	cellLocal := func(a, c int) kir.Expr {
+		switch {
+		case a == X && cx(c) > 0:
+			return kir.Add(local[a], kir.I(cx(c)))
+		case a == Y && d == 3 && cy(c) > 0:
+			return kir.Add(local[a], kir.I(cy(c)))
+		}
+		return local[a]
+	}
+	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
+	inPlaneReads := map[*ir.Grid]bool{}
+	offPlaneInPlane := false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && l.G.Update != nil && nonzero(l.Off[1:]) {
+				inPlaneReads[l.G] = true
+				if l.Off[0] != 0 {
+					offPlaneInPlane = true
+				}
+			}
+		})
+	}
+	// Shared rows hold a thread's RX cells either split or side by side. Split: cell i of
+	// every thread lies in the row's i-th run of TX words, so that a warp's accesses to the
+	// same cell of each of its threads are consecutive words (conflict-free). Side by side,
+	// a first-order stencil's single reads across the thread boundary (x-1 of cell 0, x+1
+	// of the last cell) are RX-way bank conflicts, but a thread's cells can be published with
+	// one vector store and pairs of neighbours read with one vector load, which wins where a
+	// cell reads two or more words of a neighbouring thread: reach 2 and more along x, and 3D
+	// boxes, which read whole row segments of the rows above and below. Measured on the H100
+	// (docs/performance.md): split gains 4-11% on the first-order stencils, loses 3-16% on
+	// those others.
 	TX := bsize[X] / RX
 	rowLen := bsize[X]
-	if d == 3 && TX < 32 && 32%TX == 0 && RX > 1 {
-		// A warp spans 32/TX rows: rows start TX banks apart so that those rows' runs do not
-		// share banks.
-		for rowLen%32 != TX {
+	interleave := RX > 1 && !shfl && (h[X] >= 2 || (d == 3 && offPlaneInPlane))
+	if !interleave && d == 3 && TX < 32 && 32%TX == 0 && RX > 1 {
+		// A warp spans 32/TX threads' rows, RY rows apart: those start TX banks apart so that
+		// their runs do not share banks (where RY allows).
+		for n := 0; n < 32 && (RY*rowLen)%32 != TX; n++ {
 			rowLen++
+		}
+		if (RY*rowLen)%32 != TX {
+			rowLen = bsize[X]
 		}
 	}
 	tstride := make([]int, d)
@@ -253,7 +305,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// tid is the thread's word in a shared plane: its row and its place in the row's runs.
 	var tid kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
-	if shfl || RX == 1 {
+	if shfl || RX == 1 || interleave {
 		tid = local[X]
 	}
 	for a := X - 1; a >= 1; a-- {
@@ -272,16 +324,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	stride := plane + 2*pad // a shared plane with room for halo threads' reads on both sides
 	decl("tid", kir.I32, tid)
 	// own_i: cell i's column is one this block stores.
-	own := make([]kir.Expr, RX)
-	for i := 0; i < RX; i++ {
+	own := make([]kir.Expr, NC)
+	for i := 0; i < NC; i++ {
 		cell := cellOf(col, i)
 		var o kir.Expr = &kir.BoolLit{V: true}
 		for a := 1; a < d; a++ {
 			n := kir.Id(fmt.Sprintf("n%d", a))
-			li := local[a]
-			if a == X {
-				li = kir.Add(li, kir.I(i))
-			}
+			li := cellLocal(a, i)
 			o = and(o, and(and(ge(cell[a], kir.I(0)), lt(cell[a], n)), and(ge(li, kir.I(h[a]*bt)), lt(li, kir.I(bsize[a]-h[a]*bt)))))
 		}
 		own[i] = decl(fmt.Sprintf("own_%d", i), kir.Bool, o)
@@ -293,7 +342,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	rimCol := map[*ir.Grid][]kir.Expr{}
 	for _, u := range p.Updates {
 		g := u.Grid
-		for i := 0; i < RX; i++ {
+		for i := 0; i < NC; i++ {
 			cell := cellOf(col, i)
 			var rc kir.Expr
 			for a := 1; a < d; a++ {
@@ -339,19 +388,6 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		})
 	}
 	sums, assoc := n5dAssociative(p)
-	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
-	inPlaneReads := map[*ir.Grid]bool{}
-	offPlaneInPlane := false
-	for _, u := range p.Updates {
-		ir.WalkDeep(u.Value, func(e ir.Expr) {
-			if l, ok := e.(*ir.Load); ok && l.G.Update != nil && nonzero(l.Off[1:]) {
-				inPlaneReads[l.G] = true
-				if l.Off[0] != 0 {
-					offPlaneInPlane = true
-				}
-			}
-		})
-	}
 	// Partial sums only pay where off-centre planes are read in-plane (boxes); stars keep
 	// their columns in registers either way.
 	assoc = assoc && offPlaneInPlane && R > 0 && !guard
@@ -380,7 +416,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if wave && assoc {
 		for _, u := range p.Updates {
 			for lv := 0; lv < bt; lv++ {
-				for i := 0; i < RX; i++ {
+				for i := 0; i < NC; i++ {
 					decl(dName(u.Grid, lv, i), kir.FromIR(u.Grid.Type), zeroOf(kir.FromIR(u.Grid.Type)))
 				}
 			}
@@ -401,7 +437,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			if !assoc {
 				for k := 0; k < U; k++ {
 					var regs []string
-					for i := 0; i < RX; i++ {
+					for i := 0; i < NC; i++ {
 						nm := fmt.Sprintf("q_%s_%d_%d_%d", g.Name, lv, k, i)
 						regs = append(regs, nm)
 						decl(nm, t, zeroOf(t))
@@ -432,7 +468,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			t := kir.FromIR(u.Value.Type())
 			for lv := 1; lv <= bt; lv++ {
 				for k := 0; k < U; k++ {
-					for i := 0; i < RX; i++ {
+					for i := 0; i < NC; i++ {
 						decl(accName(u.Grid, lv, k, i), t, zeroOf(t))
 					}
 				}
@@ -441,7 +477,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	pfName := func(g *ir.Grid, i int) string { return fmt.Sprintf("pf_%s_%d", g.Name, i) }
 	for _, u := range p.Updates {
-		for i := 0; i < RX; i++ {
+		for i := 0; i < NC; i++ {
 			decl(pfName(u.Grid, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(L*bt)), i))
 		}
 	}
@@ -452,14 +488,17 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// cells, whose results no output uses, make them.
 	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
 		o := 0
-		j := i
+		j := cx(i)
+		if d == 3 {
+			o += cy(i) * tstride[Y] // the cell's row among the thread's RY rows
+		}
 		if off != nil {
 			for a := 1; a < X; a++ {
 				o += off[a] * tstride[a]
 			}
 			j += off[X]
 		}
-		if shfl || RX == 1 {
+		if shfl || RX == 1 || interleave {
 			o += j
 		} else {
 			o += mod(j, RX)*TX + (j-mod(j, RX))/RX
@@ -469,13 +508,16 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// inThread says a read at l's in-plane offset from cell i lands on the thread's own cell
 	// i+dx (same row, x offset only), whose value is in a register.
 	inThread := func(l *ir.Load, i int) (int, bool) {
+		jy := cy(i)
 		for a := 1; a < X; a++ {
-			if l.Off[a] != 0 {
+			if a == Y && d == 3 {
+				jy += l.Off[a]
+			} else if l.Off[a] != 0 {
 				return 0, false
 			}
 		}
-		j := i + l.Off[X]
-		return j, j >= 0 && j < RX
+		j := cx(i) + l.Off[X]
+		return jy*RX + j, j >= 0 && j < RX && jy >= 0 && jy < RY
 	}
 	vName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i) }
 	// across says which cell of which neighbouring lane a read at l's x offset from cell i
@@ -527,14 +569,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			for _, u := range p.Updates {
 				g := u.Grid
 				w := win[[2]int{g.Index, 0}]
-				for i := 0; i < RX; i++ {
+				for i := 0; i < NC; i++ {
 					v := vName(g, 0, i)
 					loop = append(loop,
 						&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, i))},
 						kir.Set(kir.Id(pfName(g, i)), loadAt(g, kir.Add(kir.Id("jr"), kir.I(1)), i)))
 					vals[g] = append(vals[g], kir.Id(v))
 				}
-				for i := 0; i < RX; i++ {
+				for i := 0; i < NC; i++ {
 					if !assoc {
 						loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), vals[g][i]))
 					}
@@ -579,7 +621,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			if wave && assoc {
 				for _, u := range p.Updates {
 					cur[u.Grid] = nil
-					for i := 0; i < RX; i++ {
+					for i := 0; i < NC; i++ {
 						cur[u.Grid] = append(cur[u.Grid], kir.Id(dName(u.Grid, t-1, i)))
 					}
 				}
@@ -606,13 +648,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 			next := map[*ir.Grid][]kir.Expr{}
 			for _, u := range p.Updates {
-				for i := 0; i < RX; i++ {
+				for i := 0; i < NC; i++ {
 					nv := vName(u.Grid, t, i)
 					loop = append(loop, &kir.Decl{Name: nv, Type: kir.FromIR(u.Grid.Type), Init: zeroOf(kir.FromIR(u.Grid.Type))})
 					next[u.Grid] = append(next[u.Grid], kir.Id(nv))
 				}
 			}
-			for i := 0; i < RX; i++ {
+			for i := 0; i < NC; i++ {
 				var cs []kir.Stmt // cell i's statements
 				coords := cellOf(col, i)
 				coords[0] = kir.Id(row)
@@ -726,10 +768,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						valid := and(ge(kir.Id(row), kir.I(0)), lt(kir.Id(row), kir.Id("n0")))
 						for a := 1; a < d; a++ {
 							n := kir.Id(fmt.Sprintf("n%d", a))
-							li := local[a]
-							if a == X {
-								li = kir.Add(li, kir.I(i))
-							}
+							li := cellLocal(a, i)
 							valid = and(valid, and(ge(coords[a], kir.I(0)), lt(coords[a], n)))
 							if h[a] > 0 {
 								valid = and(valid, and(ge(li, kir.I(h[a]*t)), lt(li, kir.I(bsize[a]-h[a]*t))))
@@ -745,7 +784,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			lvl = append(append(lvl, shf...), cells...)
 			for _, u := range p.Updates {
 				g := u.Grid
-				for i := 0; i < RX; i++ {
+				for i := 0; i < NC; i++ {
 					v := next[g][i]
 					if t == bt {
 						// Store plane m of the output if this block owns it.
@@ -799,9 +838,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// Planes zb-L*bt .. ze+L*bt-1 in whole rounds of 2U copies; the last round may run past
 	// the end, reading clamped planes and storing nothing. (Copies under a condition would put
-	// barriers inside it, which some OpenCL compilers mishandle.) Three phases: a head whose
-	// copies skip the levels that have no needed plane yet, an inner loop of rounds where every
-	// level is active, and a tail that skips the levels already past their last needed plane.
+	// barriers inside it, which some OpenCL compilers mishandle.) For bt <= 2, three phases: a
+	// head whose copies skip the levels that have no needed plane yet, an inner loop of rounds
+	// where every level is active, and a tail that skips the levels already past their last
+	// needed plane. Deeper blocks run one loop: their unrolled rounds are long, and three of
+	// them overflow the instruction cache (measured on the H100: 6-23% slower at bt 3-12 in
+	// 2D and 3D, while bt = 2 gains 3-5% on the 3D boxes).
+	phases := bt <= 2
 	first := kir.Bin("-", kir.Id("zb"), kir.I(L*bt))
 	end := kir.Add(kir.Id("ze"), kir.I(L*bt))
 	rounds := func(from, to kir.Expr, checks, phased bool) kir.Stmt {
@@ -818,6 +861,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	inner := &kir.Binary{Op: "/", X: &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)}}, Y: kir.I(copies)}
 	decl("jt", kir.I32, kir.Add(kir.Id("jh"), kir.Mul(kir.I(copies), inner)))
 	loop := func(checks bool) []kir.Stmt {
+		if !phases {
+			return []kir.Stmt{rounds(first, end, checks, false)}
+		}
 		return []kir.Stmt{
 			rounds(first, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Id("jh"), end}}, checks, true),
 			rounds(kir.Id("jh"), kir.Id("jt"), checks, false),
@@ -842,7 +888,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
 		}
 		// The few blocks on the rim run one phased loop, to keep the code small.
-		body = append(body, &kir.If{Cond: inside, Then: loop(false), Else: []kir.Stmt{rounds(first, end, true, true)}})
+		body = append(body, &kir.If{Cond: inside, Then: loop(false), Else: []kir.Stmt{rounds(first, end, true, phases)}})
 	} else {
 		body = append(body, loop(true)...)
 	}

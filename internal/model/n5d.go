@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"tempest/internal/analysis"
+	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
@@ -225,9 +226,8 @@ func (f *n5dFacts) fp(fast bool, c N5DCalibration) float64 {
 }
 
 // sharedReads is the distinct shared-memory loads per thread and level: in-plane neighbours
-// of the thread's rx cells that are not among them (those come from registers). Other
-// in-plane axes than x (y in 3D) have one cell per thread.
-func (f *n5dFacts) sharedReads(rx int) int {
+// of the thread's rx x ry cells that are not among them (those come from registers).
+func (f *n5dFacts) sharedReads(rx, ry int) int {
 	seen := map[string]bool{}
 	for _, r := range f.reads {
 		off := r[1:]
@@ -238,15 +238,22 @@ func (f *n5dFacts) sharedReads(rx int) int {
 		if !inPlane && !f.assoc {
 			continue // the column: register queues
 		}
-		for i := 0; i < rx; i++ {
-			onlyX := true
+		for c := 0; c < rx*ry; c++ {
+			i, k := c%rx, c/rx
+			own := true
+			dy := 0
 			for a := 1; a < f.d-1; a++ {
-				onlyX = onlyX && off[a] == 0
+				if a == f.d-2 {
+					dy = off[a]
+					own = own && k+dy >= 0 && k+dy < ry
+				} else {
+					own = own && off[a] == 0
+				}
 			}
-			if j := i + off[f.d-1]; onlyX && j >= 0 && j < rx {
-				continue // the thread's own cell j
+			if j := i + off[f.d-1]; own && j >= 0 && j < rx {
+				continue // the thread's own cell
 			}
-			key := fmt.Sprint(r[0], off[1:f.d-1], i+off[f.d-1])
+			key := fmt.Sprint(r[0], k+dy, i+off[f.d-1]) // the word: its row and column in the block
 			if f.ring {
 				key += fmt.Sprint(" z", off[0])
 			}
@@ -267,17 +274,17 @@ type n5dGeometry struct {
 
 func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, error) {
 	var g n5dGeometry
-	rx := max(pl.RX, 1)
+	rx, ry := n5dTile(f, pl)
 	by := 1
 	if f.d == 3 {
 		by = max(pl.BY, 1)
 	}
 	g.threads = pl.BX * by
 	g.warps = ceilDiv(g.threads, 32)
-	g.cellsPerPlane = g.threads * rx
+	g.cellsPerPlane = g.threads * rx * ry
 	nb := 1
 	for a := 1; a < f.d; a++ {
-		bs := by
+		bs := by * ry
 		if a == f.d-1 {
 			bs = pl.TileX() * rx
 		}
@@ -308,9 +315,19 @@ func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, 
 	return g, nil
 }
 
-// n5dRegisters estimates registers per thread (before any cap: more than 255 spill).
-func n5dRegisters(f *n5dFacts, rx, b int, c N5DCalibration) int {
-	slots := float64(f.U*b*rx*f.nState) * float64(f.word) / 4
+// n5dTile is the cells a thread computes along x and y (ry in 3D only).
+func n5dTile(f *n5dFacts, pl plan.Plan) (rx, ry int) {
+	rx, ry = max(pl.RX, 1), 1
+	if f.d == 3 {
+		ry = max(pl.RY, 1)
+	}
+	return rx, ry
+}
+
+// n5dRegisters estimates registers per thread (before any cap: more than 255 spill) for
+// cells cells per thread.
+func n5dRegisters(f *n5dFacts, cells, b int, c N5DCalibration) int {
+	slots := float64(f.U*b*cells*f.nState) * float64(f.word) / 4
 	per := c.RegPerQueue
 	if f.assoc {
 		per = c.RegPerAcc
@@ -333,7 +350,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	pl := in.Plan
 	dev := in.Dev
 	d := dev.Device
-	rx := max(pl.RX, 1)
+	rx, ry := n5dTile(f, pl)
 	g, err := n5dGeometryOf(f, pl, in.Shape, b)
 	if err != nil {
 		return n5dLaunch{}, err
@@ -351,9 +368,9 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 
 	// Instructions per thread and plane.
 	fp := f.fp(pl.FastMath, c)
-	reads := float64(f.sharedReads(rx))
-	cells := float64(rx * f.nState)
-	regs := n5dRegisters(f, rx, b, c)
+	reads := float64(f.sharedReads(rx, ry))
+	cells := float64(rx * ry * f.nState)
+	regs := n5dRegisters(f, rx*ry, b, c)
 	spill := 0.0
 	if limit := 255; regs > limit || (pl.MaxRegs > 0 && regs > pl.MaxRegs) {
 		if pl.MaxRegs > 0 {
@@ -392,7 +409,8 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	Y := float64(g.warps) * 32 * (stores + float64(b)*reads) * wf / shRate * clock
 	Z := smoothMaxP(c.Smooth, X, Y)
 	// A block alone on the multiprocessor: each scheduler runs warps/4 of its warps, each at
-	// WarpCPI cycles per instruction (divided by its rx independent cells), and every level
+	// WarpCPI cycles per instruction (divided by its rx independent cells: ry rows measured no
+	// further gain), and every level
 	// waits for the barrier's latency (and, for boxes, for the chain of partial sums).
 	perWarp := (fpInstr + other) / float64(b) // instructions per warp and level
 	latency := c.LevelLatency
@@ -456,17 +474,17 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 // planes (stars, boxes) or a ring of 2(2R+1) (other shapes) of the block's cells plus a
 // padded halo of the in-plane reach on both sides.
 func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
-	rx := max(pl.RX, 1)
+	rx, ry := n5dTile(f, pl)
 	row := pl.BX * rx
 	if f.d == 3 && rx > 1 && pl.BX < 32 && 32%pl.BX == 0 {
 		// Rows split by cell start pl.BX banks apart (see lower's n5d kernel).
-		for row%32 != pl.BX {
+		for n := 0; n < 32 && (ry*row)%32 != pl.BX; n++ {
 			row++
 		}
 	}
 	bsize := []int{row}
 	if f.d == 3 {
-		bsize = []int{max(pl.BY, 1), row}
+		bsize = []int{max(pl.BY, 1) * ry, row}
 	}
 	plane, pad, stride := 1, 0, 1
 	for i := len(bsize) - 1; i >= 0; i-- {
@@ -482,25 +500,9 @@ func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	return f.nState * b * ring * (plane + 2*pad) * f.word
 }
 
-// n5dBlocksPerSM is the resident blocks per multiprocessor by threads, registers (allocated
-// per warp in units of 256) and shared memory (1 KB reserved per block on NVIDIA GPUs); at
-// least 1, since a plan the device refuses fails when it is compiled or launched.
+// n5dBlocksPerSM is the resident blocks per multiprocessor (gpu.ResidentBlocks).
 func n5dBlocksPerSM(dev *probe.Profile, threads, shared, regs int) int {
-	d := dev.Device
-	perSM := d.MaxThreadsPerSM
-	if perSM <= 0 {
-		perSM = max(threads, d.MaxThreadsPerBlock, 1)
-	}
-	n := min(perSM/max(threads, 1), 32)
-	warps := ceilDiv(threads, 32)
-	if d.RegsPerSM > 0 && regs > 0 {
-		perWarp := ceilDiv(regs*32, 256) * 256
-		n = min(n, (d.RegsPerSM/perWarp)/max(warps, 1))
-	}
-	if d.SharedPerSM > 0 && shared > 0 {
-		n = min(n, d.SharedPerSM/(shared+1024))
-	}
-	return max(n, 1)
+	return gpu.ResidentBlocks(dev.Device, threads, shared, regs)
 }
 
 // n5dRegJitter spreads the register estimate (its error is about 15%): the model uses the

@@ -37,8 +37,10 @@ type Plan struct {
 	// loaded with the interior), 1 horizontal (left and right halos with the interior),
 	// 2 full slice (the whole plane with its halo as one region).
 	Load int
-	// RX, RY are the register tile (inplane only): each thread computes RX x RY outputs,
-	// strided by the block size along x and y.
+	// RX, RY are the register tile: each thread computes RX x RY outputs, strided by the
+	// block size along x and y (inplane), or neighbouring along x and y (n5d: rx in 2D and
+	// 3D, ry in 3D), so that neighbours within the tile come from registers and a block of
+	// few threads covers a wide tile, whose halo costs less.
 	RX, RY int
 	// Wave skews n5d's levels one plane further apart so that one barrier per plane serves
 	// all of them (the pipelined wavefront of Schafer and Fey) instead of one per level.
@@ -202,7 +204,7 @@ func wideRead(p *ir.Program) *ir.Grid {
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
 	r := p.Reach()
-	block := []int{pl.TileX() * max(pl.RX, 1), pl.BY}
+	block := []int{pl.TileX() * max(pl.RX, 1), pl.BY * max(pl.RY, 1)}
 	for a := 1; a < len(r); a++ {
 		b := block[len(r)-1-a]
 		if r[a] == 0 {
@@ -242,7 +244,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
 	}
 	if pl.Strategy == "n5d" {
-		fields["rx"] = &pl.RX
+		fields["rx"], fields["ry"] = &pl.RX, &pl.RY
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -302,6 +304,9 @@ func (pl Plan) String() string {
 		parts = append(parts, fmt.Sprintf("bt=%d", pl.BT))
 		if pl.RX > 1 {
 			parts = append(parts, fmt.Sprintf("rx=%d", pl.RX))
+		}
+		if pl.RY > 1 {
+			parts = append(parts, fmt.Sprintf("ry=%d", pl.RY))
 		}
 		if pl.Wave {
 			parts = append(parts, "wave=true")
@@ -387,6 +392,12 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.RX < 0 || pl.RX > 8 {
 			return fmt.Errorf("plan %s: rx, the cells each thread computes along x, must be 1..8", pl)
+		}
+		if pl.RY < 0 || pl.RY > 8 {
+			return fmt.Errorf("plan %s: ry, the rows each thread computes along y, must be 1..8", pl)
+		}
+		if pl.RY > 1 && d != 3 {
+			return fmt.Errorf("plan %s: ry tiles the y axis of a 3D block; a 2D n5d block is one row streaming along %s", pl, p.Axes[0])
 		}
 		if pl.Shfl {
 			if d != 2 {
