@@ -2,6 +2,7 @@
 # The AN5D table of issue 4: tune every AN5D stencil at AN5D's sizes with fast math (AN5D's own
 # setting), then benchmark the cached plans. Run on the GPU machine from the repository root:
 #   bench/gpu/an5d-tuned.sh [tempest] [output directory]
+# TUNE_ARGS adds tune flags (e.g. "--mode topk+beta").
 # Writes an5d.json, an5d.csv and an5d.html (with charts) to the output directory.
 set -eu
 T=${1:-./.gpu/tempest}
@@ -14,7 +15,7 @@ for s in $STENCILS; do
     *2r|j2d9pt) n=$((16384 + 4)); size=${n}x${n} ;;
     *) n=$((16384 + 2)); size=${n}x${n} ;;
   esac
-  $T tune examples/an5d/$s.stencil --backend cuda --fastmath --size $size --quiet 2>&1 | tail -2 || true
+  $T tune examples/an5d/$s.stencil --backend cuda --fastmath --size $size ${TUNE_ARGS:-} --quiet 2>&1 | tail -2 || true
 done
 $T bench --suite an5d --backend cuda --fastmath --reps 3 --stencils "$(echo $STENCILS | tr ' ' ,)" \
   --json "$OUTDIR/an5d.json" --csv "$OUTDIR/an5d.csv" --report "$OUTDIR/an5d.html"

@@ -329,16 +329,25 @@ func TestAutomaticSteps(t *testing.T) {
 	if n, _ := chooseSteps([]*Candidate{mk(1e-9, plan.Plan{Strategy: "naive"})}); n != 600 {
 		t.Errorf("steps %d", n)
 	}
-	// On the device: each candidate's timed runs are a multiple of the quantum within the limit.
+	// On the device: each candidate's timed runs are whole launches of its own temporal depth
+	// (a multiple of the quantum for one-step plans, of bt = 5 for n5d, which 12 does not
+	// divide), at least a quantum and within the limit rounded to whole launches.
 	dev := openDevice(t)
 	p := program(t, "an5d/j2d5pt.stencil")
 	s := newState(t, p, []int{45, 70})
-	res, err := Tune(dev, s, Options{Mode: Exhaustive, Reps: 1, Candidates: plans(t, p, "naive:bx=32,by=4", "tiled:bx=16,by=8")})
+	res, err := Tune(dev, s, Options{Mode: Exhaustive, Reps: 1, Candidates: plans(t, p, "naive:bx=32,by=4", "tiled:bx=16,by=8", "n5d:bx=32,bt=5,chunk=16")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if res.Steps%12 != 0 {
+		t.Fatalf("limit %d is not a multiple of the quantum", res.Steps)
+	}
 	for _, c := range res.Selected() {
-		if c.Steps < 12 || c.Steps > res.Steps || c.Steps%12 != 0 {
+		k, q := max(c.Plan.BT, 1), 12
+		if k > 1 {
+			q = 15 // 12 rounded up to whole launches of 5
+		}
+		if c.Steps < q || c.Steps%k != 0 || c.Steps%q != 0 && k == 1 || c.Steps > max(res.Steps/k*k, q) {
 			t.Errorf("%s: %d steps (limit %d)", c.Plan, c.Steps, res.Steps)
 		}
 	}
