@@ -49,13 +49,14 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, er
 	}
 	low := &Lowered{Module: &kir.Module{Kernels: []*kir.Kernel{main.k}, Uses64: uses64(p)}, SharedBytes: shared}
 	low.Launches = append(low.Launches, main.launch)
-	if pl.BT > 1 {
-		one, _, err := n5dKernel(p, shape, pl, wide, 1, "tempest_n5d_1")
+	for _, b := range pl.Depths()[1:] {
+		// Shallower blocks for the steps bt does not divide (the host's schedule).
+		sh, _, err := n5dKernel(p, shape, pl, wide, b, fmt.Sprintf("tempest_n5d_%d", b))
 		if err != nil {
 			return nil, err
 		}
-		low.Module.Kernels = append(low.Module.Kernels, one.k)
-		low.Launches = append(low.Launches, one.launch)
+		low.Module.Kernels = append(low.Module.Kernels, sh.k)
+		low.Launches = append(low.Launches, sh.launch)
 	}
 	return low, nil
 }

@@ -566,7 +566,7 @@ func (m n5dModel) Predict(in Input) (Prediction, error) {
 	}
 	full, rest := in.Steps/b, in.Steps%b
 	pred := Prediction{Model: "n5d: " + m.Name(), Bottleneck: main.bottleneck, EffSM: main.effSM, EffOcc: 1,
-		EffALU: EffALU(OpsOf(in.Sum)), Blocks: main.blocks, Threads: main.threads, ActivePerSM: main.perSM, Launches: full + rest}
+		EffALU: EffALU(OpsOf(in.Sum)), Blocks: main.blocks, Threads: main.threads, ActivePerSM: main.perSM, Launches: full}
 	add := func(l n5dLaunch, n int) {
 		k := float64(n)
 		pred.Seconds += k * l.seconds
@@ -576,14 +576,21 @@ func (m n5dModel) Predict(in Input) (Prediction, error) {
 		pred.Launch += k * (l.seconds - l.kernel)
 	}
 	add(main, full)
-	if rest > 0 {
-		one, err := n5dPredictLaunch(f, in, 1, c)
+	// The remainder in the shallower launches, deepest first (the host's schedule).
+	for _, sb := range in.Plan.Depths()[1:] {
+		n := rest / sb
+		if n == 0 {
+			continue
+		}
+		rest -= n * sb
+		sh, err := n5dPredictLaunch(f, in, sb, c)
 		if err != nil {
 			return Prediction{}, err
 		}
-		add(one, rest)
-		if full == 0 {
-			pred.Bottleneck, pred.EffSM, pred.Blocks, pred.ActivePerSM = one.bottleneck, one.effSM, one.blocks, one.perSM
+		add(sh, n)
+		pred.Launches += n
+		if full == 0 && pred.Launches == n {
+			pred.Bottleneck, pred.EffSM, pred.Blocks, pred.ActivePerSM = sh.bottleneck, sh.effSM, sh.blocks, sh.perSM
 		}
 	}
 	return pred, nil

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,5 +85,19 @@ func TestN5DShfl(t *testing.T) {
 	pl, _ := plan.Parse("n5d:bx=256,bt=16,shfl=true", p)
 	if err := pl.FitBT(p); err != nil || pl.BT != 15 {
 		t.Errorf("FitBT with shfl: bt=%d, %v; want 15 (32-cell warp tiles)", pl.BT, err)
+	}
+}
+
+func TestDepths(t *testing.T) {
+	for _, c := range []struct {
+		bt   int
+		want []int
+	}{
+		{0, []int{1}}, {1, []int{1}}, {2, []int{2, 1}}, {3, []int{3, 1}}, {4, []int{4, 2, 1}},
+		{11, []int{11, 5, 2, 1}}, {12, []int{12, 6, 3, 1}}, {16, []int{16, 8, 4, 2, 1}},
+	} {
+		if got := (plan.Plan{Strategy: "n5d", BT: c.bt}).Depths(); !slices.Equal(got, c.want) {
+			t.Errorf("bt=%d: depths %v, want %v", c.bt, got, c.want)
+		}
 	}
 }
