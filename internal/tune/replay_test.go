@@ -23,6 +23,10 @@ type replayRun struct {
 	shape []int
 	plans []string
 	ms    []float64
+	// quantum is the step count whose multiples the record's timed runs took (a header line
+	// "# steps: multiples of N"; 48 where none says), or 0 for runs in whole launches of each
+	// plan's own depth ("# steps: whole launches").
+	quantum int
 }
 
 func readReplay(t *testing.T, path string) []*replayRun {
@@ -34,9 +38,16 @@ func readReplay(t *testing.T, path string) []*replayRun {
 	defer fh.Close()
 	var runs []*replayRun
 	byFile := map[string]*replayRun{}
+	quantum := 48
 	sc := bufio.NewScanner(fh)
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "#") {
+			if v, ok := strings.CutPrefix(sc.Text(), "# steps: "); ok {
+				quantum = 0
+				if n, ok := strings.CutPrefix(v, "multiples of "); ok {
+					quantum, _ = strconv.Atoi(n)
+				}
+			}
 			continue
 		}
 		fs := strings.Split(sc.Text(), "|")
@@ -46,7 +57,7 @@ func readReplay(t *testing.T, path string) []*replayRun {
 		file := strings.TrimSpace(fs[0])
 		r := byFile[file]
 		if r == nil {
-			r = &replayRun{file: file}
+			r = &replayRun{file: file, quantum: quantum}
 			for _, n := range strings.Split(strings.TrimSpace(fs[1]), "x") {
 				v, _ := strconv.Atoi(n)
 				r.shape = append(r.shape, v)
@@ -63,9 +74,6 @@ func readReplay(t *testing.T, path string) []*replayRun {
 	}
 	return runs
 }
-
-// replayQuantum is the step count (a multiple of it) of every timed run in the records.
-const replayQuantum = 48
 
 // replayTop ranks a run's measured plans as the tuner does (Rank with the H100's profile,
 // then pyramid shapes calibrated from their measured PH=1 and PH=2 times) and says how the k
@@ -89,10 +97,11 @@ func replayTop(t *testing.T, r *replayRun, k int) replayResult {
 			t.Fatalf("%s: %v", r.file, err)
 		}
 		// Plans measured then but no longer in the space are left out, and so are temporal
-		// depths that do not divide the runs' 48 steps: their times include single-step
-		// launches for the remainder, which neither the tuner's timing (whole launches of a
-		// candidate's depth) nor the host's schedule (shallower blocks, plan.Depths) has now.
-		if space[pl.String()] && replayQuantum%max(pl.BT, pl.PH, 1) == 0 {
+		// depths that do not divide the steps of runs timed in multiples of a quantum: their
+		// times include single-step launches for the remainder, which neither the tuner's
+		// timing (whole launches of a candidate's depth) nor the host's schedule (shallower
+		// blocks, plan.Depths) has now.
+		if space[pl.String()] && (r.quantum == 0 || r.quantum%max(pl.BT, pl.PH, 1) == 0) {
 			plans = append(plans, pl)
 			ms[pl.String()] = r.ms[i]
 		}
@@ -170,8 +179,10 @@ func calibrateFromTimes(p *ir.Program, shape []int, dev *probe.Profile, cands []
 }
 
 // TestReplayH100 re-ranks the plans of the exhaustive tuner runs on the H100
-// (testdata/h100-exhaustive.txt: nine AN5D stencils at 16384^2 / 512^3 with fast math, the
-// 11 stencils of the in-plane suite at 512^2 x 256) with the current models and space, as the
+// (testdata/h100-exhaustive.txt of 2026-11-22: nine AN5D stencils at 16384^2 / 512^3 with fast
+// math, the 11 stencils of the in-plane suite at 512^2 x 256; the 2026-11-24 files: four 2D
+// AN5D stencils and star2d1r's n5d plans after that day's kernel changes) with the current
+// models and space, as the
 // top-5 tuner would, and checks that the best of its five first plans measured at least 95%
 // of the best plan, and that the topk+beta selection (those five and every plan predicted
 // within 5% of the first) reaches 95% everywhere. It guards the models' ranking across plan
@@ -183,7 +194,11 @@ func TestReplayH100(t *testing.T) {
 		"examples/inplane/poisson.stencil": 0.93,
 	}
 	var b strings.Builder
-	for _, r := range readReplay(t, "testdata/h100-exhaustive.txt") {
+	var runs []*replayRun
+	for _, f := range []string{"testdata/h100-exhaustive.txt", "testdata/h100-exhaustive-2026-11-24.txt", "testdata/h100-n5d-2026-11-24.txt"} {
+		runs = append(runs, readReplay(t, f)...)
+	}
+	for _, r := range runs {
 		res := replayTop(t, r, 5)
 		ratio := res.top
 		union := math.Max(res.top, res.beta) // topk+beta: the best of both selections
