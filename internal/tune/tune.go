@@ -698,9 +698,9 @@ func (t *tuner) time(c *Candidate, cm compiled) (err error) {
 		if err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		steps = max(steps/k*k, q)
+		steps = max(steps/q*q, q)
 		if per := warm / 1e3 / float64(q); per > 0 {
-			n := int(targetRun/per) / k * k
+			n := int(targetRun/per) / q * q
 			steps = min(max(n, q), steps)
 		}
 	} else if _, err := r.Timed(steps); err != nil {

@@ -329,9 +329,10 @@ func TestAutomaticSteps(t *testing.T) {
 	if n, _ := chooseSteps([]*Candidate{mk(1e-9, plan.Plan{Strategy: "naive"})}); n != 600 {
 		t.Errorf("steps %d", n)
 	}
-	// On the device: each candidate's timed runs are whole launches of its own temporal depth
-	// (a multiple of the quantum for one-step plans, of bt = 5 for n5d, which 12 does not
-	// divide), at least a quantum and within the limit rounded to whole launches.
+	// On the device: each candidate's timed runs are multiples of the quantum (48: a block
+	// deeper than 4 steps is among them) rounded up to whole launches of its own temporal
+	// depth (48 for one-step plans, 50 for n5d's bt = 5, which 48 does not divide), within the
+	// limit rounded down to such multiples.
 	dev := openDevice(t)
 	p := program(t, "an5d/j2d5pt.stencil")
 	s := newState(t, p, []int{45, 70})
@@ -339,15 +340,15 @@ func TestAutomaticSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Steps%12 != 0 {
+	if res.Steps%48 != 0 {
 		t.Fatalf("limit %d is not a multiple of the quantum", res.Steps)
 	}
 	for _, c := range res.Selected() {
-		k, q := max(c.Plan.BT, 1), 12
-		if k > 1 {
-			q = 15 // 12 rounded up to whole launches of 5
+		q := 48
+		if c.Plan.BT > 1 {
+			q = 50
 		}
-		if c.Steps < q || c.Steps%k != 0 || c.Steps%q != 0 && k == 1 || c.Steps > max(res.Steps/k*k, q) {
+		if c.Steps < q || c.Steps%q != 0 || c.Steps > max(res.Steps/q*q, q) {
 			t.Errorf("%s: %d steps (limit %d)", c.Plan, c.Steps, res.Steps)
 		}
 	}
