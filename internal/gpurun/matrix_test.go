@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tempest/internal/analysis"
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
@@ -117,6 +118,12 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 		wide := false // reach above 2: n5d's unrolled loops grow as (2R+1) x bt, and so does compilation
 		for _, r := range p.Reach() {
 			wide = wide || r > 2
+		}
+		if s == "n5d" && !shuffles && p.Dims() == 2 && slices.Max(p.Reach()) >= 4 && analysis.Analyze(p).Shape == analysis.Box {
+			// PoCL (the CI) leaves out n5d for the 2D boxes of reach 4: their 81-point sums
+			// unrolled over 2 x 9 planes took over two of its ten minutes to compile; reach 3
+			// covers the same paths, and the CUDA matrix runs them.
+			continue
 		}
 		if s != "n5d" || !wide {
 			out = append(out, def) // wide n5d programs run the sampled variant only
