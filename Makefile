@@ -12,12 +12,14 @@ test:
 	$(GO) test ./...
 
 # Static binaries for the GPU machine (it has no Go): the CLI and the test binaries of the
-# packages that touch a GPU (the carried folder must stay under 64 MiB).
+# packages that touch a GPU, stripped (-s -w: 40 MiB instead of 54 MiB unstripped; the
+# carried folder and the working tree must stay under 64 MiB together).
 GPU_TESTS = gpu gpurun gen tune probe
+GPU_LDFLAGS = -ldflags="-s -w"
 gpu:
 	mkdir -p .gpu
-	$(GO) build -o .gpu/tempest ./cmd/tempest
-	for n in $(GPU_TESTS); do $(GO) test -c -o .gpu/$$n.test ./internal/$$n || exit 1; done
+	$(GO) build $(GPU_LDFLAGS) -o .gpu/tempest ./cmd/tempest
+	for n in $(GPU_TESTS); do $(GO) test -c $(GPU_LDFLAGS) -o .gpu/$$n.test ./internal/$$n || exit 1; done
 
 fuzz:
 	$(GO) test ./internal/syntax -run '^$$' -fuzz FuzzParse -fuzztime 30s

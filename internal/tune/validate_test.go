@@ -149,7 +149,7 @@ func TestValidateAN5D(t *testing.T) {
 			cells *= float64(e - 2*r)
 		}
 
-		fmt.Fprintf(os.Stderr, "== %s %v: top-5\n", p.Name, shape)
+		fmt.Fprintf(os.Stderr, "== %s %v %s: top-5\n", p.Name, shape, strings.TrimPrefix(f, "../../"))
 		o := base
 		o.Mode, o.K, o.Beta = pruned, 5, 5
 		top, err := Tune(dev, s, o)
@@ -171,7 +171,7 @@ func TestValidateAN5D(t *testing.T) {
 			}
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "== %s %v: exhaustive\n", p.Name, shape)
+		fmt.Fprintf(os.Stderr, "== %s %v %s: exhaustive\n", p.Name, shape, strings.TrimPrefix(f, "../../"))
 		o = base
 		o.Mode = Exhaustive
 		all, err := Tune(dev, s, o)
