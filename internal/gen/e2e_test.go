@@ -38,7 +38,7 @@ var e2eCases = []struct {
 	{"demos/wave.stencil", []int{37, 70}, 7, []string{"pyramid:bx=16,by=16,ph=3"}},
 	{"sl/pathfinder.stencil", []int{300}, 7, nil},
 	{"lift/hotspot2d.stencil", []int{37, 70}, 5, nil},
-	{"an5d/star3d1r.stencil", []int{9, 10, 35}, 5, nil},
+	{"an5d/star3d1r.stencil", []int{9, 10, 35}, 5, []string{"n5d:bx=4,by=4,rx=2,ry=2,bt=2,chunk=4"}},
 }
 
 // e2ePlans lists the plans of a case: each strategy's default where it applies, then extras.

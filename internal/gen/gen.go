@@ -255,6 +255,9 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 			if a == d-1 {
 				cells *= max(pl.RX, 1) // rx cells per thread along x
 			}
+			if a == d-2 && d == 3 {
+				cells *= max(pl.RY, 1) // ry rows per thread along y
+			}
 			tiles := 1
 			if a == d-1 && pl.Shfl {
 				// Every warp is a tile of its own: ceil(ceil(n/out)/tiles) = ceil(n/(out*tiles)).
