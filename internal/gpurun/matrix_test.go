@@ -115,11 +115,9 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 		if err != nil {
 			continue
 		}
-		wide := false // reach above 2: n5d's unrolled loops grow as (2R+1) x bt, and so does compilation
-		for _, r := range p.Reach() {
-			wide = wide || r > 2
-		}
-		if s == "n5d" && !shuffles && p.Dims() == 2 && slices.Max(p.Reach()) >= 4 && analysis.Analyze(p).Shape == analysis.Box {
+		reach := slices.Max(p.Reach())
+		wide := reach > 2 // n5d's unrolled loops grow as (2R+1) x bt, and so does compilation
+		if s == "n5d" && !shuffles && p.Dims() == 2 && reach >= 4 && analysis.Analyze(p).Shape == analysis.Box {
 			// PoCL (the CI) leaves out n5d for the 2D boxes of reach 4: their 81-point sums
 			// unrolled over 2 x 9 planes took over two of its ten minutes to compile; reach 3
 			// covers the same paths, and the CUDA matrix runs them.
@@ -177,7 +175,7 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			// rows along y in 3D), the other level order than the default's (wave order or
 			// one barrier per level).
 			alt.Chunk, alt.BT, alt.RX, alt.Wave = 5, 3, 2, !def.Wave
-			if p.Dims() == 3 && slices.Max(p.Reach()) == 1 {
+			if p.Dims() == 3 && reach == 1 {
 				alt.RY = 2 // first-order only: wider boxes' unrolled kernels grow with the cells (CI time)
 			}
 			if wide {

@@ -316,10 +316,10 @@ func (r *Runner) KernelReport() []string {
 		}
 		seen[l.Kernel] = true
 		a := r.Attrs[l.Kernel]
-		threads := l.Block[0] * l.Block[1] * l.Block[2]
-		line := fmt.Sprintf("kernel %s: %d threads, %d B shared", l.Kernel, threads, l.Shared+a.StaticShared)
+		threads, shared := l.Block[0]*l.Block[1]*l.Block[2], l.Shared+a.StaticShared
+		line := fmt.Sprintf("kernel %s: %d threads, %d B shared", l.Kernel, threads, shared)
 		if a.Regs > 0 {
-			blocks := gpu.ResidentBlocks(props, threads, l.Shared+a.StaticShared, a.Regs)
+			blocks := gpu.ResidentBlocks(props, threads, shared, a.Regs)
 			line += fmt.Sprintf(", %d registers, %d B local; %d blocks (%d warps) per SM", a.Regs, a.LocalBytes, blocks, blocks*((threads+31)/32))
 		} else if a.LocalBytes > 0 {
 			line += fmt.Sprintf(", %d B private", a.LocalBytes)

@@ -132,7 +132,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	X := d - 1 // the fastest axis
 	RX := max(pl.RX, 1)
 	// 3D blocks tile y too: each thread computes RX x RY cells; cell c is column c mod RX
-	// along x and row c / RX along y (Y, the middle axis).
+	// along x and row c / RX along y (Y, the middle axis; in 2D Y = 0 is no in-plane axis and
+	// RY = 1).
 	Y := X - 1
 	RY := 1
 	if d == 3 {
@@ -157,7 +158,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		if a == X {
 			bsize[a] = pl.TileX() * RX
 		}
-		if a == Y && d == 3 {
+		if a == Y {
 			bsize[a] *= RY
 		}
 		outSize[a] = bsize[a] - 2*h[a]*bt
@@ -212,7 +213,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		cells := 1
 		if a == X {
 			cells = RX
-		} else if a == Y && d == 3 {
+		} else if a == Y {
 			cells = RY
 		}
 		var l kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: dim}
@@ -242,7 +243,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			switch {
 			case a == X:
 				out[a] = cols[a][cx(c)]
-			case a == Y && d == 3:
+			case a == Y:
 				out[a] = cols[a][cy(c)]
 			default:
 				out[a] = cols[a][0]
@@ -255,7 +256,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		switch {
 		case a == X && cx(c) > 0:
 			return kir.Add(local[a], kir.I(cx(c)))
-		case a == Y && d == 3 && cy(c) > 0:
+		case a == Y && cy(c) > 0:
 			return kir.Add(local[a], kir.I(cy(c)))
 		}
 		return local[a]
@@ -285,8 +286,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// those others.
 	TX := bsize[X] / RX
 	rowLen := bsize[X]
-	interleave := RX > 1 && !shfl && (h[X] >= 2 || (d == 3 && offPlaneInPlane))
-	if !interleave && d == 3 && TX < 32 && 32%TX == 0 && RX > 1 {
+	split := RX > 1 && !shfl && h[X] < 2 && !(d == 3 && offPlaneInPlane)
+	if split && d == 3 && TX < 32 && 32%TX == 0 {
 		// A warp spans 32/TX threads' rows, RY rows apart: those start TX banks apart so that
 		// their runs do not share banks (where RY allows).
 		for n := 0; n < 32 && (RY*rowLen)%32 != TX; n++ {
@@ -306,7 +307,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// tid is the thread's word in a shared plane: its row and its place in the row's runs.
 	var tid kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
-	if shfl || RX == 1 || interleave {
+	if !split {
 		tid = local[X]
 	}
 	for a := X - 1; a >= 1; a-- {
@@ -490,16 +491,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
 		o := 0
 		j := cx(i)
-		if d == 3 {
-			o += cy(i) * tstride[Y] // the cell's row among the thread's RY rows
-		}
+		o += cy(i) * tstride[Y] // the cell's row among the thread's RY rows (none in 2D)
 		if off != nil {
 			for a := 1; a < X; a++ {
 				o += off[a] * tstride[a]
 			}
 			j += off[X]
 		}
-		if shfl || RX == 1 || interleave {
+		if !split {
 			o += j
 		} else {
 			o += mod(j, RX)*TX + (j-mod(j, RX))/RX
@@ -511,7 +510,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	inThread := func(l *ir.Load, i int) (int, bool) {
 		jy := cy(i)
 		for a := 1; a < X; a++ {
-			if a == Y && d == 3 {
+			if a == Y {
 				jy += l.Off[a]
 			} else if l.Off[a] != 0 {
 				return 0, false

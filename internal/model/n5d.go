@@ -410,8 +410,8 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	Z := smoothMaxP(c.Smooth, X, Y)
 	// A block alone on the multiprocessor: each scheduler runs warps/4 of its warps, each at
 	// WarpCPI cycles per instruction (divided by its rx independent cells: ry rows measured no
-	// further gain), and every level
-	// waits for the barrier's latency (and, for boxes, for the chain of partial sums).
+	// further gain), and every level waits for the barrier's latency (and, for boxes, for the
+	// chain of partial sums).
 	perWarp := (fpInstr + other) / float64(b) // instructions per warp and level
 	latency := c.LevelLatency
 	if pl.Shfl {
