@@ -30,8 +30,8 @@ import (
 //   - Halo threads compute like the others (on padded shared planes) and their results are
 //     simply never stored: no divergent guards. Programs that read other grids from global
 //     memory keep a guard, since a halo thread's coordinates may lie outside the domain.
-//   - The next plane is loaded one iteration ahead (a register prefetch), so the global
-//     latency overlaps BT levels of work.
+//   - The next plane is loaded one iteration ahead (a register prefetch; pf planes ahead
+//     with the plan's pf), so the global latency overlaps BT levels of work.
 //
 // The fixed boundary is AN5D's: rim cells keep their values, and cells outside the domain are
 // never needed.
@@ -410,9 +410,21 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// R+1 instead of R), so that all of them read shared planes published in the previous
 	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).
 	wave := pl.Wave
+	// tight: in wave order, a diagonal-access-free stencil (a star: it reads other planes at
+	// offset 0 in-plane only) needs from shared memory only plane m of the level below,
+	// computed R planes earlier; its newer planes m+1..m+R come from the thread's own queue.
+	// So the levels can run shallowest first with lag R, each publishing its new plane at
+	// once into a ring of S > R slots (plane x in slot x mod S), and one barrier per plane
+	// still suffices: between barriers a level writes plane m+R's slot while the next reads
+	// plane m's. The block streams 2R*bt planes of halo instead of 2(R+1)*bt.
+	tight := wave && !assoc && !offPlaneInPlane && R > 0
 	L := R
-	if wave {
+	if wave && !tight {
 		L = R + 1
+	}
+	tightRing := R + 1
+	for copies%tightRing != 0 {
+		tightRing++
 	}
 	dName := func(g *ir.Grid, lv, i int) string { return fmt.Sprintf("d_%s_%d_%d", g.Name, lv, i) }
 	if wave && assoc {
@@ -453,6 +465,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				w.ring = 2
 			case offPlaneInPlane:
 				w.ring = copies
+			case tight:
+				w.ring = tightRing
 			default:
 				w.ring = 2
 			}
@@ -477,10 +491,23 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 		}
 	}
-	pfName := func(g *ir.Grid, i int) string { return fmt.Sprintf("pf_%s_%d", g.Name, i) }
+	// The prefetch: PD planes in flight per cell, plane x in register x mod PD (static, since
+	// PD divides the 2U copies of a round), so a load has PD planes of work to arrive in.
+	PD := max(pl.Prefetch, 1)
+	if copies%PD != 0 {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: the prefetch distance pf must divide the %d planes of an unrolled round (reach %d along %s); try pf=1 or pf=2", pl, copies, R, p.Axes[0])
+	}
+	pfName := func(g *ir.Grid, k, i int) string {
+		if PD == 1 {
+			return fmt.Sprintf("pf_%s_%d", g.Name, i)
+		}
+		return fmt.Sprintf("pf_%s_%d_%d", g.Name, k, i)
+	}
 	for _, u := range p.Updates {
-		for i := 0; i < NC; i++ {
-			decl(pfName(u.Grid, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(L*bt)), i))
+		for k := 0; k < PD; k++ {
+			for i := 0; i < NC; i++ {
+				decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(L*bt-k)), i))
+			}
 		}
 	}
 	// smemAt addresses the word that cell i's neighbour at in-plane offset off (nil: the
@@ -572,17 +599,17 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				for i := 0; i < NC; i++ {
 					v := vName(g, 0, i)
 					loop = append(loop,
-						&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, i))},
-						kir.Set(kir.Id(pfName(g, i)), loadAt(g, kir.Add(kir.Id("jr"), kir.I(1)), i)))
+						&kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, mod(r, PD), i))},
+						kir.Set(kir.Id(pfName(g, mod(r, PD), i)), loadAt(g, kir.Add(kir.Id("jr"), kir.I(PD)), i)))
 					vals[g] = append(vals[g], kir.Id(v))
 				}
 				for i := 0; i < NC; i++ {
 					if !assoc {
 						loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), vals[g][i]))
 					}
-					switch w.ring {
-					case 0:
-					case 2:
+					switch {
+					case w.ring == 0:
+					case w.ring == 2 && !tight:
 						if assoc {
 							loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, nil), vals[g][i]))
 						} else {
@@ -602,9 +629,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 			return loop
 		}
-		if !wave {
+		if !wave || tight {
 			loop = append(loop, level0()...)
-			if shElems > 0 {
+			if shElems > 0 && !tight {
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
@@ -612,7 +639,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		for t := 1; t <= bt; t++ {
 			levels = append(levels, t)
 		}
-		if wave {
+		if wave && !tight {
 			// Deepest level first: each reads what the level below published in the previous
 			// copy, so one barrier per plane serves every level (the pipelined wavefront).
 			slices.Reverse(levels)
@@ -798,9 +825,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					if !assoc {
 						lvl = append(lvl, kir.Set(kir.Id(w.queue[mod(mrel, U)][i]), v))
 					}
-					switch w.ring {
-					case 0:
-					case 2:
+					switch {
+					case w.ring == 0:
+					case w.ring == 2 && !tight:
 						if assoc {
 							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), i, nil), v))
 						} else {
@@ -828,11 +855,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
-		if wave {
+		if wave && !tight {
 			loop = append(loop, level0()...)
-			if shElems > 0 {
-				loop = append(loop, &kir.Barrier{})
-			}
+		}
+		if wave && shElems > 0 {
+			loop = append(loop, &kir.Barrier{})
 		}
 		return loop
 	}

@@ -54,6 +54,9 @@ type Plan struct {
 	// neighbours through warp shuffles: no shared memory and no barriers, at the price of a
 	// halo per 32 threads. CUDA only.
 	Shfl bool
+	// Prefetch is how many planes ahead n5d loads its input (0 or 1: the next plane). Deeper
+	// prefetches keep more loads in flight per thread, at PD registers per cell.
+	Prefetch int
 }
 
 // Default gives a strategy's default parameters for a program.
@@ -259,7 +262,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
 	}
 	if pl.Strategy == "n5d" {
-		fields["rx"], fields["ry"] = &pl.RX, &pl.RY
+		fields["rx"], fields["ry"], fields["pf"] = &pl.RX, &pl.RY, &pl.Prefetch
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -328,6 +331,9 @@ func (pl Plan) String() string {
 		}
 		if pl.Shfl {
 			parts = append(parts, "shfl=true")
+		}
+		if pl.Prefetch > 1 {
+			parts = append(parts, fmt.Sprintf("pf=%d", pl.Prefetch))
 		}
 	}
 	if pl.Strategy == "inplane" {
@@ -410,6 +416,9 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.RY < 0 || pl.RY > 8 {
 			return fmt.Errorf("plan %s: ry, the rows each thread computes along y, must be 1..8", pl)
+		}
+		if pl.Prefetch < 0 || pl.Prefetch > 8 {
+			return fmt.Errorf("plan %s: pf, the planes n5d loads ahead, must be 1..8", pl)
 		}
 		if pl.RY > 1 && d != 3 {
 			return fmt.Errorf("plan %s: ry tiles the y axis of a 3D block; a 2D n5d block is one row streaming along %s", pl, p.Axes[0])
