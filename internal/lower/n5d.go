@@ -410,21 +410,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// R+1 instead of R), so that all of them read shared planes published in the previous
 	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).
 	wave := pl.Wave
-	// tight: in wave order, a diagonal-access-free stencil (a star: it reads other planes at
-	// offset 0 in-plane only) needs from shared memory only plane m of the level below,
-	// computed R planes earlier; its newer planes m+1..m+R come from the thread's own queue.
-	// So the levels can run shallowest first with lag R, each publishing its new plane at
-	// once into a ring of S > R slots (plane x in slot x mod S), and one barrier per plane
-	// still suffices: between barriers a level writes plane m+R's slot while the next reads
-	// plane m's. The block streams 2R*bt planes of halo instead of 2(R+1)*bt.
-	tight := wave && !assoc && !offPlaneInPlane && R > 0
 	L := R
-	if wave && !tight {
+	if wave {
 		L = R + 1
-	}
-	tightRing := R + 1
-	for copies%tightRing != 0 {
-		tightRing++
 	}
 	dName := func(g *ir.Grid, lv, i int) string { return fmt.Sprintf("d_%s_%d_%d", g.Name, lv, i) }
 	if wave && assoc {
@@ -465,8 +453,6 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				w.ring = 2
 			case offPlaneInPlane:
 				w.ring = copies
-			case tight:
-				w.ring = tightRing
 			default:
 				w.ring = 2
 			}
@@ -607,9 +593,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					if !assoc {
 						loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), vals[g][i]))
 					}
-					switch {
-					case w.ring == 0:
-					case w.ring == 2 && !tight:
+					switch w.ring {
+					case 0:
+					case 2:
 						if assoc {
 							loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, nil), vals[g][i]))
 						} else {
@@ -629,9 +615,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 			return loop
 		}
-		if !wave || tight {
+		if !wave {
 			loop = append(loop, level0()...)
-			if shElems > 0 && !tight {
+			if shElems > 0 {
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
@@ -639,7 +625,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		for t := 1; t <= bt; t++ {
 			levels = append(levels, t)
 		}
-		if wave && !tight {
+		if wave {
 			// Deepest level first: each reads what the level below published in the previous
 			// copy, so one barrier per plane serves every level (the pipelined wavefront).
 			slices.Reverse(levels)
@@ -825,9 +811,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					if !assoc {
 						lvl = append(lvl, kir.Set(kir.Id(w.queue[mod(mrel, U)][i]), v))
 					}
-					switch {
-					case w.ring == 0:
-					case w.ring == 2 && !tight:
+					switch w.ring {
+					case 0:
+					case 2:
 						if assoc {
 							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), i, nil), v))
 						} else {
@@ -855,11 +841,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
-		if wave && !tight {
+		if wave {
 			loop = append(loop, level0()...)
-		}
-		if wave && shElems > 0 {
-			loop = append(loop, &kir.Barrier{})
+			if shElems > 0 {
+				loop = append(loop, &kir.Barrier{})
+			}
 		}
 		return loop
 	}
