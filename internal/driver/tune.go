@@ -30,6 +30,7 @@ type TuneOptions struct {
 	Strategies       []string // restrict the search (nil: every strategy)
 	FastMath         bool     // compile every candidate with fast math (a separate cache entry)
 	Fresh            bool     // measure again what the cache already holds
+	NoRefine         bool     // skip the refinement of the best plan (register caps, prefetch)
 	JSON             bool
 	Quiet            bool
 }
@@ -77,7 +78,7 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := tune.Options{Mode: mode, K: o.K, Beta: o.Beta, Seed: o.Seed, Steps: o.Steps, Reps: o.Reps, Strategies: o.Strategies,
-		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log}
+		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log, NoRefine: o.NoRefine}
 	if !o.Quiet {
 		opt.Progress = stderr
 	}
@@ -111,6 +112,9 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 	b := res.Best
 	fmt.Fprintf(stdout, "\nbest: %s  %.4f ms/step, %.1f GCells/s (predicted %.4f ms/step, %s)\n", b.Plan, b.SecondsPerStep*1e3,
 		cells/b.SecondsPerStep/1e9, b.Predicted*1e3, b.Pred.Bottleneck)
+	if sb := res.SpaceBest; sb != nil && sb != b {
+		fmt.Fprintf(stdout, "refined from %s (%.1f GCells/s): %.1f%% faster\n", sb.Plan, cells/sb.SecondsPerStep/1e9, (sb.SecondsPerStep/b.SecondsPerStep-1)*100)
+	}
 	fmt.Fprintf(stdout, "%d measured, %d failed, %d pruned, %d from the cache; up to %d steps per timed run; %.1f s\n",
 		res.Measured, res.Failed, res.Pruned, res.Resumed, res.Steps, res.Elapsed.Seconds())
 	if !o.Fresh {
@@ -143,6 +147,7 @@ type tuneJSON struct {
 	Steps      int             `json:"stepsPerRun"`
 	Seconds    float64         `json:"tuningSeconds"`
 	Best       string          `json:"best"`
+	SpaceBest  string          `json:"spaceBest"` // the best plan of the enumerated space, before the refinement
 	BestGCells float64         `json:"bestGCellsPerSecond"`
 	Measured   int             `json:"measured"`
 	Failed     int             `json:"failed"`
@@ -161,14 +166,15 @@ type candidateJSON struct {
 	SecondsPerStep float64 `json:"secondsPerStep,omitempty"`
 	Regs           int     `json:"regs,omitempty"`
 	Cached         bool    `json:"cached,omitempty"`
+	Refined        bool    `json:"refined,omitempty"`
 }
 
 func writeTuneJSON(w io.Writer, r *tune.Result, cells float64) error {
-	out := tuneJSON{Key: r.Key, KeyID: r.Key.ID(), Mode: r.Mode, Steps: r.Steps, Seconds: r.Elapsed.Seconds(), Best: r.Best.Plan.String(),
+	out := tuneJSON{Key: r.Key, KeyID: r.Key.ID(), Mode: r.Mode, Steps: r.Steps, Seconds: r.Elapsed.Seconds(), Best: r.Best.Plan.String(), SpaceBest: r.SpaceBest.Plan.String(),
 		BestGCells: cells / r.Best.SecondsPerStep / 1e9, Measured: r.Measured, Failed: r.Failed, Pruned: r.Pruned, Resumed: r.Resumed}
 	for _, c := range r.Candidates {
 		out.Candidates = append(out.Candidates, candidateJSON{Rank: c.Rank, Plan: c.Plan.String(), Status: string(c.Status), Reason: c.Reason,
-			Predicted: c.Predicted, Bottleneck: string(c.Pred.Bottleneck), SecondsPerStep: c.SecondsPerStep, Regs: c.Regs, Cached: c.Cached})
+			Predicted: c.Predicted, Bottleneck: string(c.Pred.Bottleneck), SecondsPerStep: c.SecondsPerStep, Regs: c.Regs, Cached: c.Cached, Refined: c.Refined})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

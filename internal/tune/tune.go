@@ -102,6 +102,8 @@ type Options struct {
 	Profile *probe.Profile
 	// NoCalibrate skips the pyramid calibration of top-k and beta modes.
 	NoCalibrate bool
+	// NoRefine skips the refinement of the best measured plan (see refine).
+	NoRefine bool
 	// Cache keeps results and lets a search resume (nil: nothing is kept).
 	Cache   *Cache
 	Version string // Tempest's version, part of the cache key
@@ -124,6 +126,9 @@ type Candidate struct {
 	Regs           int
 	SharedBytes    int
 	Cached         bool // the measurement comes from the cache (resumed)
+	// Refined marks a variant of the space's best plan that the refinement made (a register
+	// cap, a deeper prefetch): not part of the enumerated space, so not ranked against it.
+	Refined bool
 
 	low *lower.Lowered
 }
@@ -135,6 +140,9 @@ type Result struct {
 	Steps      int           // steps of a timed run (automatic steps: at most; Candidate.Steps has each one's)
 	Candidates []*Candidate  // viable ones ranked by prediction, then the pruned ones
 	Best       *Candidate    // fastest measured (nil if none)
+	// SpaceBest is the fastest measured plan of the enumerated space, before the refinement
+	// (Best when no refined variant beat it).
+	SpaceBest *Candidate
 	Elapsed    time.Duration // wall time of the search
 	// Counts of this search (resumed records not included in Measured and Failed).
 	Measured, Failed, Pruned, Resumed int
@@ -204,36 +212,42 @@ func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(i int, pl plan.Plan) {
-			c := &Candidate{Plan: pl, Status: Unmeasured}
-			cands[i] = c
-			defer func() {
-				if r := recover(); r != nil {
-					c.Status, c.Reason, c.low = Pruned, fmt.Sprintf("internal error while lowering or predicting: %v", r), nil
-				}
-				<-sem
-				wg.Done()
-			}()
-			low, err := lower.Lower(p, s.Shape, s.Layers, pl)
-			if err != nil {
-				c.Status, c.Reason = Pruned, err.Error()
-				return
-			}
-			if err := pl.Validate(p, lim, low.SharedBytes); err != nil {
-				c.Status, c.Reason = Pruned, err.Error()
-				return
-			}
-			c.low, c.SharedBytes = low, low.SharedBytes
-			pred, err := model.Predict(model.Input{Prog: p, Sum: sum, Plan: pl, Shape: s.Shape, Steps: 1000, Dev: prof, SharedBytes: low.SharedBytes})
-			if err != nil {
-				c.Status, c.Reason = Pruned, err.Error()
-				return
-			}
-			c.Pred, c.Predicted = pred, pred.Seconds/1000
+			defer func() { <-sem; wg.Done() }()
+			cands[i] = newCandidate(s, sum, prof, lim, pl)
 		}(i, pl)
 	}
 	wg.Wait()
 	sortCandidates(cands, o.Seed)
 	return cands, nil
+}
+
+// newCandidate lowers, validates and predicts one plan; a plan that cannot run is Pruned
+// with the reason.
+func newCandidate(s *state.State, sum *analysis.Summary, prof *probe.Profile, lim plan.Limits, pl plan.Plan) (c *Candidate) {
+	p := s.Prog
+	c = &Candidate{Plan: pl, Status: Unmeasured}
+	defer func() {
+		if r := recover(); r != nil {
+			c.Status, c.Reason, c.low = Pruned, fmt.Sprintf("internal error while lowering or predicting: %v", r), nil
+		}
+	}()
+	low, err := lower.Lower(p, s.Shape, s.Layers, pl)
+	if err != nil {
+		c.Status, c.Reason = Pruned, err.Error()
+		return c
+	}
+	if err := pl.Validate(p, lim, low.SharedBytes); err != nil {
+		c.Status, c.Reason = Pruned, err.Error()
+		return c
+	}
+	c.low, c.SharedBytes = low, low.SharedBytes
+	pred, err := model.Predict(model.Input{Prog: p, Sum: sum, Plan: pl, Shape: s.Shape, Steps: 1000, Dev: prof, SharedBytes: low.SharedBytes})
+	if err != nil {
+		c.Status, c.Reason = Pruned, err.Error()
+		return c
+	}
+	c.Pred, c.Predicted = pred, pred.Seconds/1000
+	return c
 }
 
 // tiebreak is a seeded hash of a plan's text.
@@ -364,24 +378,131 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("unknown tuning mode %q", o.Mode)
 	}
+	res.SpaceBest = fastest(res.Candidates)
+	if !o.NoRefine && res.SpaceBest != nil {
+		t.refine(res.SpaceBest)
+	}
 	for _, c := range res.Candidates {
 		switch {
 		case c.Status == Measured:
 			if !c.Cached {
 				res.Measured++
 			}
-			if res.Best == nil || c.SecondsPerStep < res.Best.SecondsPerStep {
-				res.Best = c
-			}
 		case c.Status == Failed && !c.Cached:
 			res.Failed++
 		}
 	}
+	res.Best = fastest(res.Candidates)
 	res.Elapsed = time.Since(start)
 	if res.Best == nil {
 		return res, fmt.Errorf("no candidate of %s could be measured (%d failed, %d pruned)", s.Prog.Name, res.Failed, res.Pruned)
 	}
 	return res, nil
+}
+
+// fastest is the measured candidate of least time per step (nil if none).
+func fastest(cands []*Candidate) *Candidate {
+	var best *Candidate
+	for _, c := range cands {
+		if c.Status == Measured && (best == nil || c.SecondsPerStep < best.SecondsPerStep) {
+			best = c
+		}
+	}
+	return best
+}
+
+// refinePF are the prefetch distances the refinement tries on an n5d plan (the lowering
+// refuses those that do not divide its unrolled round; at most two are kept).
+var refinePF = []int{2, 3, 5}
+
+// registerCaps are the register caps (multiples of 8, from 40 up) at which one and two more
+// blocks of a kernel with regs registers per thread (capped at maxRegs if positive) reside on
+// a multiprocessor; none where threads or shared memory bound the blocks instead.
+func registerCaps(props gpu.Props, threads, shared, regs, maxRegs int) []int {
+	if props.RegsPerSM <= 0 || regs <= 0 {
+		return nil
+	}
+	limit := regs
+	if maxRegs > 0 {
+		limit = min(limit, maxRegs)
+	}
+	var caps []int
+	now := gpu.ResidentBlocks(props, threads, shared, limit)
+	for want := now + 1; want <= now+2; want++ {
+		if gpu.ResidentBlocks(props, threads, shared, 0) < want {
+			break
+		}
+		c := limit / 8 * 8
+		for c >= 40 && gpu.ResidentBlocks(props, threads, shared, c) < want {
+			c -= 8
+		}
+		if c >= 40 && c < limit {
+			caps = append(caps, c)
+		}
+	}
+	return caps
+}
+
+// refine measures variants of the space's best plan that the models cannot rank: register
+// caps that let one or two more blocks reside on a multiprocessor (the compiler then spills a
+// little or schedules tighter; n5d blocks of 128-170 registers gained 3-8% on the H100 from
+// caps of 96 or 128), deeper prefetches for n5d (pf: up to 7% on some stencils, a loss on
+// others), and both together. The plan's own registers, threads and shared memory, as
+// compiled, decide the caps, so the variants are measured rather than predicted; they join
+// the candidates marked Refined, and the fastest of all is the result.
+func (t *tuner) refine(best *Candidate) {
+	caps := registerCaps(t.dev.Props(), best.Plan.Threads(), best.SharedBytes, best.Regs, best.Plan.MaxRegs)
+	pfs := []int{best.Plan.Prefetch}
+	if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 {
+		for _, pf := range refinePF {
+			pl := best.Plan
+			pl.Prefetch = pf
+			if _, err := lower.Lower(t.s.Prog, t.s.Shape, t.s.Layers, pl); err == nil && len(pfs) < 3 {
+				pfs = append(pfs, pf)
+			}
+		}
+	}
+	lim := gpurun.Limits(t.dev)
+	if t.o.Limits != nil {
+		lim = *t.o.Limits
+	}
+	sum := analysis.Analyze(t.s.Prog)
+	var vars []*Candidate
+	for _, pf := range pfs {
+		for _, c := range append([]int{best.Plan.MaxRegs}, caps...) {
+			pl := best.Plan
+			pl.Prefetch, pl.MaxRegs = pf, c
+			if pl == best.Plan {
+				continue
+			}
+			v := newCandidate(t.s, sum, t.o.Profile, lim, pl)
+			v.Refined = true
+			if v.Status == Pruned {
+				continue
+			}
+			if t.o.Cache != nil {
+				if e, err := t.o.Cache.Load(t.res.Key); err == nil {
+					if r := e.Lookup(pl.String()); r != nil && (r.Status == Measured || r.Status == Failed) {
+						v.Status, v.Reason, v.SecondsPerStep, v.SamplesMs, v.Steps, v.Regs, v.Cached = r.Status, r.Reason, r.SecondsPerStep, r.SamplesMs, r.Steps, r.Regs, true
+						t.res.Resumed++
+					}
+				}
+			}
+			vars = append(vars, v)
+		}
+	}
+	if len(vars) == 0 {
+		return
+	}
+	t.logf("refining %s (%d registers): %d variants", best.Plan, best.Regs, len(vars))
+	t.measure(vars)
+	// After the ranked candidates, before the pruned ones.
+	cs := t.res.Candidates
+	i := len(cs)
+	for i > 0 && cs[i-1].Status == Pruned {
+		i--
+	}
+	t.res.Candidates = slices.Concat(cs[:i], vars, cs[i:])
 }
 
 // targetRun is the length of a timed run the automatic step count aims at.
@@ -800,7 +921,11 @@ func Report(w io.Writer, r *Result, rest int) {
 		if c == r.Best {
 			status += "  <- best"
 		}
-		fmt.Fprintf(w, "%-4d %-44s %9.4f ms %12s %7s  %-18s %s\n", c.Rank, c.Plan, c.Predicted*1e3, meas, regs, c.Pred.Bottleneck, status)
+		rank := fmt.Sprint(c.Rank)
+		if c.Refined {
+			rank = "ref"
+		}
+		fmt.Fprintf(w, "%-4s %-44s %9.4f ms %12s %7s  %-18s %s\n", rank, c.Plan, c.Predicted*1e3, meas, regs, c.Pred.Bottleneck, status)
 	}
 	if r.Pruned > 0 {
 		fmt.Fprintf(w, "(%d plans pruned, e.g. %s: %s)\n", r.Pruned, firstPruned(r).Plan, firstLine(firstPruned(r).Reason))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -351,5 +352,85 @@ func TestAutomaticSteps(t *testing.T) {
 		if c.Steps < q || c.Steps%q != 0 || c.Steps > max(res.Steps/q*q, q) {
 			t.Errorf("%s: %d steps (limit %d)", c.Plan, c.Steps, res.Steps)
 		}
+	}
+}
+
+// TestRegisterCaps: the caps that let one and two more blocks reside, on the H100's limits
+// (64K registers and 2048 threads per SM, 228 KB of shared memory).
+func TestRegisterCaps(t *testing.T) {
+	h100 := h100Props
+	for _, c := range []struct {
+		threads, shared, regs, maxRegs int
+		want                           []int
+	}{
+		{128, 23232, 127, 0, []int{96, 80}}, // star2d1r bt=11: 16 warps, then 20 and 24
+		{128, 20000, 160, 0, []int{128, 96}},
+		{128, 20000, 160, 128, []int{96, 80}}, // already capped at 128
+		{512, 40000, 56, 0, []int{40}},        // 3 blocks need 42 registers or fewer; 4 would need 32
+		{128, 100000, 127, 0, nil},            // shared memory holds two blocks whatever the registers
+		{1024, 0, 32, 0, nil},                 // threads bound it
+		{128, 0, 0, 0, nil},                   // no register count (OpenCL)
+	} {
+		if got := registerCaps(h100, c.threads, c.shared, c.regs, c.maxRegs); !slices.Equal(got, c.want) {
+			t.Errorf("%d threads, %d B shared, %d registers (cap %d): caps %v, want %v", c.threads, c.shared, c.regs, c.maxRegs, got, c.want)
+		}
+	}
+	if got := registerCaps(gpu.Props{}, 128, 0, 127, 0); got != nil {
+		t.Errorf("a device without register limits: %v", got)
+	}
+}
+
+// TestRefineTriesVariantsOfTheBest: after the space, the best n5d plan is measured again with
+// deeper prefetches (pf=2 and 3 divide j2d5pt's round of 6 planes); the variants are marked,
+// cached, resumed, and the fastest of all is the result.
+func TestRefineTriesVariantsOfTheBest(t *testing.T) {
+	dev := openDevice(t)
+	p := program(t, "an5d/j2d5pt.stencil")
+	s := newState(t, p, []int{45, 70})
+	cache := &Cache{Dir: t.TempDir()}
+	o := Options{Mode: Exhaustive, Steps: 4, Reps: 1, Candidates: plans(t, p, "n5d:bx=32,bt=2,chunk=16", "n5d:bx=16,bt=3,chunk=16"),
+		Cache: cache, Version: "test"}
+	res, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	Report(&b, res, 3)
+	t.Logf("\n%s", b.String())
+	var refined []string
+	for _, c := range res.Candidates {
+		if c.Refined {
+			refined = append(refined, c.Plan.String())
+			if c.Status != Measured || c.Plan.BX != res.SpaceBest.Plan.BX || c.Plan.BT != res.SpaceBest.Plan.BT {
+				t.Errorf("variant %s: %s, not of the best %s", c.Plan, c.Status, res.SpaceBest.Plan)
+			}
+		}
+	}
+	if res.SpaceBest == nil || res.SpaceBest.Refined || len(refined) != 2 || !strings.Contains(refined[0], "pf=2") || !strings.Contains(refined[1], "pf=3") {
+		t.Fatalf("space best %v, refined %v", res.SpaceBest, refined)
+	}
+	if res.Measured != 4 || fastest(res.Candidates) != res.Best {
+		t.Errorf("%d measured, best %s", res.Measured, res.Best.Plan)
+	}
+	if !strings.Contains(b.String(), "ref ") {
+		t.Errorf("the report does not mark the variants:\n%s", b.String())
+	}
+	verify(t, dev, s, res.Best.Plan, 7)
+	// Resumed: nothing is measured again, the variants included.
+	again, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Measured != 0 || again.Resumed != 4 || again.Best.Plan != res.Best.Plan {
+		t.Errorf("resume: %d measured, %d resumed, best %s (first %s)", again.Measured, again.Resumed, again.Best.Plan, res.Best.Plan)
+	}
+	// NoRefine measures the space only.
+	o.NoRefine, o.Cache = true, nil
+	plain, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Measured != 2 || plain.Best != plain.SpaceBest {
+		t.Errorf("without refinement: %d measured", plain.Measured)
 	}
 }
