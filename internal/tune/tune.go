@@ -137,13 +137,13 @@ type Candidate struct {
 type Result struct {
 	Key        Key
 	Mode       Mode
-	Steps      int           // steps of a timed run (automatic steps: at most; Candidate.Steps has each one's)
-	Candidates []*Candidate  // viable ones ranked by prediction, then the pruned ones
-	Best       *Candidate    // fastest measured (nil if none)
+	Steps      int          // steps of a timed run (automatic steps: at most; Candidate.Steps has each one's)
+	Candidates []*Candidate // viable ones ranked by prediction, then the pruned ones
+	Best       *Candidate   // fastest measured (nil if none)
 	// SpaceBest is the fastest measured plan of the enumerated space, before the refinement
 	// (Best when no refined variant beat it).
 	SpaceBest *Candidate
-	Elapsed    time.Duration // wall time of the search
+	Elapsed   time.Duration // wall time of the search
 	// Counts of this search (resumed records not included in Measured and Failed).
 	Measured, Failed, Pruned, Resumed int
 	Calibrations                      []*model.PyramidCal
