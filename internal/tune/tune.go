@@ -380,7 +380,9 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	}
 	res.SpaceBest = fastest(res.Candidates)
 	if !o.NoRefine && res.SpaceBest != nil {
-		t.refine(res.SpaceBest)
+		for _, c := range contenders(res.Candidates, res.SpaceBest) {
+			t.refine(c)
+		}
 	}
 	for _, c := range res.Candidates {
 		switch {
@@ -409,6 +411,20 @@ func fastest(cands []*Candidate) *Candidate {
 		}
 	}
 	return best
+}
+
+// contenders are the measured plans of the space worth refining: the best and up to two
+// more within 10% of it (a plan a little slower as it stands may gain more from a register
+// cap, e.g. a deeper block whose registers held fewer blocks resident), fastest first.
+func contenders(cands []*Candidate, best *Candidate) []*Candidate {
+	var out []*Candidate
+	for _, c := range cands {
+		if c.Status == Measured && !c.Refined && c.SecondsPerStep <= best.SecondsPerStep*1.1 {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].SecondsPerStep < out[j].SecondsPerStep })
+	return out[:min(len(out), 3)]
 }
 
 // refinePF are the prefetch distances the refinement tries on an n5d plan (the lowering
@@ -443,7 +459,7 @@ func registerCaps(props gpu.Props, threads, shared, regs, maxRegs int) []int {
 	return caps
 }
 
-// refine measures variants of the space's best plan that the models cannot rank: register
+// refine measures variants of a measured plan of the space that the models cannot rank: register
 // caps that let one or two more blocks reside on a multiprocessor (the compiler then spills a
 // little or schedules tighter; n5d blocks of 128-170 registers gained 3-8% on the H100 from
 // caps of 96 or 128), deeper prefetches for n5d (pf: up to 7% on some stencils, a loss on

@@ -397,19 +397,24 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 	var b strings.Builder
 	Report(&b, res, 3)
 	t.Logf("\n%s", b.String())
+	// The other plan is refined too if it timed within 10% of the best.
 	var refined []string
+	n := 0
 	for _, c := range res.Candidates {
 		if c.Refined {
-			refined = append(refined, c.Plan.String())
-			if c.Status != Measured || c.Plan.BX != res.SpaceBest.Plan.BX || c.Plan.BT != res.SpaceBest.Plan.BT {
-				t.Errorf("variant %s: %s, not of the best %s", c.Plan, c.Status, res.SpaceBest.Plan)
+			n++
+			if c.Status != Measured {
+				t.Errorf("variant %s: %s", c.Plan, c.Status)
+			}
+			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT {
+				refined = append(refined, c.Plan.String())
 			}
 		}
 	}
 	if res.SpaceBest == nil || res.SpaceBest.Refined || len(refined) != 2 || !strings.Contains(refined[0], "pf=2") || !strings.Contains(refined[1], "pf=3") {
 		t.Fatalf("space best %v, refined %v", res.SpaceBest, refined)
 	}
-	if res.Measured != 4 || fastest(res.Candidates) != res.Best {
+	if res.Measured != 2+n || fastest(res.Candidates) != res.Best {
 		t.Errorf("%d measured, best %s", res.Measured, res.Best.Plan)
 	}
 	if !strings.Contains(b.String(), "ref ") {
@@ -421,7 +426,7 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Measured != 0 || again.Resumed != 4 || again.Best.Plan != res.Best.Plan {
+	if again.Measured != 0 || again.Resumed != 2+n || again.Best.Plan != res.Best.Plan {
 		t.Errorf("resume: %d measured, %d resumed, best %s (first %s)", again.Measured, again.Resumed, again.Best.Plan, res.Best.Plan)
 	}
 	// NoRefine measures the space only.
