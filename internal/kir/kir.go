@@ -54,6 +54,10 @@ type Kernel struct {
 	// DynShared is the element type of the dynamic shared-memory array `smem` the body uses
 	// (Void: none). CUDA declares it extern; OpenCL receives it as the last parameter.
 	DynShared Type
+	// MaxThreads, when positive, is the block size the kernel is launched with: CUDA gets
+	// __launch_bounds__, so that the compiler keeps the registers within what such a block
+	// may use (spilling if it must) rather than build a kernel that cannot launch.
+	MaxThreads int
 }
 
 // Param is a kernel parameter: a pointer to global memory or a scalar.

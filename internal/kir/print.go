@@ -122,7 +122,11 @@ func (p *printer) kernel(k *Kernel) {
 		params = append(params, fmt.Sprintf("__local %s* smem", p.typ(k.DynShared)))
 	}
 	if p.d == CUDA {
-		p.line("extern \"C\" __global__ void %s(%s) {", k.Name, strings.Join(params, ", "))
+		bounds := ""
+		if k.MaxThreads > 0 {
+			bounds = fmt.Sprintf("__launch_bounds__(%d) ", k.MaxThreads)
+		}
+		p.line("extern \"C\" __global__ void %s%s(%s) {", bounds, k.Name, strings.Join(params, ", "))
 	} else {
 		p.line("__kernel void %s(%s) {", k.Name, strings.Join(params, ", "))
 	}

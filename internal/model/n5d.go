@@ -448,7 +448,9 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	// L2 (or L1) at each level for the block's cells, halos included.
 	inputBytes := float64(f.inputs) * g.out * float64(word)
 	dram += inputBytes
-	l2 := loads + compulsory + blockPlanes*float64(g.cellsPerPlane*f.globalRds*word*b)
+	// Those per-level reads are strided scalars when a thread has rx cells along x: each
+	// load instruction spans rx times the bytes it uses, so the sectors moved grow with rx.
+	l2 := loads + compulsory + blockPlanes*float64(g.cellsPerPlane*f.globalRds*word*b*rx)
 	tGlob := dram / (c.BWFactor * dev.DRAMBytesPerSec()) * (1 + c.GlobalRX*float64(rx-1))
 	tL2 := l2 / dev.L2BytesPerSec()
 	kernel := smoothMaxP(c.Smooth, tComp, tGlob, tL2)
