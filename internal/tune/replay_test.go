@@ -181,7 +181,8 @@ func calibrateFromTimes(p *ir.Program, shape []int, dev *probe.Profile, cands []
 // TestReplayH100 re-ranks the plans of the exhaustive tuner runs on the H100
 // (testdata/h100-exhaustive.txt of 2026-11-22: nine AN5D stencils at 16384^2 / 512^3 with fast
 // math, the 11 stencils of the in-plane suite at 512^2 x 256; the 2026-11-24 files: four 2D
-// AN5D stencils and star2d1r's n5d plans after that day's kernel changes) with the current
+// AN5D stencils and star2d1r's n5d plans after that day's kernel changes, then all 11 AN5D
+// stencils and the in-plane suite again after the last of them) with the current
 // models and space, as the
 // top-5 tuner would, and checks that the best of its five first plans measured at least 95%
 // of the best plan, and that the topk+beta selection (those five and every plan predicted
@@ -191,11 +192,11 @@ func calibrateFromTimes(p *ir.Program, shape []int, dev *probe.Profile, cands []
 // is a floor that a model change must not lower.
 func TestReplayH100(t *testing.T) {
 	known := map[string]float64{
-		"examples/inplane/poisson.stencil": 0.93,
+		"examples/inplane/poisson.stencil": 0.91, // 0.93 on the 2026-11-22 records, 0.916 on the second set of 2026-11-24
 	}
 	var b strings.Builder
 	var runs []*replayRun
-	for _, f := range []string{"testdata/h100-exhaustive.txt", "testdata/h100-exhaustive-2026-11-24.txt", "testdata/h100-n5d-2026-11-24.txt"} {
+	for _, f := range []string{"testdata/h100-exhaustive.txt", "testdata/h100-exhaustive-2026-11-24.txt", "testdata/h100-n5d-2026-11-24.txt", "testdata/h100-exhaustive-2026-11-24b.txt"} {
 		runs = append(runs, readReplay(t, f)...)
 	}
 	for _, r := range runs {
