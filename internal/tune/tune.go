@@ -133,6 +133,11 @@ type Candidate struct {
 	low *lower.Lowered
 }
 
+// resume takes a cached record's outcome as the candidate's own.
+func (c *Candidate) resume(r *Record) {
+	c.Status, c.Reason, c.SecondsPerStep, c.SamplesMs, c.Steps, c.Regs, c.Cached = r.Status, r.Reason, r.SecondsPerStep, r.SamplesMs, r.Steps, r.Regs, true
+}
+
 // Result is a search's outcome.
 type Result struct {
 	Key        Key
@@ -321,7 +326,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 		}
 		for _, c := range viable {
 			if r := e.Lookup(c.Plan.String()); r != nil && (r.Status == Measured || r.Status == Failed) {
-				c.Status, c.Reason, c.SecondsPerStep, c.SamplesMs, c.Steps, c.Regs, c.Cached = r.Status, r.Reason, r.SecondsPerStep, r.SamplesMs, r.Steps, r.Regs, true
+				c.resume(r)
 				res.Resumed++
 			}
 		}
@@ -483,6 +488,12 @@ func (t *tuner) refine(best *Candidate) {
 		lim = *t.o.Limits
 	}
 	sum := analysis.Analyze(t.s.Prog)
+	var cached *Entry
+	if t.o.Cache != nil {
+		if e, err := t.o.Cache.Load(t.res.Key); err == nil {
+			cached = e
+		}
+	}
 	var vars []*Candidate
 	for _, pf := range pfs {
 		for _, c := range append([]int{best.Plan.MaxRegs}, caps...) {
@@ -496,12 +507,10 @@ func (t *tuner) refine(best *Candidate) {
 			if v.Status == Pruned {
 				continue
 			}
-			if t.o.Cache != nil {
-				if e, err := t.o.Cache.Load(t.res.Key); err == nil {
-					if r := e.Lookup(pl.String()); r != nil && (r.Status == Measured || r.Status == Failed) {
-						v.Status, v.Reason, v.SecondsPerStep, v.SamplesMs, v.Steps, v.Regs, v.Cached = r.Status, r.Reason, r.SecondsPerStep, r.SamplesMs, r.Steps, r.Regs, true
-						t.res.Resumed++
-					}
+			if cached != nil {
+				if r := cached.Lookup(pl.String()); r != nil && (r.Status == Measured || r.Status == Failed) {
+					v.resume(r)
+					t.res.Resumed++
 				}
 			}
 			vars = append(vars, v)
