@@ -173,8 +173,8 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 		if s == "n5d" {
 			// Short chunks, three steps per launch, several cells per thread along x (and
 			// rows along y in 3D), the other level order than the default's (wave order or
-			// one barrier per level).
-			alt.Chunk, alt.BT, alt.RX, alt.Wave = 5, 3, 2, !def.Wave
+			// one barrier per level), two planes loaded ahead.
+			alt.Chunk, alt.BT, alt.RX, alt.Wave, alt.Prefetch = 5, 3, 2, !def.Wave, 2
 			if p.Dims() == 3 && reach == 1 {
 				alt.RY = 2 // first-order only: wider boxes' unrolled kernels grow with the cells (CI time)
 			}
