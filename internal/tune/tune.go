@@ -130,7 +130,7 @@ type Candidate struct {
 	// cap, a deeper prefetch): not part of the enumerated space, so not ranked against it.
 	Refined bool
 
-	low *lower.Lowered
+	low *lower.Lowered // lowered by compile when measured, dropped once timed
 }
 
 // resume takes a cached record's outcome as the candidate's own.
@@ -233,7 +233,7 @@ func newCandidate(s *state.State, sum *analysis.Summary, prof *probe.Profile, li
 	c = &Candidate{Plan: pl, Status: Unmeasured}
 	defer func() {
 		if r := recover(); r != nil {
-			c.Status, c.Reason, c.low = Pruned, fmt.Sprintf("internal error while lowering or predicting: %v", r), nil
+			c.Status, c.Reason = Pruned, fmt.Sprintf("internal error while lowering or predicting: %v", r)
 		}
 	}()
 	low, err := lower.Lower(p, s.Shape, s.Layers, pl)
@@ -245,7 +245,9 @@ func newCandidate(s *state.State, sum *analysis.Summary, prof *probe.Profile, li
 		c.Status, c.Reason = Pruned, err.Error()
 		return c
 	}
-	c.low, c.SharedBytes = low, low.SharedBytes
+	// The lowered module is not kept: a space of a few hundred deep n5d plans (each with its
+	// remainder kernels) held 15 GB while ranked; compile lowers again what it measures.
+	c.SharedBytes = low.SharedBytes
 	pred, err := model.Predict(model.Input{Prog: p, Sum: sum, Plan: pl, Shape: s.Shape, Steps: 1000, Dev: prof, SharedBytes: low.SharedBytes})
 	if err != nil {
 		c.Status, c.Reason = Pruned, err.Error()
@@ -725,6 +727,13 @@ func (t *tuner) compile(c *Candidate) (cm compiled) {
 			cm = compiled{err: fmt.Errorf("internal error while compiling: %v", r)}
 		}
 	}()
+	if c.low == nil {
+		low, err := lower.Lower(t.s.Prog, t.s.Shape, t.s.Layers, c.Plan)
+		if err != nil {
+			return compiled{err: err}
+		}
+		c.low = low
+	}
 	src := kir.Print(c.low.Module, gpurun.Dialect(t.dev))
 	name := fmt.Sprintf("%s (%s)", t.s.Prog.Name, c.Plan)
 	mod, err := t.dev.Compile(name, src, gpu.CompileOptions{FastMath: c.Plan.FastMath, MaxRegs: c.Plan.MaxRegs})
@@ -807,6 +816,7 @@ func (t *tuner) measure(cands []*Candidate) {
 			c.Status = Measured
 			t.logf("  %-40s %10.4f ms/step (predicted %.4f, %s)", c.Plan, c.SecondsPerStep*1e3, c.Predicted*1e3, c.Pred.Bottleneck)
 		}
+		c.low = nil // measured: its module is no longer needed
 		t.record(c)
 		t.step(c.Plan.String())
 	}
