@@ -61,6 +61,11 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, er
 	return low, nil
 }
 
+// N5DRound is the planes of one unrolled round of p's n5d loop, 2(2R+1) for reach R along the
+// streaming axis: every register queue, accumulator and shared slot repeats within it, so the
+// prefetch distance pf must divide it.
+func N5DRound(p *ir.Program) int { return 2 * (2*p.Reach()[0] + 1) }
+
 // n5dSum is an update in associative form: outer(sum over plane offsets o of parts[o]),
 // where parts[o] reads only plane m+o and outer is an optional product or quotient by a
 // coefficient applied once to the completed sum.
@@ -413,7 +418,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 	}
 	U := 2*R + 1
-	copies := 2 * U
+	copies := N5DRound(p)
 	// wave: levels run deepest first, each one plane further behind the level below (lag
 	// R+1 instead of R), so that all of them read shared planes published in the previous
 	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).

@@ -55,7 +55,7 @@ type Plan struct {
 	// halo per 32 threads. CUDA only.
 	Shfl bool
 	// Prefetch is how many planes ahead n5d loads its input (0 or 1: the next plane). Deeper
-	// prefetches keep more loads in flight per thread, at PD registers per cell.
+	// prefetches keep more loads in flight per thread, at pf registers per cell.
 	Prefetch int
 }
 
@@ -229,9 +229,7 @@ func (pl *Plan) FitBT(p *ir.Program) error {
 func (pl Plan) Depths() []int {
 	out := []int{max(pl.BT, 1)}
 	for b := out[0] / 2; b >= 1; b /= 2 {
-		if b < out[len(out)-1] {
-			out = append(out, b)
-		}
+		out = append(out, b)
 	}
 	return out
 }

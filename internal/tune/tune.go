@@ -478,9 +478,7 @@ func (t *tuner) refine(best *Candidate) {
 	pfs := []int{best.Plan.Prefetch}
 	if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 {
 		for _, pf := range refinePF {
-			pl := best.Plan
-			pl.Prefetch = pf
-			if _, err := lower.Lower(t.s.Prog, t.s.Shape, t.s.Layers, pl); err == nil && len(pfs) < 3 {
+			if lower.N5DRound(t.s.Prog)%pf == 0 && len(pfs) < 3 {
 				pfs = append(pfs, pf)
 			}
 		}
