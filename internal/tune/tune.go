@@ -165,6 +165,14 @@ func (r *Result) Selected() []*Candidate {
 	return out
 }
 
+// limits are the device's limits, or the replacement the options give.
+func (o *Options) limits(dev gpu.Device) plan.Limits {
+	if o.Limits != nil {
+		return *o.Limits
+	}
+	return gpurun.Limits(dev)
+}
+
 func (o *Options) defaults() {
 	if o.Mode == "" {
 		o.Mode = TopK
@@ -193,10 +201,7 @@ func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
 	if prof == nil {
 		prof = probe.Estimate(props)
 	}
-	lim := gpurun.Limits(dev)
-	if o.Limits != nil {
-		lim = *o.Limits
-	}
+	lim := o.limits(dev)
 	sum := analysis.Analyze(p)
 	plans := o.Candidates
 	if plans == nil {
@@ -387,9 +392,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	}
 	res.SpaceBest = fastest(res.Candidates)
 	if !o.NoRefine && res.SpaceBest != nil {
-		for _, c := range contenders(res.Candidates, res.SpaceBest) {
-			t.refine(c)
-		}
+		t.refine(contenders(res.Candidates, res.SpaceBest))
 	}
 	for _, c := range res.Candidates {
 		switch {
@@ -466,27 +469,15 @@ func registerCaps(props gpu.Props, threads, shared, regs, maxRegs int) []int {
 	return caps
 }
 
-// refine measures variants of a measured plan of the space that the models cannot rank: register
+// refine measures variants of measured plans of the space that the models cannot rank: register
 // caps that let one or two more blocks reside on a multiprocessor (the compiler then spills a
 // little or schedules tighter; n5d blocks of 128-170 registers gained 3-8% on the H100 from
 // caps of 96 or 128), deeper prefetches for n5d (pf: up to 7% on some stencils, a loss on
-// others), and both together. The plan's own registers, threads and shared memory, as
+// others), and both together. Each plan's own registers, threads and shared memory, as
 // compiled, decide the caps, so the variants are measured rather than predicted; they join
 // the candidates marked Refined, and the fastest of all is the result.
-func (t *tuner) refine(best *Candidate) {
-	caps := registerCaps(t.dev.Props(), best.Plan.Threads(), best.SharedBytes, best.Regs, best.Plan.MaxRegs)
-	pfs := []int{best.Plan.Prefetch}
-	if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 {
-		for _, pf := range refinePF {
-			if lower.N5DRound(t.s.Prog)%pf == 0 && len(pfs) < 3 {
-				pfs = append(pfs, pf)
-			}
-		}
-	}
-	lim := gpurun.Limits(t.dev)
-	if t.o.Limits != nil {
-		lim = *t.o.Limits
-	}
+func (t *tuner) refine(plans []*Candidate) {
+	lim := t.o.limits(t.dev)
 	sum := analysis.Analyze(t.s.Prog)
 	var cached *Entry
 	if t.o.Cache != nil {
@@ -494,34 +485,50 @@ func (t *tuner) refine(best *Candidate) {
 			cached = e
 		}
 	}
-	var vars []*Candidate
-	for _, pf := range pfs {
-		for _, c := range append([]int{best.Plan.MaxRegs}, caps...) {
-			pl := best.Plan
-			pl.Prefetch, pl.MaxRegs = pf, c
-			if pl == best.Plan {
-				continue
-			}
-			v := newCandidate(t.s, sum, t.o.Profile, lim, pl)
-			v.Refined = true
-			if v.Status == Pruned {
-				continue
-			}
-			if cached != nil {
-				if r := cached.Lookup(pl.String()); r != nil && (r.Status == Measured || r.Status == Failed) {
-					v.resume(r)
-					t.res.Resumed++
+	for _, best := range plans {
+		caps := registerCaps(t.dev.Props(), best.Plan.Threads(), best.SharedBytes, best.Regs, best.Plan.MaxRegs)
+		pfs := []int{best.Plan.Prefetch}
+		if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 {
+			for _, pf := range refinePF {
+				if lower.N5DRound(t.s.Prog)%pf == 0 && len(pfs) < 3 {
+					pfs = append(pfs, pf)
 				}
 			}
-			vars = append(vars, v)
 		}
+		var vars []*Candidate
+		for _, pf := range pfs {
+			for _, c := range append([]int{best.Plan.MaxRegs}, caps...) {
+				pl := best.Plan
+				pl.Prefetch, pl.MaxRegs = pf, c
+				if pl == best.Plan {
+					continue
+				}
+				v := newCandidate(t.s, sum, t.o.Profile, lim, pl)
+				v.Refined = true
+				if v.Status == Pruned {
+					continue
+				}
+				if cached != nil {
+					if r := cached.Lookup(pl.String()); r != nil && (r.Status == Measured || r.Status == Failed) {
+						v.resume(r)
+						t.res.Resumed++
+					}
+				}
+				vars = append(vars, v)
+			}
+		}
+		t.refined(best, vars)
 	}
+}
+
+// refined measures the variants of one plan and places them after the ranked candidates,
+// before the pruned ones.
+func (t *tuner) refined(best *Candidate, vars []*Candidate) {
 	if len(vars) == 0 {
 		return
 	}
 	t.logf("refining %s (%d registers): %d variants", best.Plan, best.Regs, len(vars))
 	t.measure(vars)
-	// After the ranked candidates, before the pruned ones.
 	cs := t.res.Candidates
 	i := len(cs)
 	for i > 0 && cs[i-1].Status == Pruned {
