@@ -505,7 +505,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	for _, u := range p.Updates {
 		for k := 0; k < PD; k++ {
 			for i := 0; i < NC; i++ {
-				decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(L*bt-k)), i))
+				decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(R*bt-k)), i))
 			}
 		}
 	}
@@ -862,7 +862,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return loop
 	}
-	// Planes zb-L*bt .. ze+L*bt-1 in whole rounds of 2U copies; the last round may run past
+	// Planes zb-R*bt .. ze+L*bt-1 in whole rounds of 2U copies; the last round may run past
 	// the end, reading clamped planes and storing nothing. (Copies under a condition would put
 	// barriers inside it, which some OpenCL compilers mishandle.) For bt <= 2, three phases: a
 	// head whose copies skip the levels that have no needed plane yet, an inner loop of rounds
@@ -871,7 +871,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// them overflow the instruction cache (measured on the H100: 6-23% slower at bt 3-12 in
 	// 2D and 3D, while bt = 2 gains 3-5% on the 3D boxes).
 	phases := bt <= 2
-	first := kir.Bin("-", kir.Id("zb"), kir.I(L*bt))
+	// The first plane any output needs is zb-R*bt (level 0's reach over bt levels); in wave
+	// order a level lags L = R+1 planes, so level bt's last output comes L*bt planes after the
+	// loaded one, but nothing before zb-R*bt is ever needed: the loop starts there, bt planes
+	// later than the lag alone would say.
+	first := kir.Bin("-", kir.Id("zb"), kir.I(R*bt))
 	end := kir.Add(kir.Id("ze"), kir.I(L*bt))
 	rounds := func(from, to kir.Expr, checks, phased bool) kir.Stmt {
 		var round []kir.Stmt
@@ -882,7 +886,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// Every level is active from plane zb+L*bt-slack on (level bt is the last to start) and
 	// up to ze+R*bt+(L-R)-1 (level 1 is the first to stop; all of them at ze+R*bt-1 when L = R).
-	headRounds := (2*L*bt - slack + copies - 1) / copies
+	headRounds := ((L+R)*bt - slack + copies - 1) / copies
 	decl("jh", kir.I32, kir.Add(first, kir.I(headRounds*copies)))
 	inner := &kir.Binary{Op: "/", X: &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)}}, Y: kir.I(copies)}
 	decl("jt", kir.I32, kir.Add(kir.Id("jh"), kir.Mul(kir.I(copies), inner)))
