@@ -233,9 +233,10 @@ func TestShflCUDAOnly(t *testing.T) {
 	if !strings.Contains(src, "__shfl_down_sync") || !strings.Contains(src, "__shfl_up_sync") || strings.Contains(src, "__syncthreads") || strings.Contains(src, "smem") {
 		t.Errorf("shfl kernel: want shuffles and neither shared memory nor barriers:\n%s", src)
 	}
-	// 64 cells per warp tile, 6 lost to three steps of reach 1: 58 outputs, two tiles a block.
-	if !strings.Contains(src, "grid[0] = (size_t)(((int64_t)c->n[1] + 115) / 116);") {
-		t.Error("the host's grid along x does not divide by 116 (58 outputs x 2 tiles)")
+	// 64 cells per warp tile; three steps of reach 1 need 3 halo cells on each side, and the
+	// outputs start and end at multiples of rx=2: 4 before, 56 outputs, two tiles a block.
+	if !strings.Contains(src, "grid[0] = (size_t)(((int64_t)c->n[1] + 111) / 112);") {
+		t.Error("the host's grid along x does not divide by 112 (56 outputs x 2 tiles)")
 	}
 	if _, err := Generate(p, Options{Target: "opencl", Plan: pl, Shape: []int{100, 1000}}); err == nil || !strings.Contains(err.Error(), "CUDA only") {
 		t.Errorf("opencl with shfl: got %v, want a CUDA-only error", err)

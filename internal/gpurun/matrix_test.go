@@ -182,7 +182,12 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				alt.BT = 2
 			}
 			if p.Dims() == 2 {
+				// Pairs for first-order programs: their blocks inside the interior of the
+				// 37x70 shape load and store aligned vectors; triples (no vectors) for the rest.
 				alt.BX, alt.BY, alt.RX = 8, 1, 3
+				if p.Reach()[1] == 1 {
+					alt.RX = 2
+				}
 			}
 			if alt.FitBT(p) != nil {
 				continue

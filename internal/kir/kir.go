@@ -133,16 +133,20 @@ type (
 		Array Expr
 		Idx   Expr
 	}
-	// VecStore writes the vector variable Vec (declared by a VecLoad of the same T and Width)
-	// to Array[Idx], ..., Array[Idx+Width-1] of a shared array with one vector access. As for
-	// VecLoad, &Array[Idx] must be aligned to Width*size(T) bytes: the array is declared with
-	// that Align and Idx is a multiple of Width.
+	// VecStore writes the vector variable Vec (declared by a VecLoad of the same T and Width),
+	// or the vector of the Width scalars Vals when they are given, to Array[Idx], ...,
+	// Array[Idx+Width-1] with one vector access: of a shared array, or of a global buffer
+	// (a pointer parameter) when Global is set. As for VecLoad, &Array[Idx] must be aligned to
+	// Width*size(T) bytes: a shared array is declared with that Align and Idx is a multiple of
+	// Width; for a buffer the strategy establishes it, at run time if need be.
 	VecStore struct {
-		Vec   string
-		T     Type
-		Width int
-		Array string
-		Idx   Expr
+		Vec    string
+		Vals   []Expr
+		T      Type
+		Width  int
+		Array  string
+		Idx    Expr
+		Global bool
 	}
 )
 

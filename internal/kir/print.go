@@ -219,8 +219,26 @@ func (p *printer) stmt(s Stmt) {
 		space := ""
 		if p.d == OpenCL {
 			space = "__local "
+			if s.Global {
+				space = "__global "
+			}
 		}
-		p.line("*(%s%s*)(%s + %s) = %s;", space, vt, s.Array, p.expr(s.Idx, prec["+"]+1), s.Vec)
+		val := s.Vec
+		if s.Vals != nil {
+			if len(s.Vals) != s.Width {
+				panic(fmt.Sprintf("internal error: vector of %d elements from %d values", s.Width, len(s.Vals)))
+			}
+			parts := make([]string, len(s.Vals))
+			for i, v := range s.Vals {
+				parts[i] = p.expr(v, 0)
+			}
+			if p.d == CUDA {
+				val = fmt.Sprintf("make_%s(%s)", vt, strings.Join(parts, ", "))
+			} else {
+				val = fmt.Sprintf("(%s)(%s)", vt, strings.Join(parts, ", "))
+			}
+		}
+		p.line("*(%s%s*)(%s + %s) = %s;", space, vt, s.Array, p.expr(s.Idx, prec["+"]+1), val)
 	case *Block:
 		p.line("{")
 		p.indent++

@@ -285,10 +285,11 @@ func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, 
 	nb := 1
 	for a := 1; a < f.d; a++ {
 		bs := by * ry
+		align := 1
 		if a == f.d-1 {
-			bs = pl.TileX() * rx
+			bs, align = pl.TileX()*rx, pl.N5DAlign()
 		}
-		o := bs - 2*f.reach[a]*b
+		_, o := plan.N5DSpan(bs, f.reach[a], b, align)
 		if o < 1 {
 			return g, fmt.Errorf("n5d: a block of %d cells along axis %d leaves nothing after %d steps of reach %d", bs, a, b, f.reach[a])
 		}

@@ -108,6 +108,11 @@ func evalSweep(t *testing.T, pts []sweepPoint, dev *probe.Profile, m Model) []sw
 		if err != nil {
 			t.Fatal(err)
 		}
+		if fit := pl; pl.Strategy == "n5d" && (fit.FitBT(p) != nil || fit.BT != pl.BT) {
+			// Recorded before n5d aligned its outputs to rx along x: this depth no longer
+			// leaves the block an output, so the plan is not in the space any more.
+			continue
+		}
 		in := Input{Prog: p, Sum: sums[pt.stencil], Plan: pl, Shape: pt.shape, Steps: 1000, Dev: dev}
 		pr, err := m.Predict(in)
 		if err != nil {
