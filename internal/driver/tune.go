@@ -30,7 +30,7 @@ type TuneOptions struct {
 	Strategies       []string // restrict the search (nil: every strategy)
 	FastMath         bool     // compile every candidate with fast math (a separate cache entry)
 	Fresh            bool     // measure again what the cache already holds
-	NoRefine         bool     // skip the refinement of the best plan (register caps, prefetch)
+	NoRefine         bool     // skip the refinement of the best plans (register caps, prefetch, chunks, vec)
 	JSON             bool
 	Quiet            bool
 }

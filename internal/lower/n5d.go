@@ -173,6 +173,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// global memory (VW elements per access, at most 16 bytes).
 	align := pl.N5DAlign()
 	VW := align
+	if pl.Vec == 1 {
+		VW = 1
+	}
 	for VW > 1 && VW*p.Updates[0].Grid.Type.Size() > 16 {
 		VW /= 2
 	}

@@ -45,10 +45,12 @@ type Plan struct {
 	// Wave skews n5d's levels one plane further apart so that one barrier per plane serves
 	// all of them (the pipelined wavefront of Schafer and Fey) instead of one per level.
 	Wave bool
-	// Vec is the width of the vector loads along x (inplane only): 1, 2 or 4 elements. Blocks
+	// Vec is the width of the vector loads along x (inplane): 1, 2 or 4 elements. Blocks
 	// whose plane lies inside the domain load it with aligned vector loads when the row length
 	// and the buffers allow (checked at run time), else with vec scalar loads per thread; the
 	// boundary blocks load scalars. vec=4 takes 4-byte elements only (16 bytes per load).
+	// n5d takes 0 (its interior blocks load and store a thread's rx cells as one vector where
+	// rx is 2 or 4) or 1 (scalar accesses, the same tiles).
 	Vec int
 	// Shfl makes each warp of a 2D n5d block a tile of its own whose threads exchange their x
 	// neighbours through warp shuffles: no shared memory and no barriers, at the price of a
@@ -290,7 +292,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
 	}
 	if pl.Strategy == "n5d" {
-		fields["rx"], fields["ry"], fields["pf"] = &pl.RX, &pl.RY, &pl.Prefetch
+		fields["rx"], fields["ry"], fields["pf"], fields["vec"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -362,6 +364,9 @@ func (pl Plan) String() string {
 		}
 		if pl.Prefetch > 1 {
 			parts = append(parts, fmt.Sprintf("pf=%d", pl.Prefetch))
+		}
+		if pl.Vec == 1 {
+			parts = append(parts, "vec=1")
 		}
 	}
 	if pl.Strategy == "inplane" {
@@ -447,6 +452,9 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.Prefetch < 0 || pl.Prefetch > 8 {
 			return fmt.Errorf("plan %s: pf, the planes n5d loads ahead, must be 1..8", pl)
+		}
+		if pl.Vec != 0 && pl.Vec != 1 {
+			return fmt.Errorf("plan %s: n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)", pl)
 		}
 		if pl.RY > 1 && d != 3 {
 			return fmt.Errorf("plan %s: ry tiles the y axis of a 3D block; a 2D n5d block is one row streaming along %s", pl, p.Axes[0])
