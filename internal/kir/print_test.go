@@ -65,3 +65,19 @@ func TestVectorLoads(t *testing.T) {
 }
 
 func and(x, y Expr) Expr { return &Binary{Op: "&&", X: x, Y: y} }
+
+// TestVectorStoreToBuffer pins a vector store of scalar values into a global buffer: a
+// constructed vector in both dialects, __global in OpenCL.
+func TestVectorStoreToBuffer(t *testing.T) {
+	m := &Module{Kernels: []*Kernel{{
+		Name:   "k",
+		Params: []Param{{Name: "out", Type: F32, Pointer: true}, {Name: "a", Type: F32}, {Name: "b", Type: F32}},
+		Body:   []Stmt{&VecStore{Vals: []Expr{Id("a"), Id("b")}, T: F32, Width: 2, Array: "out", Idx: I(4), Global: true}},
+	}}}
+	if cu := Print(m, CUDA); !strings.Contains(cu, "*(float2*)(out + 4) = make_float2(a, b);") {
+		t.Errorf("CUDA:\n%s", cu)
+	}
+	if cl := Print(m, OpenCL); !strings.Contains(cl, "*(__global float2*)(out + 4) = (float2)(a, b);") {
+		t.Errorf("OpenCL:\n%s", cl)
+	}
+}

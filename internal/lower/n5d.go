@@ -939,7 +939,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// Every level is active from plane zb+L*bt-slack on (level bt is the last to start) and
 	// up to ze+R*bt+(L-R)-1 (level 1 is the first to stop; all of them at ze+R*bt-1 when L = R).
-	headRounds := (start+L*bt - slack + copies - 1) / copies
+	headRounds := (start + L*bt - slack + copies - 1) / copies
 	decl("jh", kir.I32, kir.Add(first, kir.I(headRounds*copies)))
 	inner := &kir.Binary{Op: "/", X: &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)}}, Y: kir.I(copies)}
 	decl("jt", kir.I32, kir.Add(kir.Id("jh"), kir.Mul(kir.I(copies), inner)))

@@ -101,3 +101,62 @@ func TestDepths(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DSpan pins the n5d tile along x: outputs start at a multiple of the alignment and are
+// a multiple of it wide, with at least the reach times bt of halo on either side.
+func TestN5DSpan(t *testing.T) {
+	for _, c := range []struct {
+		cells, r, bt, align, before, out int
+	}{
+		{256, 1, 9, 1, 9, 238},
+		{256, 1, 9, 2, 10, 236},
+		{256, 1, 10, 2, 10, 236},
+		{256, 2, 3, 4, 8, 240},
+		{64, 1, 3, 2, 4, 56},
+		{16, 1, 7, 2, 8, 0}, // nothing left
+		{32, 0, 4, 4, 0, 32},
+	} {
+		if b, o := plan.N5DSpan(c.cells, c.r, c.bt, c.align); b != c.before || o != c.out {
+			t.Errorf("N5DSpan(%d, %d, %d, %d) = %d, %d; want %d, %d", c.cells, c.r, c.bt, c.align, b, o, c.before, c.out)
+		}
+	}
+}
+
+// TestN5DVec: n5d takes vec=1 (scalar accesses) or no vec, reads it back, and refuses other
+// widths; FitBT leaves an aligned tile at least one aligned output run.
+func TestN5DVec(t *testing.T) {
+	src := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
+	p, err := load.Source("t.stencil", src, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ plan, err string }{
+		{"n5d:bx=32,rx=2,vec=1", ""},
+		{"n5d:bx=32,rx=2", ""},
+		{"n5d:bx=32,rx=2,vec=2", "vec is 1"},
+	} {
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := plan.Parse(pl.String(), p); c.err == "" && (err != nil || back != pl) {
+			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
+		}
+		err = pl.Validate(p, plan.Limits{}, 0)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.plan, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
+		}
+	}
+	// 16 cells in pairs: bt=7 would need 8 cells before (7 rounded up to 2) and 7 after.
+	pl, _ := plan.Parse("n5d:bx=8,rx=2,bt=16", p)
+	if err := pl.FitBT(p); err != nil || pl.BT != 6 {
+		t.Errorf("FitBT with pairs: bt=%d, %v; want 6", pl.BT, err)
+	}
+	pl, _ = plan.Parse("n5d:bx=16,bt=16", p)
+	if err := pl.FitBT(p); err != nil || pl.BT != 7 {
+		t.Errorf("FitBT with single cells: bt=%d, %v; want 7", pl.BT, err)
+	}
+}

@@ -3,6 +3,7 @@ package tune
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -438,4 +439,42 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 	if plain.Measured != 2 || plain.Best != plain.SpaceBest {
 		t.Errorf("without refinement: %d measured", plain.Measured)
 	}
+}
+
+// TestNeighboursTryChunksAndScalarAccesses: the refinement ends with the fastest plan's stream
+// chunk a quarter shorter and longer (multiples of 16) and, for an n5d plan whose threads
+// hold pairs of cells, with scalar global accesses (vec=1).
+func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
+	dev := openDevice(t)
+	p := program(t, "an5d/j2d5pt.stencil")
+	s := newState(t, p, []int{100, 70})
+	o := Options{Mode: Exhaustive, Steps: 4, Reps: 1, Candidates: plans(t, p, "n5d:bx=16,bt=2,rx=2,chunk=64"), Version: "test"}
+	res, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range res.Candidates {
+		if !c.Refined {
+			continue
+		}
+		if c.Status != Measured {
+			t.Errorf("variant %s: %s", c.Plan, c.Status)
+		}
+		switch {
+		case c.Plan.Chunk == 48, c.Plan.Chunk == 80:
+			seen[fmt.Sprintf("chunk=%d", c.Plan.Chunk)] = true
+		case c.Plan.Vec == 1:
+			seen["vec=1"] = true
+		}
+	}
+	for _, want := range []string{"chunk=48", "chunk=80", "vec=1"} {
+		if !seen[want] {
+			t.Errorf("no measured variant with %s among %d candidates", want, len(res.Candidates))
+		}
+	}
+	if fastest(res.Candidates) != res.Best {
+		t.Errorf("best %s is not the fastest", res.Best.Plan)
+	}
+	verify(t, dev, s, res.Best.Plan, 7)
 }
