@@ -50,7 +50,8 @@ type Plan struct {
 	// and the buffers allow (checked at run time), else with vec scalar loads per thread; the
 	// boundary blocks load scalars. vec=4 takes 4-byte elements only (16 bytes per load).
 	// n5d takes 0 (its interior blocks load and store a thread's rx cells as one vector where
-	// rx is 2 or 4) or 1 (scalar accesses, the same tiles).
+	// rx is 2 or 4, the tiles' outputs aligned to rx along x) or 1 (scalar accesses, tiles
+	// unaligned).
 	Vec int
 	// Shfl makes each warp of a 2D n5d block a tile of its own whose threads exchange their x
 	// neighbours through warp shuffles: no shared memory and no barriers, at the price of a
@@ -236,8 +237,9 @@ func (pl *Plan) FitBT(p *ir.Program) error {
 // multiples of: rx for rx = 2 or 4, so that a thread's rx cells are one aligned vector in
 // global memory and it loads and stores them with one access instead of rx strided ones
 // (which moved twice the L1 and L2 sectors: 53% of star2d1r's were excess on the H100), else 1.
+// With vec=1 (scalar accesses) nothing is aligned: odd depths keep their widest tile.
 func (pl Plan) N5DAlign() int {
-	if pl.RX == 2 || pl.RX == 4 {
+	if pl.Vec != 1 && (pl.RX == 2 || pl.RX == 4) {
 		return pl.RX
 	}
 	return 1

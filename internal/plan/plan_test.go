@@ -155,6 +155,10 @@ func TestN5DVec(t *testing.T) {
 	if err := pl.FitBT(p); err != nil || pl.BT != 6 {
 		t.Errorf("FitBT with pairs: bt=%d, %v; want 6", pl.BT, err)
 	}
+	pl, _ = plan.Parse("n5d:bx=8,rx=2,bt=16,vec=1", p)
+	if err := pl.FitBT(p); err != nil || pl.BT != 7 {
+		t.Errorf("FitBT with pairs, scalar accesses: bt=%d, %v; want 7", pl.BT, err)
+	}
 	pl, _ = plan.Parse("n5d:bx=16,bt=16", p)
 	if err := pl.FitBT(p); err != nil || pl.BT != 7 {
 		t.Errorf("FitBT with single cells: bt=%d, %v; want 7", pl.BT, err)
