@@ -168,14 +168,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	outSize := make([]int, d) // the outputs among them
 	before := make([]int, d)  // the halo cells before the outputs
 	bsize[0] = 1
-	// Along x the outputs start at a multiple of rx (2 or 4) and are a multiple of it wide, so
-	// that where the row length is one too, a thread's rx cells are one aligned vector in
-	// global memory (VW elements per access, at most 16 bytes).
+	// Along x the outputs start at a multiple of rx (2 or 4, unless vec=1) and are a multiple
+	// of it wide, so that where the row length is one too, a thread's rx cells are one aligned
+	// vector in global memory (VW elements per access, at most 16 bytes).
 	align := pl.N5DAlign()
 	VW := align
-	if pl.Vec == 1 {
-		VW = 1
-	}
 	for VW > 1 && VW*p.Updates[0].Grid.Type.Size() > 16 {
 		VW /= 2
 	}
@@ -911,7 +908,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return loop
 	}
-	// Planes zb-R*bt .. ze+L*bt-1 in whole rounds of 2U copies; the last round may run past
+	// Planes zb-n5dStart .. ze+L*bt-1 in whole rounds of 2U copies; the last round may run past
 	// the end, reading clamped planes and storing nothing. (Copies under a condition would put
 	// barriers inside it, which some OpenCL compilers mishandle.) For bt <= 2, three phases: a
 	// head whose copies skip the levels that have no needed plane yet, an inner loop of rounds
