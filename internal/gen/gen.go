@@ -264,11 +264,7 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 				cells = plan.WarpSize * max(pl.RX, 1)
 				tiles = l.Block[dim] / plan.WarpSize
 			}
-			align := 1
-			if a == d-1 {
-				align = pl.N5DAlign()
-			}
-			_, out := plan.N5DSpan(cells, r[a], l.Steps, align)
+			_, out := pl.N5DTile(cells, r[a], l.Steps, a == d-1)
 			if out < 1 {
 				return div, fmt.Errorf("internal error: n5d block leaves no output")
 			}

@@ -171,21 +171,19 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// Along x the outputs start at a multiple of rx (2 or 4, unless vec=1) and are a multiple
 	// of it wide, so that where the row length is one too, a thread's rx cells are one aligned
 	// vector in global memory (VW elements per access, at most 16 bytes).
-	align := pl.N5DAlign()
-	VW := align
+	VW := pl.N5DAlign()
 	for VW > 1 && VW*p.Updates[0].Grid.Type.Size() > 16 {
 		VW /= 2
 	}
 	for a := 1; a < d; a++ {
 		bsize[a] = block[d-1-a]
-		al := 1
 		if a == X {
-			bsize[a], al = pl.TileX()*RX, align
+			bsize[a] = pl.TileX() * RX
 		}
 		if a == Y {
 			bsize[a] *= RY
 		}
-		before[a], outSize[a] = plan.N5DSpan(bsize[a], h[a], bt, al)
+		before[a], outSize[a] = pl.N5DTile(bsize[a], h[a], bt, a == X)
 		if outSize[a] < 1 {
 			return builtKernel{}, 0, fmt.Errorf("plan %s: a block of %d cells along %s leaves nothing after %d steps of reach %d", pl, bsize[a], p.Axes[a], bt, h[a])
 		}
@@ -847,23 +845,21 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				g := u.Grid
 				for i := 0; i < NC; i++ {
 					v := next[g][i]
-					if t == bt && vec {
-						// The outputs are aligned runs of VW cells, owned together.
-						if i%VW == 0 {
-							coords := cellOf(col, i)
-							coords[0] = kir.Id(row)
-							cond := and(kir.Id(fmt.Sprintf("own_%d", i)), and(ge(kir.Id(row), kir.Id("zb")), lt(kir.Id(row), kir.Id("ze"))))
-							st := &kir.VecStore{Vals: next[g][i : i+VW], T: kir.FromIR(g.Type), Width: VW, Array: bufName(g, Out0), Idx: em0.linear(coords, nil), Global: true}
-							lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
-						}
-						continue
-					}
 					if t == bt {
-						// Store plane m of the output if this block owns it.
+						// Store plane m of the output if this block owns it; with vectors, each
+						// aligned run of VW cells (owned together) with the run's first cell.
+						if vec && i%VW != 0 {
+							continue
+						}
 						coords := cellOf(col, i)
 						coords[0] = kir.Id(row)
+						idx := em0.linear(coords, nil)
+						var st kir.Stmt = kir.Set(kir.At(bufName(g, Out0), idx), v)
+						if vec {
+							st = &kir.VecStore{Vals: next[g][i : i+VW], T: kir.FromIR(g.Type), Width: VW, Array: bufName(g, Out0), Idx: idx, Global: true}
+						}
 						cond := and(kir.Id(fmt.Sprintf("own_%d", i)), and(ge(kir.Id(row), kir.Id("zb")), lt(kir.Id(row), kir.Id("ze"))))
-						lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{kir.Set(kir.At(bufName(g, Out0), em0.linear(coords, nil)), v)}})
+						lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
 						continue
 					}
 					w := win[[2]int{g.Index, t}]
@@ -970,7 +966,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		if VW > 1 {
 			// Vector accesses need rows of a multiple of rx cells and aligned buffers.
 			n := kir.Id(fmt.Sprintf("n%d", X))
-			inside = and(inside, &kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(align)), Y: kir.I(0)})
+			inside = and(inside, &kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)})
 			for _, u := range p.Updates {
 				for _, role := range []Role{In0, Out0} {
 					inside = and(inside, &kir.Aligned{Ptr: bufName(u.Grid, role), Bytes: VW * u.Grid.Type.Size()})

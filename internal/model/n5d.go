@@ -285,11 +285,10 @@ func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, 
 	nb := 1
 	for a := 1; a < f.d; a++ {
 		bs := by * ry
-		align := 1
 		if a == f.d-1 {
-			bs, align = pl.TileX()*rx, pl.N5DAlign()
+			bs = pl.TileX() * rx
 		}
-		_, o := plan.N5DSpan(bs, f.reach[a], b, align)
+		_, o := pl.N5DTile(bs, f.reach[a], b, a == f.d-1)
 		if o < 1 {
 			return g, fmt.Errorf("n5d: a block of %d cells along axis %d leaves nothing after %d steps of reach %d", bs, a, b, f.reach[a])
 		}

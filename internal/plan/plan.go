@@ -216,15 +216,12 @@ func (pl *Plan) FitBT(p *ir.Program) error {
 		if r[a] == 0 {
 			continue
 		}
-		align := 1
-		if a == len(r)-1 {
-			align = pl.N5DAlign()
-		}
-		if _, out := N5DSpan(b, r[a], 1, align); out < 1 {
+		x := a == len(r)-1
+		if _, out := pl.N5DTile(b, r[a], 1, x); out < 1 {
 			return fmt.Errorf("plan n5d: a block of %d cells along %s cannot cover a reach of %d", b, p.Axes[a], r[a])
 		}
 		for pl.BT > 1 {
-			if _, out := N5DSpan(b, r[a], pl.BT, align); out >= 1 {
+			if _, out := pl.N5DTile(b, r[a], pl.BT, x); out >= 1 {
 				break
 			}
 			pl.BT--
@@ -253,6 +250,16 @@ func N5DSpan(cells, r, bt, align int) (before, out int) {
 	before = (r*bt + align - 1) / align * align
 	out = max(cells-before-r*bt, 0) / align * align
 	return before, out
+}
+
+// N5DTile is N5DSpan for the plan's tiles: aligned to N5DAlign along x (the fastest axis),
+// unaligned along the others.
+func (pl Plan) N5DTile(cells, r, bt int, x bool) (before, out int) {
+	align := 1
+	if x {
+		align = pl.N5DAlign()
+	}
+	return N5DSpan(cells, r, bt, align)
 }
 
 // Depths is the temporal depths of an n5d plan's launches, deepest first: bt, then its

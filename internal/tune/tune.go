@@ -555,7 +555,7 @@ func (t *tuner) neighbours(best *Candidate) {
 			}
 		}
 	}
-	if best.Plan.Strategy == "n5d" && best.Plan.N5DAlign() > 1 && best.Plan.Vec == 0 {
+	if best.Plan.Strategy == "n5d" && best.Plan.N5DAlign() > 1 {
 		pl := best.Plan
 		pl.Vec = 1
 		pls = append(pls, pl)
