@@ -236,6 +236,11 @@ type Result struct {
 	GFLOPPerS  float64  `json:"gflopPerSecond"`
 	MaxAbsErr  *float64 `json:"maxAbsError,omitempty"`
 	RMSErr     *float64 `json:"rmsError,omitempty"`
+	FastMath   bool     `json:"fastMath,omitempty"`
+	// ErrorBound is the largest per-cell bound --verify computed for the engine's rounding,
+	// and WithinBound whether every cell lay within its own.
+	ErrorBound  *float64 `json:"errorBound,omitempty"`
+	WithinBound *bool    `json:"withinBound,omitempty"`
 }
 
 // openBackend opens the device --backend names: auto tries CUDA, then OpenCL, and returns a
@@ -307,31 +312,9 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	fmt.Fprintf(stdout, "time %.3f s, %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
 
 	if o.Verify {
-		// GPU results are checked against the CPU engine, which the tests hold bitwise equal
-		// to the reference interpreter and which finishes big runs in reasonable time; CPU
-		// results are checked against the interpreter itself.
-		what := "the reference interpreter"
-		if dev != nil {
-			what = "the reference (CPU engine)"
-			eng := cpu.New(initial)
-			eng.Run(o.Steps, nil)
-			eng.Sync()
-		} else {
-			vbar := newBar(o, stderr, "reference")
-			for i := 0; i < o.Steps; i++ {
-				ref.Step(initial)
-				if vbar != nil {
-					vbar.Set(i + 1)
-				}
-			}
-			if vbar != nil {
-				vbar.Finish()
-				fmt.Fprintln(stderr)
-			}
+		if err := verify(o, res, initial, s, dev != nil, stdout, stderr); err != nil {
+			return nil, err
 		}
-		maxAbs, rms := ref.Compare(initial, s)
-		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
-		fmt.Fprintf(stdout, "verify against %s: max abs error %.3g, RMS error %.3g\n", what, maxAbs, rms)
 	}
 	if err := writeOutputs(o, pr, stdout); err != nil {
 		return nil, err
@@ -372,7 +355,7 @@ func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, std
 		return fmt.Errorf("--plan: %w", err)
 	}
 	props := dev.Props()
-	res.Backend, res.Device, res.Plan = props.Backend, props.Name, pl.String()
+	res.Backend, res.Device, res.Plan, res.FastMath = props.Backend, props.Name, pl.String(), pl.FastMath
 	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, %s on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, pl, props.Name, props.Backend)
 	r, err := gpurun.Prepare(dev, s, pl)
 	if err != nil {

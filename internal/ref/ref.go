@@ -135,8 +135,22 @@ func (ev *evaluator) load(l *ir.Load) ir.Value {
 // still outside, the first such axis's value rule decides, through valueRule.
 func Read(s *state.State, g *ir.Grid, arr *gridio.Array, base int, p []int,
 	valueRule func(bc ir.BC, at []int, nearest ir.Value) ir.Value) ir.Value {
-	valueAxis := -1
-	q := append([]int(nil), p...)
+	q := make([]int, len(p))
+	i, valueAxis := Locate(s, g, p, q)
+	v := state.Get(arr, g.Type, base+i)
+	if valueAxis >= 0 {
+		return valueRule(g.BC[valueAxis], q, v)
+	}
+	return v
+}
+
+// Locate applies grid g's index rules to coordinates p, leaving the mapped coordinates in q,
+// and returns the element index of the cell read (the nearest in-domain cell where a value
+// rule decides) and the first axis whose value rule decides (-1 when none does). Engines that
+// carry more than a value per cell (the error bounds) read their own arrays through it.
+func Locate(s *state.State, g *ir.Grid, p, q []int) (idx, valueAxis int) {
+	valueAxis = -1
+	copy(q, p)
 	for a, n := range s.Shape {
 		if q[a] >= 0 && q[a] < n {
 			continue
@@ -147,18 +161,10 @@ func Read(s *state.State, g *ir.Grid, arr *gridio.Array, base int, p []int,
 			valueAxis = a
 		}
 	}
-	idx := func(c []int) int {
-		i := 0
-		for a, n := range s.Shape {
-			i = i*n + min(max(c[a], 0), n-1)
-		}
-		return base + i
+	for a, n := range s.Shape {
+		idx = idx*n + min(max(q[a], 0), n-1)
 	}
-	if valueAxis >= 0 {
-		near := state.Get(arr, g.Type, idx(q))
-		return valueRule(g.BC[valueAxis], q, near)
-	}
-	return state.Get(arr, g.Type, idx(q))
+	return idx, valueAxis
 }
 
 // Rand is the deterministic uniform [0,1) value for rand() at one cell: a SplitMix64 hash of

@@ -1,0 +1,81 @@
+package driver
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"tempest/internal/cpu"
+	"tempest/internal/errbound"
+	"tempest/internal/ref"
+	"tempest/internal/state"
+)
+
+// boundBudget is the most cells x steps --verify propagates error bounds for: the bounded
+// reference runs at about a million cells per second per core, so this is a couple of minutes
+// on a 16-core host. Larger runs are checked against the CPU engine with no bound.
+const boundBudget = 4e9
+
+// verify runs the reference from initial and compares the engine's state s with it. GPU runs
+// of float programs also get the error bound of their compilation (fast math or not): the
+// reference then runs with bounds (errbound), every cell must lie within its own bound, and
+// the report says how large the bound is and whether the program amplifies differences.
+// CPU results are checked against the interpreter itself, GPU results without a bound
+// against the CPU engine, which the tests hold bitwise equal to the interpreter.
+func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, stdout, stderr io.Writer) error {
+	cellSteps := float64(s.Cells()) * float64(o.Steps)
+	floats := false
+	for _, u := range s.Prog.Updates {
+		floats = floats || u.Grid.Type.IsFloat()
+	}
+	if gpuRun && floats && cellSteps <= boundBudget {
+		arith := errbound.For(res.Backend, res.FastMath)
+		start := time.Now()
+		b := errbound.Run(initial, o.Steps, arith)
+		maxAbs, rms := ref.Compare(initial, s)
+		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
+		v := b.Check(initial, s)
+		res.ErrorBound, res.WithinBound = &v.MaxB, new(v.Outside == 0)
+		fmt.Fprintf(stdout, "verify against the reference interpreter: max abs error %.3g, RMS error %.3g\n", maxAbs, rms)
+		fmt.Fprintf(stdout, "error bound (%s, first-order propagation over %d steps, %.1f s): largest %.3g, median %.3g, 99th percentile %.3g\n",
+			arith.Name, o.Steps, time.Since(start).Seconds(), v.MaxB, v.Median, v.P99)
+		switch {
+		case b.Amplification > 10:
+			fmt.Fprintf(stdout, "note: a difference may grow up to %.3g times in one step here (ill-conditioned): engines that round differently agree only to within the bound, not to the last digit\n", b.Amplification)
+		case b.Amplification > 1.01:
+			fmt.Fprintf(stdout, "note: a difference may grow up to %.3g times in one step here, so the bound, taken cell by cell, grows geometrically with the steps and says little over long runs\n", b.Amplification)
+		}
+		if v.Outside > 0 {
+			fmt.Fprintf(stdout, "verify: OUTSIDE the bound: %d of %d cells; first %s%v: error %.3g > bound %.3g\n", v.Outside, v.Cells, v.Grid, v.Where, v.Diff, v.Bound)
+			return fmt.Errorf("verify: %d cells differ from the reference by more than rounding can explain (a wrong result)", v.Outside)
+		}
+		fmt.Fprintf(stdout, "verify: within the bound in every cell (largest error/bound %.3g)\n", v.Ratio)
+		return nil
+	}
+	what := "the reference interpreter"
+	if gpuRun {
+		what = "the reference (CPU engine)"
+		eng := cpu.New(initial)
+		eng.Run(o.Steps, nil)
+		eng.Sync()
+	} else {
+		vbar := newBar(o, stderr, "reference")
+		for i := 0; i < o.Steps; i++ {
+			ref.Step(initial)
+			if vbar != nil {
+				vbar.Set(i + 1)
+			}
+		}
+		if vbar != nil {
+			vbar.Finish()
+			fmt.Fprintln(stderr)
+		}
+	}
+	maxAbs, rms := ref.Compare(initial, s)
+	res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
+	fmt.Fprintf(stdout, "verify against %s: max abs error %.3g, RMS error %.3g\n", what, maxAbs, rms)
+	if gpuRun && floats {
+		fmt.Fprintf(stdout, "error bound not computed: %.3g cells x steps is above the %.0e the bounded reference covers in reasonable time\n", cellSteps, boundBudget)
+	}
+	return nil
+}
