@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"tempest/internal/cpu"
@@ -12,9 +13,9 @@ import (
 )
 
 // boundBudget is the most cells x steps --verify propagates error bounds for: the bounded
-// reference runs at about a million cells per second per core, so this is a couple of minutes
-// on a 16-core host. Larger runs are checked against the CPU engine with no bound.
-const boundBudget = 4e9
+// reference evaluates about a million cells per second per core, so this keeps it to about
+// four minutes. Larger runs are checked against the CPU engine with no bound.
+func boundBudget() float64 { return 2.5e8 * float64(runtime.GOMAXPROCS(0)) }
 
 // verify runs the reference from initial and compares the engine's state s with it. GPU runs
 // of float programs also get the error bound of their compilation (fast math or not): the
@@ -28,7 +29,7 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 	for _, u := range s.Prog.Updates {
 		floats = floats || u.Grid.Type.IsFloat()
 	}
-	if gpuRun && floats && cellSteps <= boundBudget {
+	if gpuRun && floats && cellSteps <= boundBudget() {
 		arith := errbound.For(res.Backend, res.FastMath)
 		start := time.Now()
 		b := errbound.Run(initial, o.Steps, arith)
@@ -75,7 +76,7 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 	res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
 	fmt.Fprintf(stdout, "verify against %s: max abs error %.3g, RMS error %.3g\n", what, maxAbs, rms)
 	if gpuRun && floats {
-		fmt.Fprintf(stdout, "error bound not computed: %.3g cells x steps is above the %.0e the bounded reference covers in reasonable time\n", cellSteps, boundBudget)
+		fmt.Fprintf(stdout, "error bound not computed: %.3g cells x steps is above the %.0e the bounded reference covers in reasonable time on %d cores\n", cellSteps, boundBudget(), runtime.GOMAXPROCS(0))
 	}
 	return nil
 }

@@ -144,7 +144,7 @@ func (ev *evaluator) update(k int, c []int, i int) (ir.Value, float64, float64) 
 // put starts node id's record for this cell.
 func (ev *evaluator) put(id int32, v ir.Value) *rec {
 	rc := &ev.recs[id]
-	*rc = rec{v: v, slot: -1, stamp: ev.stamp}
+	rc.v, rc.e, rc.loc, rc.n, rc.slot, rc.leafE, rc.leaf, rc.stamp = v, 0, 0, 0, -1, 0, 0, ev.stamp
 	return rc
 }
 
