@@ -44,7 +44,10 @@ type RunOptions struct {
 	// the plan's text says fastmath=... itself.
 	FastMath bool
 	Verify   bool
-	Quiet    bool // no progress bar
+	// NoBound skips --verify's error bound (the bounded reference is far slower than the CPU
+	// engine on big runs).
+	NoBound bool
+	Quiet   bool // no progress bar
 }
 
 // defaultSizes are used when neither --size nor an .npy file gives one.
