@@ -123,10 +123,7 @@ type emitter struct {
 	// interior says the cell lies at least the program's reach from every edge, so reads at
 	// constant offsets need no boundary handling.
 	interior bool
-	// fast divides by constants with one multiplication by the rounded reciprocal (within
-	// an ulp or two; what fast-math compilation does), not the exact three-operation form.
-	fast bool
-	tmp  int // temporaries declared so far
+	tmp      int // temporaries declared so far
 }
 
 func (em *emitter) idxType() kir.Type {
@@ -225,7 +222,9 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 // ulp of x/c, the residual x - q*c is exact in an FMA, and q + residual*r rounds to the
 // correctly rounded quotient (Markstein's theorem) for results in the normal range. The
 // numerator is computed once into a temporary. Divisors that are not normal numbers keep the
-// division.
+// division. Fast math keeps the correction: the product x*r alone errs in the same direction
+// for every cell and step (r's own rounding), a drift that grew j2d9pt's RMS error 10x over
+// 100 steps on the H100 (docs/performance.md).
 func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
 	f := c.F
 	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -243,9 +242,6 @@ func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
 	}
 	if frac, _ := math.Frexp(f); frac == 0.5 || frac == -0.5 {
 		// A power of two: the reciprocal is exact and so is the product.
-		return &kir.Binary{Op: "*", X: x, Y: &kir.Float{V: r, T: t}}
-	}
-	if em.fast {
 		return &kir.Binary{Op: "*", X: x, Y: &kir.Float{V: r, T: t}}
 	}
 	em.tmp++
