@@ -27,8 +27,15 @@ type Text struct {
 	Cols   int  // values per line
 }
 
-// ErrNoShape is returned by Text.Shape when the file alone does not tell the grid's shape.
+// ErrNoShape is what Text.Shape's error wraps when the file alone does not tell the grid's
+// shape (errors.Is).
 var ErrNoShape = errors.New("the shape is not known")
+
+// noShape says why a text file gives no shape.
+type noShape struct{ msg string }
+
+func (e *noShape) Error() string        { return e.msg }
+func (e *noShape) Is(target error) bool { return target == ErrNoShape }
 
 // IsTextPath reports whether a file name, by its extension, is not one of the binary formats
 // (.npy, .png): text files are .txt, .csv, .dat or, as Rodinia names them, have no extension.
@@ -215,7 +222,7 @@ func (t *Text) Count() int { return t.Values.Len() }
 
 // Shape infers a grid shape of dims axes from the file alone: its rows and columns for a 2D
 // grid written as rows, the count for 1D, and for values one per line (Rodinia's layout) the
-// square or cube of that count. Otherwise it returns an error wrapping ErrNoShape.
+// square or cube of that count. Otherwise its error is ErrNoShape (errors.Is).
 func (t *Text) Shape(dims int) ([]int, error) {
 	n := t.Count()
 	if !t.Column {
@@ -225,7 +232,7 @@ func (t *Text) Shape(dims int) ([]int, error) {
 		case dims == 1 && t.Rows == 1:
 			return []int{t.Cols}, nil
 		}
-		return nil, fmt.Errorf("%s holds %d rows of %d values, which do not give a %dD shape: %w", t.Path, t.Rows, t.Cols, dims, ErrNoShape)
+		return nil, &noShape{fmt.Sprintf("%s holds %d rows of %d values, which do not give a %dD shape", t.Path, t.Rows, t.Cols, dims)}
 	}
 	if dims == 1 {
 		return []int{n}, nil
@@ -245,7 +252,7 @@ func (t *Text) Shape(dims int) ([]int, error) {
 		}
 	}
 	what := map[int]string{2: "square", 3: "cube"}[dims]
-	return nil, fmt.Errorf("%s holds %d values, one per line, and %d is not a %s: %w", t.Path, n, n, what, ErrNoShape)
+	return nil, &noShape{fmt.Sprintf("%s holds %d values, one per line, and %d is not a %s", t.Path, n, n, what)}
 }
 
 // Fit returns the values as an array of the given shape. The count must equal the shape's
