@@ -91,6 +91,27 @@ func TestRunTextGrids(t *testing.T) {
 	}
 }
 
+// TestRunTextGridsSL: the SL paper's Hotspot.sl reads the same text files (--data for its
+// read-only grid) and writes the same result as hotspot.stencil, byte for byte.
+func TestRunTextGridsSL(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "sl.txt"), filepath.Join(dir, "stencil.txt")
+	params := []string{"Rx=10", "Ry=10", "Rz=4"}
+	if _, _, _, err := run(t, RunOptions{File: "../../examples/sl/hotspot.sl", Steps: 6, Out: a, Params: params,
+		Inits: []string{"cell=" + tempFile, "data=" + powerFile}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := run(t, RunOptions{File: hotspot, Steps: 6, Out: b, Params: params,
+		Inits: []string{"temp=" + tempFile, "power=" + powerFile}}); err != nil {
+		t.Fatal(err)
+	}
+	x, err1 := os.ReadFile(a)
+	y, err2 := os.ReadFile(b)
+	if err1 != nil || err2 != nil || len(x) == 0 || !bytes.Equal(x, y) {
+		t.Fatalf("hotspot.sl and hotspot.stencil wrote different files (%v, %v)", err1, err2)
+	}
+}
+
 // TestRunTextGridsOpenCL runs the same text files through a GPU plan on OpenCL (PoCL in CI),
 // checked against the CPU engine (f32 tolerance 2e-5 of the field's magnitude, as the
 // correctness matrix states).
