@@ -319,16 +319,13 @@ func (t *translator) scanOutside() {
 				dims = append(dims, t.parseExpr(toks[k+1:end]))
 				k = end + 1
 			}
-			if !inScope {
-				if _, seen := t.hidden[name.Text]; !seen {
-					t.hidden[name.Text] = name.Pos
-				}
-			}
 			if inScope {
 				// The latest declaration in scope is the innermost one: it shadows the others.
 				delete(t.decls, name.Text)
 				delete(t.defs, name.Text)
 				delete(t.defType, name.Text)
+			} else if _, seen := t.hidden[name.Text]; !seen {
+				t.hidden[name.Text] = name.Pos
 			}
 			if (paren || len(dims) > 0 || ptr > 0) && inScope {
 				t.decls[name.Text] = &arrayDecl{typ: ty, dims: dims, paren: paren, pos: name.Pos}
