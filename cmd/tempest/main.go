@@ -41,6 +41,7 @@ func runCmd() *cobra.Command {
 		Short: "Run a stencil program and report its speed",
 		Example: `  tempest run examples/demos/grayscott.stencil --size 256x256 --steps 5000 --png gs.png
   tempest run examples/an5d/j2d5pt.stencil --size 4096x4096 --steps 100 --verify
+  tempest run examples/sl/hotspot.stencil --init temp=examples/sl/data/temp_64 --init power=examples/sl/data/power_64 --out temp.txt
   tempest run examples/an5d/star3d1r.stencil --backend cuda --plan tiled:bx=32,by=4,bz=4 --size 512x512x512 --steps 1000`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,14 +57,14 @@ func runCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Size, "size", "", "grid size, slowest axis first, e.g. 4096x4096 (default: from an --init .npy file, else 65536 / 512x512 / 128x128x128)")
+	f.StringVar(&o.Size, "size", "", "grid size, slowest axis first, e.g. 4096x4096 (default: from an --init file (a .npy's shape, a text file's rows, or the square or cube of its count), else 65536 / 512x512 / 128x128x128)")
 	f.IntVar(&o.Steps, "steps", 100, "number of time steps")
-	f.StringArrayVar(&o.Params, "param", nil, "set a parameter: name=value (repeatable)")
-	f.StringArrayVar(&o.Inits, "init", nil, "initial values of a grid: grid=file.npy, grid=random[:seed] or grid=zero (repeatable)")
+	f.StringArrayVar(&o.Params, "param", nil, "set a parameter: name=value, the value a constant expression such as 0.25, 1/10, 2*pi or sqrt(2)/2, which may name parameters (repeatable)")
+	f.StringArrayVar(&o.Inits, "init", nil, "initial values of a grid: grid=file.npy, grid=file.txt (one value per line as Rodinia's data files, or rows of values; .csv: comma-separated), grid=random[:seed] or grid=zero (repeatable)")
 	f.StringVar(&data, "data", "", "read-only data of an SL program (its read(i), SL's SetData): same as --init data=FILE.npy")
 	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed for rand() in initial values")
-	f.StringVar(&o.Out, "out", "", "write the final state grid(s) as .npy")
+	f.StringVar(&o.Out, "out", "", "write the final state grid(s): .npy, .txt (one value per line) or .csv (rows along the last axis)")
 	f.StringVar(&o.PNG, "png", "", "write a heat map of the final state grid(s) as PNG (middle slice for 3D)")
 	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
 	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none (the default plan), cached (the tuning cache's best), model (the models' pick), full (tune now); default: cached, else model")
@@ -168,7 +169,7 @@ tempest run uses the cached plan (--tune cached, the default when the cache has 
 	f := c.Flags()
 	f.BoolVar(&list, "list", false, "show what the tuning cache holds")
 	f.StringVar(&o.Size, "size", "", "grid size, slowest axis first (default 65536 / 512x512 / 128x128x128)")
-	f.StringArrayVar(&o.Params, "param", nil, "set a parameter: name=value (repeatable)")
+	f.StringArrayVar(&o.Params, "param", nil, "set a parameter: name=value, the value a constant expression such as 0.25, 1/10, 2*pi or sqrt(2)/2, which may name parameters (repeatable)")
 	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed for initial values and for breaking ties in the ranking")
 	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda or opencl")

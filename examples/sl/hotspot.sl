@@ -8,6 +8,9 @@
 // (SL's runHotspotSetData) is the --data file, a float array with the grid's shape:
 //   tempest run examples/sl/hotspot.sl --size 512x512 --steps 100 \
 //     --param Rx=10 --param Ry=10 --param Rz=4 --data power.npy --init cell=temp.npy
+// or with text files in Rodinia's layout (one value per line), here the 64x64 ones of data/:
+//   tempest run examples/sl/hotspot.sl --steps 100 --param Rx=10 --param Ry=10 --param Rz=4 \
+//     --data examples/sl/data/power_64 --init cell=examples/sl/data/temp_64 --out temp.txt
 // examples/sl/hotspot.stencil is the same program written in Tempest's own language.
 NumDimensions 2
 StencilSize (1, 1)

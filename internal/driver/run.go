@@ -32,7 +32,7 @@ type RunOptions struct {
 	Size    string // "4096x4096"; empty: taken from an --init .npy file, else a default
 	Steps   int
 	Params  []string // name=value
-	Inits   []string // grid=file.npy | grid=random[:seed] | grid=zero
+	Inits   []string // grid=file.npy | grid=file.txt | grid=random[:seed] | grid=zero
 	Type    string   // overrides the program's default element type
 	Seed    uint64
 	Out     string // .npy of the final state grid(s)
@@ -69,10 +69,11 @@ func loadProgram(path, typ string) (*ir.Program, error) {
 // initSpec is one --init flag.
 type initSpec struct {
 	grid *ir.Grid
-	kind string // npy, random, zero
+	kind string // npy, text, random, zero
 	path string
 	seed uint64
 	arr  *gridio.Array
+	text *gridio.Text
 }
 
 func parseInits(p *ir.Program, flags []string) ([]initSpec, error) {
@@ -108,14 +109,10 @@ func parseInits(p *ir.Program, flags []string) ([]initSpec, error) {
 				}
 				sp.seed = n
 			}
-		case strings.HasSuffix(what, ".npy"):
-			a, err := gridio.ReadNPY(what)
-			if err != nil {
-				return nil, fmt.Errorf("--init %s: %w", f, err)
-			}
-			sp.kind, sp.path, sp.arr = "npy", what, a
 		default:
-			return nil, fmt.Errorf("--init %s: %q is not a .npy file, random[:seed] or zero", f, what)
+			if err := readInitFile(&sp, f, what); err != nil {
+				return nil, err
+			}
 		}
 		specs = append(specs, sp)
 	}
@@ -127,6 +124,7 @@ type Prepared struct {
 	Prog    *ir.Program
 	Summary *analysis.Summary
 	State   *state.State
+	Notes   []string // notes and warnings about the data, for stderr
 }
 
 // Prepare loads the program and builds its initial state from the options.
@@ -147,11 +145,8 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 	}
 	size := o.Size
 	if size == "" {
-		for _, in := range inits {
-			if in.arr != nil && in.grid.Layers == nil {
-				size = strings.Trim(strings.ReplaceAll(fmt.Sprint(in.arr.Shape), " ", "x"), "[]")
-				break
-			}
+		if size, err = sizeFromInits(p, inits); err != nil {
+			return nil, err
 		}
 	}
 	if size == "" {
@@ -169,15 +164,17 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 		s.Seed = o.Seed
 	}
 	ref.Init(s)
+	var notes []string
 	for _, in := range inits {
-		if err := applyInit(s, in); err != nil {
+		if err := applyInit(s, in, &notes); err != nil {
 			return nil, err
 		}
 	}
-	return &Prepared{Prog: p, Summary: analysis.Analyze(p), State: s}, nil
+	notes = append(notes, defaultWarnings(p, inits)...)
+	return &Prepared{Prog: p, Summary: analysis.Analyze(p), State: s, Notes: notes}, nil
 }
 
-func applyInit(s *state.State, in initSpec) error {
+func applyInit(s *state.State, in initSpec, notes *[]string) error {
 	g := in.grid
 	want := s.GridShape(g)
 	switch in.kind {
@@ -194,14 +191,10 @@ func applyInit(s *state.State, in initSpec) error {
 			}
 		}
 		s.Cur[g.Index] = a
-	case "npy":
-		if fmt.Sprint(in.arr.Shape) != fmt.Sprint(want) {
-			return fmt.Errorf("--init %s=%s: the file holds an array of shape %v but grid %s needs %v (--size %s); make them agree",
-				g.Name, in.path, in.arr.Shape, g.Name, want, strings.Trim(strings.ReplaceAll(fmt.Sprint(s.Shape), " ", "x"), "[]"))
-		}
-		a, err := in.arr.Convert(state.DType(g.Type))
+	case "npy", "text":
+		a, err := fileArray(s, in, want, notes)
 		if err != nil {
-			return fmt.Errorf("--init %s=%s: %w", g.Name, in.path, err)
+			return err
 		}
 		s.Cur[g.Index] = a
 	}
@@ -286,6 +279,11 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if dev != nil {
 		defer dev.Close()
 	}
+	if o.Out != "" {
+		if _, err := outputFormat(o.Out); err != nil {
+			return nil, err
+		}
+	}
 	copies := 2.0 // the engine's buffers
 	if o.Verify {
 		copies++
@@ -295,6 +293,9 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	s := pr.State
+	for _, n := range pr.Notes {
+		fmt.Fprintln(stderr, n)
+	}
 	var initial *state.State
 	if o.Verify {
 		initial = s.Clone()
@@ -313,6 +314,7 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
 	}
 	fmt.Fprintf(stdout, "time %.3f s, %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
+	warnNonFinite(s, stderr)
 
 	if o.Verify {
 		if err := verify(o, res, initial, s, dev != nil, stdout, stderr); err != nil {
@@ -434,7 +436,7 @@ func writeOutputs(o RunOptions, pr *Prepared, stdout io.Writer) error {
 		a := s.Cur[u.Grid.Index]
 		if o.Out != "" {
 			path := outputPath(o.Out, u.Grid.Name, many)
-			if err := gridio.WriteNPY(path, a); err != nil {
+			if err := writeGrid(path, a); err != nil {
 				return fmt.Errorf("writing %s: %w", path, err)
 			}
 			fmt.Fprintf(stdout, "wrote %s (%s %v)\n", path, a.DType, a.Shape)

@@ -1,6 +1,9 @@
 // Package gridio moves Tempest grids in and out of the process: NumPy .npy
-// files so that fields can be exchanged with Python tooling, and PNG heat
-// maps so that a person can look at a field without any Python at all.
+// files so that fields can be exchanged with Python tooling, text files
+// (one value per line as Rodinia's benchmarks read and write them, or rows
+// of blank- or comma-separated values) for programs and data sets that speak
+// no NumPy, and PNG heat maps so that a person can look at a field without
+// any Python at all.
 //
 // The central type is Array, a dense C-order (row-major) n-dimensional
 // array of one of the four element types the project uses (see DType).

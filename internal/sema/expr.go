@@ -126,8 +126,14 @@ func fold(e ir.Expr) ir.Expr {
 func (c *checker) expr(e syntax.Expr, s *scope) operand {
 	switch e := e.(type) {
 	case *syntax.IntLit:
+		if c.litType != nil {
+			return operand{e: &ir.Const{V: ir.MakeFloat(*c.litType, float64(e.Val))}}
+		}
 		return constOf(ir.Value{T: ir.I64, I: e.Val}, untypedInt)
 	case *syntax.FloatLit:
+		if c.litType != nil {
+			return operand{e: &ir.Const{V: ir.MakeFloat(*c.litType, e.Val)}}
+		}
 		return constOf(ir.Value{T: ir.F64, F: e.Val}, untypedFloat)
 	case *syntax.Name:
 		return c.name(e.Ident, s)
@@ -171,6 +177,9 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 		}
 		c.fail(id.Pos, "", "step cannot be used in %s", s.ctx.what())
 	}
+	if k, ok := c.consts[id.Name]; ok {
+		return k
+	}
 	if a := c.axisIndex(id.Name); a >= 0 {
 		if s.ctx < ctxInit {
 			c.fail(id.Pos, "", "coordinate %s cannot be used in %s", id.Name, s.ctx.what())
@@ -203,7 +212,11 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 		c.fail(id.Pos, fmt.Sprintf("move the binding above this use; a binding can use only bindings declared before it"), "binding %s is declared later, at line %d", id.Name, pos.Line)
 	}
 	hint := c.suggest(id.Name)
-	if hint == "" {
+	switch {
+	case c.consts != nil:
+		hint = strings.TrimSpace(hint + " a value may use numbers, pi, e, the math functions and the parameters' names")
+	case hint != "":
+	default:
 		hint = "declare it with param, let, state or input"
 	}
 	c.fail(id.Pos, hint, "undefined name %q", id.Name)

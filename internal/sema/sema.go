@@ -48,6 +48,10 @@ type checker struct {
 	failed map[string]bool
 	// laterLets holds the bindings not yet checked, for a clear message on forward references.
 	laterLets map[string]diag.Pos
+	// consts and litType serve ConstValue: named constants, and the type number literals take
+	// (nil: untyped, as in programs).
+	consts  map[string]operand
+	litType *ir.Type
 }
 
 func (c *checker) errorf(pos diag.Pos, hint, format string, args ...any) {

@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"tempest/internal/diag"
 	"tempest/internal/gridio"
 	"tempest/internal/ir"
+	"tempest/internal/sema"
+	"tempest/internal/syntax"
 )
 
 // State is a program's data at one point in time.
@@ -86,7 +89,11 @@ func DefaultParams(p *ir.Program) []ir.Value {
 	return v
 }
 
-// SetParam parses "name=value" and stores it in params.
+// SetParam parses "name=value" and stores it in params. The value is a constant expression
+// of the language (sema.ConstValue): 0.25, 1/10, 2*pi, sqrt(2)/2, or parameters' names (its own
+// too), which stand for the values they hold so far (their defaults, or what an earlier --param
+// set).
+// Mistakes are diagnostics with a caret under the flag's text.
 func SetParam(p *ir.Program, params []ir.Value, kv string) error {
 	name, val, ok := strings.Cut(kv, "=")
 	if !ok {
@@ -97,20 +104,28 @@ func SetParam(p *ir.Program, params []ir.Value, kv string) error {
 		if pr.Name != name {
 			continue
 		}
-		val = strings.TrimSpace(val)
-		if pr.Type.IsFloat() {
-			f, err := strconv.ParseFloat(strings.TrimSuffix(val, "f"), 64)
-			if err != nil {
-				return fmt.Errorf("--param %s=%s: %s is a %s parameter; %q is not a number", name, val, name, pr.Type, val)
+		text := kv
+		if v := strings.TrimSpace(val); strings.HasSuffix(v, "f") {
+			// C's float suffix (0.5f), as SL and C sources write values: read as the number.
+			if _, err := strconv.ParseFloat(strings.TrimSuffix(v, "f"), 64); err == nil {
+				i := strings.LastIndex(text, "f")
+				text = text[:i] + " " + text[i+1:]
 			}
-			params[pr.Index] = ir.MakeFloat(pr.Type, f)
-		} else {
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil {
-				return fmt.Errorf("--param %s=%s: %s is an %s parameter; %q is not a whole number", name, val, name, pr.Type, val)
-			}
-			params[pr.Index] = ir.MakeInt(pr.Type, n)
 		}
+		src := diag.NewSource("--param", text)
+		e, err := syntax.ParseExpr(src, len(kv)-len(val))
+		if err != nil {
+			return err
+		}
+		consts := map[string]ir.Value{}
+		for _, q := range p.Params {
+			consts[q.Name] = params[q.Index]
+		}
+		v, err := sema.ConstValue(src, e, pr.Type, consts)
+		if err != nil {
+			return err
+		}
+		params[pr.Index] = v
 		return nil
 	}
 	var names []string

@@ -66,6 +66,12 @@ func (m *Macros) Define(t Token, diags *diag.List, src *diag.Source) {
 	m.defs[name] = mac
 }
 
+// DefineTokens records an object-like macro from tokens already lexed: the frontends use it for
+// C typedefs of scalar types (typedef double real;), which mean the same as a #define there.
+func (m *Macros) DefineTokens(name string, pos diag.Pos, body []Token) {
+	m.defs[name] = &Macro{Name: name, Pos: pos, Body: body}
+}
+
 // Undef removes a macro.
 func (m *Macros) Undef(t Token) {
 	_, rest := SplitDirective(t)

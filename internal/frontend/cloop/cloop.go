@@ -20,11 +20,15 @@
 // steps). Arrays that are only read are input grids. The loop body may declare scalar locals,
 // use if/else and loops with constant bounds (unrolled), as in SL code (package lower).
 //
-// The rest of the file is read only for #define constants (expanded in the region), the element
-// type of each array (from its declaration: float, double, int, long; AN5D's SB_TYPE when not
-// defined counts as float, and --type changes it), array extents and integer definitions such as
-// int dimsize = compsize + 2*R (used to tell where the loops stop), and scalars with a constant
-// initializer, float c0 = 0.5f, which become parameters.
+// Only the scop region defines the stencil. The rest of the file (AN5D's benchmark drivers hold
+// the region in if (scop) { ... } and the same loop nest again under OpenMP in the else branch,
+// around a whole program) is read only for #define constants and scalar typedefs (expanded in
+// the region), the element type of each array (from its declaration: float, double, int, long;
+// AN5D's SB_TYPE when not defined counts as float, and --type changes it), array extents and
+// integer definitions such as int dimsize = compsize + 2*R (used to tell where the loops stop),
+// and scalars with a constant initializer, float c0 = 0.5f, which become parameters. Only the
+// declarations in scope at the region count, by C's block scoping (visibleAt), and the region's
+// loop variables are never the constants of the same names outside it.
 //
 // The boundary: every state grid is fixed (Tempest's fixed boundary: the rim cells keep their
 // initial values). The rim is what the loops skip: a loop from R to N-R over an axis of N cells
@@ -92,7 +96,11 @@ type translator struct {
 
 	macros  *cc.Macros
 	outside []cc.Token // macro-expanded tokens outside the scop region
+	visible []bool     // per outside token: in scope at the region (visibleAt)
 	scopPos diag.Pos
+	scopOff int
+	bound   map[string]bool       // loop variables of the region, never outside constants
+	hidden  map[string]diag.Pos   // names declared outside but out of scope at the region
 	decls   map[string]*arrayDecl // arrays declared outside the region
 	defs    map[string]cc.Expr    // name = expression, outside the region
 	defType map[string]*cc.Type   // type of those definitions
@@ -174,7 +182,7 @@ func (t *translator) run() (*syntax.File, map[string][]int) {
 					t.errorf(tk.Pos, "Tempest reads one stencil per file", "second #pragma scop region")
 				}
 				state = 1
-				t.scopPos = tk.Pos
+				t.scopPos, t.scopOff = tk.Pos, tk.Off
 			case "endscop":
 				if state != 1 {
 					t.errorf(tk.Pos, "open the region with #pragma scop", "#pragma endscop without #pragma scop")
@@ -199,14 +207,17 @@ func (t *translator) run() (*syntax.File, map[string][]int) {
 	if t.diags.Err() != nil {
 		return nil, nil
 	}
-	var ok bool
-	if t.outside, ok = t.macros.Expand(outside, t.diags, t.src); !ok {
-		return nil, nil
-	}
+	t.typedefs(outside)
+	// Code outside the region only lends it declarations: macros it cannot expand there are
+	// left as they are, not reported.
+	var quiet diag.List
+	t.outside, _ = t.macros.Expand(outside, &quiet, t.src)
+	t.visible = visibleAt(t.outside, t.scopOff)
 	expanded, ok := t.macros.Expand(scop, t.diags, t.src)
 	if !ok {
 		return nil, nil
 	}
+	t.bound = loopVars(expanded)
 	expanded = append(expanded, cc.Token{Kind: cc.EOF, Pos: t.scopPos})
 	t.scanOutside()
 	p := cc.NewParser(t.src, expanded, t.diags)
@@ -218,14 +229,35 @@ func (t *translator) run() (*syntax.File, map[string][]int) {
 	return t.translate(stmts)
 }
 
+// typedefs turns typedefs of scalar types outside the region (typedef double real;) into
+// macros, so that real means double in declarations and casts, inside the region and out.
+func (t *translator) typedefs(toks []cc.Token) {
+	for i := 0; i < len(toks); i++ {
+		if toks[i].Kind != cc.Ident || toks[i].Text != "typedef" {
+			continue
+		}
+		k := i + 1
+		for k < len(toks) && toks[k].Kind == cc.Ident {
+			k++
+		}
+		if k-i < 3 || k >= len(toks) || toks[k].Text != ";" {
+			continue // not a plain scalar typedef: structs, pointers and arrays are not used
+		}
+		name := toks[k-1]
+		t.macros.DefineTokens(name.Text, name.Pos, append([]cc.Token(nil), toks[i+1:k-1]...))
+		i = k
+	}
+}
+
 // scanOutside reads what the region needs from the rest of the file: array declarations (the
 // element types and extents), integer definitions (how extents relate to loop bounds) and
-// scalars with constant initializers (parameters). It reads declarations wherever they are,
-// tolerating the C it does not understand.
+// scalars with constant initializers (parameters). It reads the declarations in scope at the
+// region (visibleAt), tolerating the C it does not understand.
 func (t *translator) scanOutside() {
 	t.decls = map[string]*arrayDecl{}
 	t.defs = map[string]cc.Expr{}
 	t.defType = map[string]*cc.Type{}
+	t.hidden = map[string]diag.Pos{}
 	toks := t.outside
 	isTypeWord := func(tk cc.Token) bool {
 		switch tk.Text {
@@ -270,6 +302,7 @@ func (t *translator) scanOutside() {
 				break
 			}
 			name := toks[k]
+			inScope := t.visible[k]
 			k++
 			if paren {
 				if k >= len(toks) || toks[k].Text != ")" {
@@ -286,10 +319,16 @@ func (t *translator) scanOutside() {
 				dims = append(dims, t.parseExpr(toks[k+1:end]))
 				k = end + 1
 			}
-			if paren || len(dims) > 0 || ptr > 0 {
-				if _, seen := t.decls[name.Text]; !seen {
-					t.decls[name.Text] = &arrayDecl{typ: ty, dims: dims, paren: paren, pos: name.Pos}
-				}
+			if inScope {
+				// The latest declaration in scope is the innermost one: it shadows the others.
+				delete(t.decls, name.Text)
+				delete(t.defs, name.Text)
+				delete(t.defType, name.Text)
+			} else if _, seen := t.hidden[name.Text]; !seen {
+				t.hidden[name.Text] = name.Pos
+			}
+			if (paren || len(dims) > 0 || ptr > 0) && inScope {
+				t.decls[name.Text] = &arrayDecl{typ: ty, dims: dims, paren: paren, pos: name.Pos}
 			}
 			if k < len(toks) && toks[k].Text == "=" {
 				end := k + 1
@@ -310,12 +349,10 @@ func (t *translator) scanOutside() {
 					}
 					end++
 				}
-				if ptr == 0 && !paren && len(dims) == 0 {
+				if ptr == 0 && !paren && len(dims) == 0 && inScope {
 					if e := t.parseExpr(toks[k+1 : min(end, len(toks))]); e != nil {
-						if _, seen := t.defs[name.Text]; !seen {
-							t.defs[name.Text] = e
-							t.defType[name.Text] = ty
-						}
+						t.defs[name.Text] = e
+						t.defType[name.Text] = ty
 					}
 				}
 				k = end
@@ -451,7 +488,7 @@ func (t *translator) linearOf(e cc.Expr, depth int) (linear, bool) {
 		l.c = e.Val.Int
 		return l, true
 	case *cc.Name:
-		if def, ok := t.defs[e.Name]; ok {
+		if def, ok := t.defs[e.Name]; ok && !t.bound[e.Name] {
 			if ty, ok := elemOf(t.defType[e.Name]); ok && ty.IsInt() {
 				if sub, ok := t.linearOf(def, d); ok {
 					return sub, true

@@ -13,10 +13,10 @@ import (
 
 // FuzzCLoop feeds arbitrary text through the C loop-nest frontend, the checker, the analysis
 // and the printer: every input must give a program or a diagnostic, never a panic or a hang.
-// Seeds: the C examples, the error cases and the accepted forms.
+// Seeds: the C examples, the error cases, the benchmark-driver shapes and the accepted forms.
 func FuzzCLoop(f *testing.F) {
 	var seeds []string
-	for _, pattern := range []string{"../../../examples/c/*.c", "testdata/errors/*.c"} {
+	for _, pattern := range []string{"../../../examples/c/*.c", "testdata/errors/*.c", "testdata/drivers/*.c"} {
 		files, _ := filepath.Glob(pattern)
 		for _, name := range files {
 			if b, err := os.ReadFile(name); err == nil {

@@ -682,6 +682,10 @@ func (h *hooks) Name(b *lower.Builder, n *cc.Name) syntax.Expr {
 	if m := t.macros.Lookup(n.Name); m != nil && m.Func {
 		b.Fail(n.P, "", "function-like macro %s is not supported", n.Name)
 	}
+	if at, ok := t.hidden[n.Name]; ok {
+		b.Fail(n.P, fmt.Sprintf("the declaration at line %d is not in scope here (it is after the region or in a block closed before it); declare it before the region, in a block around it", at.Line),
+			"undefined name %q", n.Name)
+	}
 	b.Fail(n.P, "declare it with a constant value outside the scop region (float c = 0.5f;) or #define it", "undefined name %q", n.Name)
 	return nil
 }
