@@ -29,6 +29,8 @@ type Runner struct {
 	Attrs  map[string]gpu.KernelAttrs
 	// sharedMod says the module belongs to a Modules cache, not to this runner.
 	sharedMod bool
+	obs       *observer // observable kernels, compiled on first use
+	cache     *Modules  // where compiled modules come from (nil: compiled for this runner)
 }
 
 // Dialect is the kernel language a device compiles.
@@ -88,6 +90,7 @@ func NewWith(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 	if cache != nil && cache.dev == dev {
 		mod, err = cache.compile(name, r.Source, opt)
 		r.sharedMod = true
+		r.cache = cache
 	} else {
 		mod, err = dev.Compile(name, r.Source, opt)
 	}
@@ -163,6 +166,9 @@ func rawBytes(a *gridio.Array) []byte {
 
 // Close frees device resources.
 func (r *Runner) Close() {
+	if r.obs != nil {
+		r.obs.close()
+	}
 	for _, sl := range r.slots {
 		for _, b := range sl {
 			if b != nil {
@@ -247,13 +253,21 @@ func (r *Runner) rotate(k int) {
 // Run enqueues launches that advance the state by n steps (without waiting).
 func (r *Runner) Run(n int) error {
 	for _, l := range r.schedule(n) {
-		k := r.kernels[l.Kernel]
-		if err := k.Launch(l.Grid, l.Block, l.Shared, r.bind(l)...); err != nil {
-			return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", l.Kernel, l.Grid, l.Block, l.Shared, err)
+		if err := r.launch(l); err != nil {
+			return err
 		}
-		r.rotate(l.Steps)
-		r.s.Steps += l.Steps
 	}
+	return nil
+}
+
+// launch enqueues one launch and moves the buffers and the step count past it.
+func (r *Runner) launch(l lower.Launch) error {
+	k := r.kernels[l.Kernel]
+	if err := k.Launch(l.Grid, l.Block, l.Shared, r.bind(l)...); err != nil {
+		return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", l.Kernel, l.Grid, l.Block, l.Shared, err)
+	}
+	r.rotate(l.Steps)
+	r.s.Steps += l.Steps
 	return nil
 }
 
