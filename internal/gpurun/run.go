@@ -272,7 +272,21 @@ func (r *Runner) launch(l lower.Launch) error {
 }
 
 // Timed runs n steps between two events and returns the elapsed milliseconds.
-func (r *Runner) Timed(n int) (float64, error) {
+func (r *Runner) Timed(n int) (float64, error) { return r.timed(n, r.Run) }
+
+// TimedObserved is Timed advancing with RunObserved, so that observables can follow.
+func (r *Runner) TimedObserved(n int) (float64, error) { return r.timed(n, r.RunObserved) }
+
+// Depth is the most steps one launch advances: the plan's temporal depth.
+func (r *Runner) Depth() int {
+	d := 1
+	for _, l := range r.low.Launches {
+		d = max(d, l.Steps)
+	}
+	return d
+}
+
+func (r *Runner) timed(n int, run func(int) error) (float64, error) {
 	start, err := r.dev.NewEvent()
 	if err != nil {
 		return 0, err
@@ -286,7 +300,7 @@ func (r *Runner) Timed(n int) (float64, error) {
 	if err := start.Record(); err != nil {
 		return 0, err
 	}
-	if err := r.Run(n); err != nil {
+	if err := run(n); err != nil {
 		return 0, err
 	}
 	if err := end.Record(); err != nil {
