@@ -177,7 +177,7 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 		}
 		c.fail(id.Pos, "", "step cannot be used in %s", s.ctx.what())
 	}
-	if o := c.observes[id.Name]; o != nil {
+	if o := c.observes[id.Name]; o != nil || c.observeNames[id.Name] && s.ctx != ctxUntil {
 		if s.ctx != ctxUntil {
 			c.fail(id.Pos, "observables are values of the whole grid, read only in `until`", "observable %s cannot be used in %s", id.Name, s.ctx.what())
 		}

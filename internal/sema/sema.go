@@ -51,6 +51,8 @@ type checker struct {
 	failed map[string]bool
 	// laterLets holds the bindings not yet checked, for a clear message on forward references.
 	laterLets map[string]diag.Pos
+	// observeNames holds every observable's name, for a clear message where one is misused.
+	observeNames map[string]bool
 }
 
 func (c *checker) errorf(pos diag.Pos, hint, format string, args ...any) {
@@ -185,6 +187,10 @@ func (c *checker) run(f *syntax.File, opt Options) {
 		if c.grids[g.Name.Name] != nil && c.grids[g.Name.Name].Index < len(c.prog.Grids) {
 			c.gridClauses(g, c.grids[g.Name.Name])
 		}
+	}
+	c.observeNames = map[string]bool{}
+	for _, o := range observes {
+		c.observeNames[o.Name.Name] = true
 	}
 	c.laterLets = map[string]diag.Pos{}
 	for _, l := range lets {
