@@ -33,24 +33,23 @@ func runOrSkip(t *testing.T, o RunOptions) (*Result, string) {
 }
 
 // TestUntilStopsAtSameStep: the Poisson demo converges at the same check on the CPU engine
-// and on OpenCL, with a one-step plan and with a temporal one, and their observations agree
-// (to rounding: GPU updates may fuse multiply-adds, so the states are not bitwise equal).
+// and on each GPU backend, with a one-step plan and with a temporal one, and their
+// observations agree (to rounding: GPU updates may fuse multiply-adds, so the states are not
+// bitwise equal). A missing backend skips its subtest.
 func TestUntilStopsAtSameStep(t *testing.T) {
 	dir := t.TempDir()
 	base := RunOptions{File: "../../examples/demos/poisson2d.stencil", Size: "24x24", Steps: 5000, CheckEvery: 20,
 		Params: []string{"tol=1e-7"}, Quiet: true}
-	var first *gridio.Series
-	stop := 0
-	for i, c := range []struct{ backend, plan string }{{"cpu", ""}, {"opencl", "naive"}, {"opencl", "pyramid:ph=4"}} {
+	run := func(t *testing.T, backend, plan string) (*gridio.Series, int) {
 		o := base
-		o.Backend, o.Plan = c.backend, c.plan
-		o.Observables = filepath.Join(dir, fmt.Sprintf("obs%d.csv", i))
+		o.Backend, o.Plan = backend, plan
+		o.Observables = filepath.Join(dir, backend+strings.ReplaceAll(plan, ":", "_")+".csv")
 		res, out := runOrSkip(t, o)
 		if !strings.Contains(out, fmt.Sprintf("converged at step %d: maxdiff = ", res.Steps)) {
-			t.Fatalf("%s %s: no convergence line for step %d:\n%s", c.backend, c.plan, res.Steps, out)
+			t.Fatalf("%s %s: no convergence line for step %d:\n%s", backend, plan, res.Steps, out)
 		}
 		if res.Steps%20 != 0 || res.Steps >= o.Steps {
-			t.Errorf("%s %s: stopped at step %d, want a multiple of 20 below %d", c.backend, c.plan, res.Steps, o.Steps)
+			t.Errorf("%s %s: stopped at step %d, want a multiple of 20 below %d", backend, plan, res.Steps, o.Steps)
 		}
 		text, err := os.ReadFile(o.Observables)
 		if err != nil {
@@ -60,24 +59,27 @@ func TestUntilStopsAtSameStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i == 0 {
-			first, stop = series, res.Steps
-			continue
-		}
-		if res.Steps != stop {
-			t.Errorf("%s %s converged at step %d, the CPU engine at %d", c.backend, c.plan, res.Steps, stop)
-		}
-		if fmt.Sprint(series.Steps) != fmt.Sprint(first.Steps) {
-			t.Fatalf("%s %s observed at steps %v, the CPU engine at %v", c.backend, c.plan, series.Steps, first.Steps)
-		}
-		for r := range series.Values {
-			for k, v := range series.Values[r] {
-				w := first.Values[r][k]
-				if math.Abs(v-w) > 1e-9*math.Abs(w)+1e-15 {
-					t.Errorf("%s %s step %d: %s = %v, CPU engine %v", c.backend, c.plan, series.Steps[r], series.Names[k], v, w)
+		return series, res.Steps
+	}
+	first, stop := run(t, "cpu", "")
+	for _, c := range []struct{ backend, plan string }{{"opencl", "naive"}, {"opencl", "pyramid:ph=4"}, {"cuda", "naive"}, {"cuda", "pyramid:ph=4"}} {
+		t.Run(c.backend+"/"+c.plan, func(t *testing.T) {
+			series, steps := run(t, c.backend, c.plan)
+			if steps != stop {
+				t.Errorf("%s %s converged at step %d, the CPU engine at %d", c.backend, c.plan, steps, stop)
+			}
+			if fmt.Sprint(series.Steps) != fmt.Sprint(first.Steps) {
+				t.Fatalf("%s %s observed at steps %v, the CPU engine at %v", c.backend, c.plan, series.Steps, first.Steps)
+			}
+			for r := range series.Values {
+				for k, v := range series.Values[r] {
+					w := first.Values[r][k]
+					if math.Abs(v-w) > 1e-9*math.Abs(w)+1e-15 {
+						t.Errorf("%s %s step %d: %s = %v, CPU engine %v", c.backend, c.plan, series.Steps[r], series.Names[k], v, w)
+					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -122,17 +124,19 @@ func TestObservablesCSV(t *testing.T) {
 		t.Errorf("temporary files left behind: %v", entries)
 	}
 
-	g := o
-	g.Backend, g.Plan, g.ObserveEvery, g.ObservablesPNG = "opencl", "pyramid:ph=4", 3, ""
-	res, out := runOrSkip(t, g)
-	if !strings.Contains(out, "--observe-every 3 rounded up to 4, a multiple of the plan's 4-step launches") || res.Steps != 10 {
-		t.Errorf("GPU run:\n%s", out)
-	}
-	text, _ = os.ReadFile(g.Observables)
-	series, err := gridio.ParseSeriesCSV(string(text))
-	if err != nil || fmt.Sprint(series.Steps) != "[0 4 8 10]" {
-		t.Errorf("GPU observations at %v (%v):\n%s", series.Steps, err, text)
-	}
+	t.Run("opencl", func(t *testing.T) {
+		g := o
+		g.Backend, g.Plan, g.ObserveEvery, g.ObservablesPNG = "opencl", "pyramid:ph=4", 3, ""
+		res, out := runOrSkip(t, g)
+		if !strings.Contains(out, "--observe-every 3 rounded up to 4, a multiple of the plan's 4-step launches") || res.Steps != 10 {
+			t.Errorf("GPU run:\n%s", out)
+		}
+		text, _ := os.ReadFile(g.Observables)
+		series, err := gridio.ParseSeriesCSV(string(text))
+		if err != nil || fmt.Sprint(series.Steps) != "[0 4 8 10]" {
+			t.Errorf("GPU observations (%v):\n%s", err, text)
+		}
+	})
 }
 
 func fmtExact(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
