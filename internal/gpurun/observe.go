@@ -88,12 +88,16 @@ func (r *Runner) observerFor() (*observer, error) {
 // Observe evaluates every observable of the program on the device's current buffers (the
 // grids are not downloaded; only each observable's final 8 bytes are read back) and returns
 // their values by ir.Observe.Index: bit for bit what the reference computes from the same
-// state, for expressions whose operations the device rounds as IEEE does.
+// state, for expressions whose operations the device rounds as IEEE does. Advance with
+// RunObserved (or TimedObserved) before it.
 func (r *Runner) Observe() ([]float64, error) {
 	p := r.s.Prog
 	out := make([]float64, len(p.Observes))
 	if len(p.Observes) == 0 {
 		return out, nil
+	}
+	if r.lastSteps > 1 && len(p.PrevObserved()) > 0 {
+		panic("internal error: observing the level before a multi-step launch; advance with RunObserved")
 	}
 	o, err := r.observerFor()
 	if err != nil {

@@ -31,6 +31,8 @@ type Runner struct {
 	sharedMod bool
 	obs       *observer // observable kernels, compiled on first use
 	cache     *Modules  // where compiled modules come from (nil: compiled for this runner)
+	// lastSteps is how many steps the last launch advanced (0: none yet).
+	lastSteps int
 }
 
 // Dialect is the kernel language a device compiles.
@@ -268,6 +270,7 @@ func (r *Runner) launch(l lower.Launch) error {
 	}
 	r.rotate(l.Steps)
 	r.s.Steps += l.Steps
+	r.lastSteps = l.Steps
 	return nil
 }
 
