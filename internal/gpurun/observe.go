@@ -138,15 +138,6 @@ func (r *Runner) Observe() ([]float64, error) {
 	return out, nil
 }
 
-// ObserveSource is the generated source of the observable kernels (compiling them if need be).
-func (r *Runner) ObserveSource() (string, error) {
-	o, err := r.observerFor()
-	if err != nil {
-		return "", err
-	}
-	return o.Source, nil
-}
-
 // RunObserved advances n steps like Run, so that observables can be evaluated next: where an
 // observable reads .prev of a one-level grid, the last step is a one-step launch, whose input
 // buffer then still holds the values before it.

@@ -99,6 +99,39 @@ func typeSuffix(t kir.Type) string {
 	return "f64"
 }
 
+// observeValue sets v to the observable's value at the cell: as storeUpdatesSplit does, a
+// version without boundary handling for cells at least the expression's reach from every
+// edge, and the general one.
+func observeValue(em *emitter, o *ir.Observe, t kir.Type) []kir.Stmt {
+	set := func(em *emitter) []kir.Stmt {
+		var body []kir.Stmt
+		em.out = &body
+		em.lets = map[*ir.Let]string{}
+		em.declareLets(o.Value)
+		val := em.expr(o.Value)
+		return append(body, kir.Set(kir.Id("v"), &kir.Cast{T: t, From: kir.FromIR(o.Value.Type()), X: val}))
+	}
+	var cond kir.Expr
+	for a, r := range ir.Reach(o.Value, em.p.Dims()) {
+		if r == 0 {
+			continue
+		}
+		n := kir.Id(fmt.Sprintf("n%d", a))
+		c := &kir.Binary{Op: "&&", X: &kir.Binary{Op: ">=", X: em.coords[a], Y: kir.I(r)}, Y: &kir.Binary{Op: "<", X: em.coords[a], Y: kir.Bin("-", n, kir.I(r))}}
+		if cond == nil {
+			cond = c
+		} else {
+			cond = &kir.Binary{Op: "&&", X: cond, Y: c}
+		}
+	}
+	if cond == nil {
+		return set(em)
+	}
+	fast, slow := *em, *em
+	fast.interior = true
+	return []kir.Stmt{&kir.If{Cond: cond, Then: set(&fast), Else: set(&slow)}}
+}
+
 // observeRoles are the buffers a cell kernel reads: every grid's current level, and the
 // previous level of two-level grids and of one-level grids whose .prev an observable reads
 // (the runner keeps the values before the last step in that buffer).
@@ -187,10 +220,7 @@ func LowerObserve(p *ir.Program, shape []int, layers []int) *Observed {
 		}
 		em.coords = coords
 		em.read = func(em *emitter, l *ir.Load) kir.Expr { return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off) }
-		em.out = &inner
-		em.declareLets(o.Value)
-		val := em.expr(o.Value)
-		inner = append(inner, kir.Set(kir.Id("v"), &kir.Cast{T: t, From: kir.FromIR(o.Value.Type()), X: val}))
+		inner = append(inner, observeValue(em, o, t)...)
 		body = append(body, &kir.If{Cond: &kir.Binary{Op: "<", X: kir.Id("gi"), Y: ncells}, Then: inner})
 		body = append(body, treeStmts(o.Op, t, kir.Id("v"), "partials")...)
 		k.Body = body

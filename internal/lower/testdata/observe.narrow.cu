@@ -140,8 +140,13 @@ extern "C" __global__ void __launch_bounds__(256) tempest_observe_1(const int* _
     int c1 = rest % n1;
     rest = rest / n1;
     int c0 = rest;
-    float let_d = in0_u[c0 * n1 + c1] - in0_u[c0 * n1 + ((c1 + 1) % n1 + n1) % n1];
-    v = (double)let_d;
+    if (c1 >= 1 && c1 < n1 - 1) {
+      float let_d = in0_u[c0 * n1 + c1] - in0_u[c0 * n1 + (c1 + 1)];
+      v = (double)let_d;
+    } else {
+      float let_d = in0_u[c0 * n1 + c1] - in0_u[c0 * n1 + ((c1 + 1) % n1 + n1) % n1];
+      v = (double)let_d;
+    }
   }
   red[tid] = v;
   __syncthreads();
@@ -271,9 +276,15 @@ extern "C" __global__ void __launch_bounds__(256) tempest_observe_2(const int* _
     int c1 = rest % n1;
     rest = rest / n1;
     int c0 = rest;
-    float num1 = c0 - 2 < 0 || c0 - 2 >= n0 ? 5e-01f : in0_u[max(c0 - 2, 0) * n1 + c1];
-    float quo1 = num1 * 3.3333334e-01f;
-    v = (double)fmaf(fmaf(-quo1, 3e+00f, num1), 3.3333334e-01f, quo1);
+    if (c0 >= 2 && c0 < n0 - 2) {
+      float num1 = in0_u[(c0 - 2) * n1 + c1];
+      float quo1 = num1 * 3.3333334e-01f;
+      v = (double)fmaf(fmaf(-quo1, 3e+00f, num1), 3.3333334e-01f, quo1);
+    } else {
+      float num1 = c0 - 2 < 0 || c0 - 2 >= n0 ? 5e-01f : in0_u[max(c0 - 2, 0) * n1 + c1];
+      float quo1 = num1 * 3.3333334e-01f;
+      v = (double)fmaf(fmaf(-quo1, 3e+00f, num1), 3.3333334e-01f, quo1);
+    }
   }
   red[tid] = v;
   __syncthreads();
@@ -533,8 +544,13 @@ extern "C" __global__ void __launch_bounds__(256) tempest_observe_4(const int* _
     int c1 = rest % n1;
     rest = rest / n1;
     int c0 = rest;
-    float let_d = in0_u[c0 * n1 + c1] - in0_u[c0 * n1 + ((c1 + 1) % n1 + n1) % n1];
-    v = (double)(let_d * let_d);
+    if (c1 >= 1 && c1 < n1 - 1) {
+      float let_d = in0_u[c0 * n1 + c1] - in0_u[c0 * n1 + (c1 + 1)];
+      v = (double)(let_d * let_d);
+    } else {
+      float let_d = in0_u[c0 * n1 + c1] - in0_u[c0 * n1 + ((c1 + 1) % n1 + n1) % n1];
+      v = (double)(let_d * let_d);
+    }
   }
   red[tid] = v;
   __syncthreads();

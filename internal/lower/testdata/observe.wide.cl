@@ -142,8 +142,13 @@ __kernel void tempest_observe_1(__global const int* restrict in0_f, __global con
     int c1 = (int)(rest % n1);
     rest = rest / n1;
     int c0 = (int)rest;
-    float let_d = in0_u[(long)c0 * n1 + (long)c1] - in0_u[(long)c0 * n1 + (long)(((c1 + 1) % n1 + n1) % n1)];
-    v = (double)let_d;
+    if (c1 >= 1 && c1 < n1 - 1) {
+      float let_d = in0_u[(long)c0 * n1 + (long)c1] - in0_u[(long)c0 * n1 + (long)(c1 + 1)];
+      v = (double)let_d;
+    } else {
+      float let_d = in0_u[(long)c0 * n1 + (long)c1] - in0_u[(long)c0 * n1 + (long)(((c1 + 1) % n1 + n1) % n1)];
+      v = (double)let_d;
+    }
   }
   red[tid] = v;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
@@ -273,9 +278,15 @@ __kernel void tempest_observe_2(__global const int* restrict in0_f, __global con
     int c1 = (int)(rest % n1);
     rest = rest / n1;
     int c0 = (int)rest;
-    float num1 = c0 - 2 < 0 || c0 - 2 >= n0 ? 5e-01f : in0_u[(long)max(c0 - 2, 0) * n1 + (long)c1];
-    float quo1 = num1 * 3.3333334e-01f;
-    v = (double)fma(fma(-quo1, 3e+00f, num1), 3.3333334e-01f, quo1);
+    if (c0 >= 2 && c0 < n0 - 2) {
+      float num1 = in0_u[(long)(c0 - 2) * n1 + (long)c1];
+      float quo1 = num1 * 3.3333334e-01f;
+      v = (double)fma(fma(-quo1, 3e+00f, num1), 3.3333334e-01f, quo1);
+    } else {
+      float num1 = c0 - 2 < 0 || c0 - 2 >= n0 ? 5e-01f : in0_u[(long)max(c0 - 2, 0) * n1 + (long)c1];
+      float quo1 = num1 * 3.3333334e-01f;
+      v = (double)fma(fma(-quo1, 3e+00f, num1), 3.3333334e-01f, quo1);
+    }
   }
   red[tid] = v;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
@@ -535,8 +546,13 @@ __kernel void tempest_observe_4(__global const int* restrict in0_f, __global con
     int c1 = (int)(rest % n1);
     rest = rest / n1;
     int c0 = (int)rest;
-    float let_d = in0_u[(long)c0 * n1 + (long)c1] - in0_u[(long)c0 * n1 + (long)(((c1 + 1) % n1 + n1) % n1)];
-    v = (double)(let_d * let_d);
+    if (c1 >= 1 && c1 < n1 - 1) {
+      float let_d = in0_u[(long)c0 * n1 + (long)c1] - in0_u[(long)c0 * n1 + (long)(c1 + 1)];
+      v = (double)(let_d * let_d);
+    } else {
+      float let_d = in0_u[(long)c0 * n1 + (long)c1] - in0_u[(long)c0 * n1 + (long)(((c1 + 1) % n1 + n1) % n1)];
+      v = (double)(let_d * let_d);
+    }
   }
   red[tid] = v;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
