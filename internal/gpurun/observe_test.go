@@ -32,13 +32,6 @@ observe total = sum(u)
 observe avg = mean(u[x+3] * d / 3.0)
 observe far = sum(u.prev[y-2, x+2] + f32(x) * 0.001 + f32(step))`,
 		[][]int{{19, 23}, {1, 1}, {40, 300}}, []string{"naive", "pyramid:ph=3"}},
-	{"fixed2d", `axes y, x
-type f32
-state u init rand() boundary fixed
-update u = (5.1*u[y-1] + 12.1*u[x-1] + 15.0*u + 12.2*u[x+1] + 5.2*u[y+1]) / 118
-observe diff = max(abs(u - u.prev))
-observe total = sum(u * u)`,
-		[][]int{{64, 260}}, []string{"naive", "n5d:bt=4"}},
 	{"wave", `axes y, x
 type f64
 param c = 0.2
