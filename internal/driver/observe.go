@@ -66,6 +66,31 @@ func observing(o RunOptions, p *ir.Program) bool {
 	return len(p.Observes) > 0 || o.Observables != "" || o.ObservablesPNG != "" || o.ObserveEvery != 0 || o.CheckEvery != 0
 }
 
+// checkObserveFlags refuses observation flags that cannot apply to p, before anything runs.
+func checkObserveFlags(o RunOptions, p *ir.Program) error {
+	if !observing(o, p) {
+		return nil
+	}
+	flag := "--observables"
+	switch {
+	case o.Observables == "" && o.ObservablesPNG != "":
+		flag = "--observables-png"
+	case o.Observables == "" && o.ObserveEvery != 0:
+		flag = "--observe-every"
+	}
+	switch {
+	case o.ObserveEvery < 0:
+		return fmt.Errorf("--observe-every %d: give a positive number of steps", o.ObserveEvery)
+	case o.CheckEvery < 0:
+		return fmt.Errorf("--check-every %d: give a positive number of steps", o.CheckEvery)
+	case o.CheckEvery > 0 && p.Until == nil:
+		return fmt.Errorf("--check-every: %s has no until test; add one, e.g. until maxdiff < 1e-6", p.Name)
+	case len(p.Observes) == 0:
+		return fmt.Errorf("%s: %s declares no observables; add one, e.g. observe total = sum(u)", flag, p.Name)
+	}
+	return nil
+}
+
 // roundUp rounds n up to a multiple of depth, saying so when it changes.
 func roundUp(n, depth int, flag string, stdout io.Writer) int {
 	if n%depth == 0 {
@@ -88,19 +113,8 @@ func advance(o RunOptions, pr *Prepared, res *Result, seg segments, stdout io.Wr
 		res.Steps, res.Seconds = o.Steps, sec
 		return err
 	}
-	flag := "--observables"
-	if o.Observables == "" && o.ObservablesPNG != "" {
-		flag = "--observables-png"
-	}
-	switch {
-	case len(p.Observes) == 0:
-		return fmt.Errorf("%s: %s declares no observables; add one, e.g. observe total = sum(u)", flag, p.Name)
-	case o.ObserveEvery < 0:
-		return fmt.Errorf("--observe-every %d: give a positive number of steps", o.ObserveEvery)
-	case o.CheckEvery < 0:
-		return fmt.Errorf("--check-every %d: give a positive number of steps", o.CheckEvery)
-	case o.CheckEvery > 0 && p.Until == nil:
-		return fmt.Errorf("--check-every: %s has no until test; add one, e.g. until %s < 1e-6", p.Name, p.Observes[0].Name)
+	if err := checkObserveFlags(o, p); err != nil {
+		return err
 	}
 	depth := seg.depth()
 	check := 0

@@ -292,6 +292,9 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkObserveFlags(o, pr.Prog); err != nil {
+		return nil, err
+	}
 	s := pr.State
 	var initial *state.State
 	if o.Verify {
