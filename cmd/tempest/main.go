@@ -73,6 +73,10 @@ func runCmd() *cobra.Command {
 	f.BoolVar(&o.Verify, "verify", false, "also run the reference interpreter and report max abs and RMS error (GPU float runs: and check every cell against its error bound)")
 	f.BoolVar(&o.NoBound, "no-bound", false, "with --verify: compare with the CPU engine only, without the error bound (faster on big runs)")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
+	f.StringVar(&o.Observables, "observables", "", "write the program's observables as CSV: a row per observation (step, then each observable)")
+	f.StringVar(&o.ObservablesPNG, "observables-png", "", "plot the program's observables over the steps as PNG")
+	f.IntVar(&o.ObserveEvery, "observe-every", 0, "steps between observations (default: the --check-every interval with an until test, else steps/100); rounded up to a multiple of the plan's deepest launch")
+	f.IntVar(&o.CheckEvery, "check-every", 0, fmt.Sprintf("steps between evaluations of the program's until test (default %d); rounded up to a multiple of the plan's deepest launch; --steps is then the most steps run", driver.DefaultCheckEvery))
 	return c
 }
 

@@ -63,12 +63,19 @@ type Summary struct {
 	DiagonalFree bool      `json:"diagonalFree"` // no read has offsets on two axes at once
 	Grids        []GridUse `json:"grids"`
 	Params       []string  `json:"params"`
+	// Observables are "name (op)" in declaration order; Until says whether the program has a
+	// convergence test. Neither counts in the figures above.
+	Observables []string `json:"observables,omitempty"`
+	Until       bool     `json:"until,omitempty"`
 }
 
 // Analyze computes the Summary of p.
 func Analyze(p *ir.Program) *Summary {
 	s := &Summary{Name: p.Name, Dims: p.Dims(), Axes: p.Axes, Type: p.DefaultType.String(),
-		Radius: make([]int, p.Dims()), DiagonalFree: true, Associative: len(p.Updates) > 0}
+		Radius: make([]int, p.Dims()), DiagonalFree: true, Associative: len(p.Updates) > 0, Until: p.Until != nil}
+	for _, o := range p.Observes {
+		s.Observables = append(s.Observables, fmt.Sprintf("%s (%s)", o.Name, o.Op))
+	}
 	offsets := map[string]bool{}
 	readLevels := map[string]int{}
 	usedLets := map[*ir.Let]bool{}
@@ -312,6 +319,12 @@ func (s *Summary) Text() string {
 	sort.Strings(ps)
 	for _, p := range ps {
 		w("param", "%s", p)
+	}
+	if len(s.Observables) > 0 {
+		w("observables", "%s", strings.Join(s.Observables, ", "))
+	}
+	if s.Until {
+		w("until", "a convergence test (tempest run stops where it holds)")
 	}
 	return b.String()
 }

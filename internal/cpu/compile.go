@@ -446,7 +446,7 @@ func (c *compiler) chain(e *ir.Binary, k ir.Expr, op byte, root bool) fn {
 			for i, t := range cs {
 				if t.direct {
 					start := w.base + w.x0 + t.off
-					terms[i] = term[float32]{neg: t.neg, scal: t.coef != nil, v: eng.bufs[t.grid][t.level].([]float32)[start : start+w.n]}
+					terms[i] = term[float32]{neg: t.neg, scal: t.coef != nil, v: eng.levelBuf(t.grid, t.level).([]float32)[start : start+w.n]}
 				} else {
 					terms[i] = term[float32]{neg: t.neg, scal: t.coef != nil, v: vector(t.v(w), e.T, bcast[i], w.n).([]float32)}
 				}
@@ -471,7 +471,7 @@ func (c *compiler) chain(e *ir.Binary, k ir.Expr, op byte, root bool) fn {
 			for i, t := range cs {
 				if t.direct {
 					start := w.base + w.x0 + t.off
-					terms[i] = term[float64]{neg: t.neg, scal: t.coef != nil, v: eng.bufs[t.grid][t.level].([]float64)[start : start+w.n]}
+					terms[i] = term[float64]{neg: t.neg, scal: t.coef != nil, v: eng.levelBuf(t.grid, t.level).([]float64)[start : start+w.n]}
 				} else {
 					terms[i] = term[float64]{neg: t.neg, scal: t.coef != nil, v: vector(t.v(w), e.T, bcast[i], w.n).([]float64)}
 				}
@@ -570,7 +570,7 @@ func (c *compiler) load(l *ir.Load) fn {
 				layer = min(max(layer, 0), e.s.Layers[g]-1)
 				start += layer * e.pcells
 			}
-			return val{data: view(e.bufs[g][level], start, w.n)}
+			return val{data: view(e.levelBuf(g, level), start, w.n)}
 		}
 	}
 	layerFn := c.compile(l.Layer)
@@ -579,7 +579,7 @@ func (c *compiler) load(l *ir.Load) fn {
 	return func(w *worker) val {
 		layers := vector(layerFn(w), ir.I32, lb, w.n).([]int32)
 		out := slice(buf, w.n)
-		src := e.bufs[g][level]
+		src := e.levelBuf(g, level)
 		for i := range layers {
 			layer := min(max(int(layers[i]), 0), e.s.Layers[g]-1)
 			gatherOne(out, i, src, layer*e.pcells+w.base+w.x0+off+i)

@@ -30,6 +30,8 @@ type Engine struct {
 	next    []any    // per state grid: padded buffer the step writes
 	workers []*worker
 	updates []*ir.Update
+	obs     []*worker // observation workers, compiled on first use
+	obsFns  [][]fn    // per observation worker, per observable
 }
 
 // worker holds one goroutine's compiled updates and buffers.
@@ -52,7 +54,11 @@ func New(s *state.State) *Engine {
 	p := s.Prog
 	e := &Engine{s: s, updates: p.Updates}
 	d := p.Dims()
+	// Observables may read further than the updates.
 	e.halo = p.Reach()
+	for a, r := range p.ObserveReach() {
+		e.halo[a] = max(e.halo[a], r)
+	}
 	e.pshape = make([]int, d)
 	e.pstride = make([]int, d)
 	e.pcells = 1
@@ -300,8 +306,10 @@ func (w *worker) run(lo, hi, chunks int) {
 }
 
 // fillHalo sets the ghost cells of grid g's level l from its boundary conditions.
-func (e *Engine) fillHalo(g *ir.Grid, l int) {
-	buf := e.bufs[g.Index][l]
+func (e *Engine) fillHalo(g *ir.Grid, l int) { e.fillHaloBuf(g, e.bufs[g.Index][l]) }
+
+// fillHaloBuf sets the ghost cells of buf, a padded buffer of grid g.
+func (e *Engine) fillHaloBuf(g *ir.Grid, buf any) {
 	for layer := 0; layer < e.layers(g); layer++ {
 		base := layer * e.pcells
 		if indexRulesOnly(g) {

@@ -11,10 +11,7 @@ import (
 
 	"tempest/internal/gpu"
 	"tempest/internal/gridio"
-	"tempest/internal/testkit"
 )
-
-func TestMain(m *testing.M) { testkit.PoCLMain(m) }
 
 const (
 	hotspot   = "../../examples/sl/hotspot.stencil"

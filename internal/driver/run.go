@@ -48,6 +48,12 @@ type RunOptions struct {
 	// engine on big runs).
 	NoBound bool
 	Quiet   bool // no progress bar
+	// Observables (observe.go): the CSV and the plot of the observations, the steps between
+	// observations and between until checks (0: defaults).
+	Observables    string
+	ObservablesPNG string
+	ObserveEvery   int
+	CheckEvery     int
 }
 
 // defaultSizes are used when neither --size nor an .npy file gives one.
@@ -292,6 +298,9 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkObserveFlags(o, pr.Prog); err != nil {
+		return nil, err
+	}
 	s := pr.State
 	for _, n := range pr.Notes {
 		fmt.Fprintln(stderr, n)
@@ -305,10 +314,10 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		if err := runGPU(dev, o, pr, res, stdout, stderr); err != nil {
 			return nil, err
 		}
-	} else {
-		runCPU(o, pr, res, stdout, stderr)
+	} else if err := runCPU(o, pr, res, stdout, stderr); err != nil {
+		return nil, err
 	}
-	cells := UpdatedCells(s) * float64(o.Steps)
+	cells := UpdatedCells(s) * float64(res.Steps)
 	if res.Seconds > 0 {
 		res.GCellsPerS = cells / res.Seconds / 1e9
 		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
@@ -327,24 +336,19 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	return res, nil
 }
 
-func runCPU(o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer) {
+func runCPU(o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer) error {
 	s := pr.State
 	res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine"
 	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, res.Device)
 	bar := newBar(o, stderr, "running")
 	eng := cpu.New(s)
-	start := time.Now()
-	eng.Run(o.Steps, func(done int) {
-		if bar != nil {
-			bar.Set(done)
-		}
-	})
-	res.Seconds = time.Since(start).Seconds()
+	err := advance(o, pr, res, &cpuSegments{eng: eng, bar: bar}, stdout)
 	eng.Sync()
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
 	}
+	return err
 }
 
 // runGPU compiles the plan and times the whole launch sequence with device events
@@ -370,11 +374,9 @@ func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, std
 	for _, line := range r.KernelReport() {
 		fmt.Fprintln(stdout, line)
 	}
-	ms, err := r.Timed(o.Steps)
-	if err != nil {
+	if err := advance(o, pr, res, gpuSegments{r}, stdout); err != nil {
 		return err
 	}
-	res.Seconds = ms / 1e3
 	return r.Download()
 }
 

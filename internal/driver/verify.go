@@ -24,7 +24,7 @@ func boundBudget() float64 { return 2.5e8 * float64(runtime.GOMAXPROCS(0)) }
 // CPU results are checked against the interpreter itself, GPU results without a bound
 // against the CPU engine, which the tests hold bitwise equal to the interpreter.
 func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, stdout, stderr io.Writer) error {
-	cellSteps := float64(s.Cells()) * float64(o.Steps)
+	cellSteps := float64(s.Cells()) * float64(res.Steps)
 	floats := false
 	for _, u := range s.Prog.Updates {
 		floats = floats || u.Grid.Type.IsFloat()
@@ -32,14 +32,14 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 	if gpuRun && floats && !o.NoBound && cellSteps <= boundBudget() {
 		arith := errbound.For(res.Backend, res.FastMath)
 		start := time.Now()
-		b := errbound.Run(initial, o.Steps, arith)
+		b := errbound.Run(initial, res.Steps, arith)
 		maxAbs, rms := ref.Compare(initial, s)
 		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
 		v := b.Check(initial, s)
 		res.ErrorBound, res.WithinBound = &v.MaxB, new(v.Outside == 0)
 		fmt.Fprintf(stdout, "verify against the reference interpreter: max abs error %.3g, RMS error %.3g\n", maxAbs, rms)
 		fmt.Fprintf(stdout, "error bound (%s, first-order propagation over %d steps, %.1f s): largest %.3g, median %.3g, 99th percentile %.3g\n",
-			arith.Name, o.Steps, time.Since(start).Seconds(), v.MaxB, v.Median, v.P99)
+			arith.Name, res.Steps, time.Since(start).Seconds(), v.MaxB, v.Median, v.P99)
 		switch {
 		case b.Amplification > 10:
 			fmt.Fprintf(stdout, "note: a difference may grow up to %.3g times in one step here (ill-conditioned): engines that round differently agree only to within the bound, not to the last digit\n", b.Amplification)
@@ -57,11 +57,11 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 	if gpuRun {
 		what = "the reference (CPU engine)"
 		eng := cpu.New(initial)
-		eng.Run(o.Steps, nil)
+		eng.Run(res.Steps, nil)
 		eng.Sync()
 	} else {
 		vbar := newBar(o, stderr, "reference")
-		for i := 0; i < o.Steps; i++ {
+		for i := 0; i < res.Steps; i++ {
 			ref.Step(initial)
 			if vbar != nil {
 				vbar.Set(i + 1)

@@ -29,6 +29,10 @@ type Runner struct {
 	Attrs  map[string]gpu.KernelAttrs
 	// sharedMod says the module belongs to a Modules cache, not to this runner.
 	sharedMod bool
+	obs       *observer // observable kernels, compiled on first use
+	cache     *Modules  // where compiled modules come from (nil: compiled for this runner)
+	// lastSteps is how many steps the last launch advanced (0: none yet).
+	lastSteps int
 }
 
 // Dialect is the kernel language a device compiles.
@@ -88,6 +92,7 @@ func NewWith(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 	if cache != nil && cache.dev == dev {
 		mod, err = cache.compile(name, r.Source, opt)
 		r.sharedMod = true
+		r.cache = cache
 	} else {
 		mod, err = dev.Compile(name, r.Source, opt)
 	}
@@ -163,6 +168,9 @@ func rawBytes(a *gridio.Array) []byte {
 
 // Close frees device resources.
 func (r *Runner) Close() {
+	if r.obs != nil {
+		r.obs.close()
+	}
 	for _, sl := range r.slots {
 		for _, b := range sl {
 			if b != nil {
@@ -247,18 +255,41 @@ func (r *Runner) rotate(k int) {
 // Run enqueues launches that advance the state by n steps (without waiting).
 func (r *Runner) Run(n int) error {
 	for _, l := range r.schedule(n) {
-		k := r.kernels[l.Kernel]
-		if err := k.Launch(l.Grid, l.Block, l.Shared, r.bind(l)...); err != nil {
-			return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", l.Kernel, l.Grid, l.Block, l.Shared, err)
+		if err := r.launch(l); err != nil {
+			return err
 		}
-		r.rotate(l.Steps)
-		r.s.Steps += l.Steps
 	}
 	return nil
 }
 
+// launch enqueues one launch and moves the buffers and the step count past it.
+func (r *Runner) launch(l lower.Launch) error {
+	k := r.kernels[l.Kernel]
+	if err := k.Launch(l.Grid, l.Block, l.Shared, r.bind(l)...); err != nil {
+		return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", l.Kernel, l.Grid, l.Block, l.Shared, err)
+	}
+	r.rotate(l.Steps)
+	r.s.Steps += l.Steps
+	r.lastSteps = l.Steps
+	return nil
+}
+
 // Timed runs n steps between two events and returns the elapsed milliseconds.
-func (r *Runner) Timed(n int) (float64, error) {
+func (r *Runner) Timed(n int) (float64, error) { return r.timed(n, r.Run) }
+
+// TimedObserved is Timed advancing with RunObserved, so that observables can follow.
+func (r *Runner) TimedObserved(n int) (float64, error) { return r.timed(n, r.RunObserved) }
+
+// Depth is the most steps one launch advances: the plan's temporal depth.
+func (r *Runner) Depth() int {
+	d := 1
+	for _, l := range r.low.Launches {
+		d = max(d, l.Steps)
+	}
+	return d
+}
+
+func (r *Runner) timed(n int, run func(int) error) (float64, error) {
 	start, err := r.dev.NewEvent()
 	if err != nil {
 		return 0, err
@@ -272,7 +303,7 @@ func (r *Runner) Timed(n int) (float64, error) {
 	if err := start.Record(); err != nil {
 		return 0, err
 	}
-	if err := r.Run(n); err != nil {
+	if err := run(n); err != nil {
 		return 0, err
 	}
 	if err := end.Record(); err != nil {

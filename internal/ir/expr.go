@@ -56,6 +56,8 @@ type (
 		Args []Expr
 		T    Type
 	}
+	// ObsRef is an observable's value (f64), in the until test only.
+	ObsRef struct{ O *Observe }
 	// Convert changes X to type To (floats to integers truncate toward zero and saturate; NaN
 	// becomes 0).
 	Convert struct {
@@ -78,6 +80,7 @@ func (e *Binary) Type() Type    { return e.T }
 func (e *Select) Type() Type    { return e.T }
 func (e *Call) Type() Type      { return e.T }
 func (e *Convert) Type() Type   { return e.To }
+func (e *ObsRef) Type() Type    { return F64 }
 
 // Children returns e's operands in evaluation order.
 func Children(e Expr) []Expr {

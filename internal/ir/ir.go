@@ -73,9 +73,12 @@ type Program struct {
 	Axes        []string
 	DefaultType Type
 	Params      []*Param
-	Grids       []*Grid   // declaration order
-	Lets        []*Let    // dependency order: a let refers only to earlier ones
-	Updates     []*Update // one per state grid, declaration order
+	Grids       []*Grid    // declaration order
+	Lets        []*Let     // dependency order: a let refers only to earlier ones
+	Updates     []*Update  // one per state grid, declaration order
+	Observes    []*Observe // declaration order
+	// Until is the convergence test (bool) over observables and parameters; nil: none.
+	Until Expr
 }
 
 // Dims is the number of spatial axes.

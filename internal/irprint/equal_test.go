@@ -62,6 +62,20 @@ func sameProgram(a, b *ir.Program) error {
 			return fmt.Errorf("update %s: %v", u.Grid.Name, err)
 		}
 	}
+	if len(a.Observes) != len(b.Observes) {
+		return fmt.Errorf("%d observables vs %d", len(a.Observes), len(b.Observes))
+	}
+	for i, o := range a.Observes {
+		if o.Op != b.Observes[i].Op {
+			return fmt.Errorf("observable %s: %s vs %s", o.Name, o.Op, b.Observes[i].Op)
+		}
+		if err := sameExpr(o.Value, b.Observes[i].Value); err != nil {
+			return fmt.Errorf("observable %s: %v", o.Name, err)
+		}
+	}
+	if err := sameExpr(a.Until, b.Until); err != nil {
+		return fmt.Errorf("until: %v", err)
+	}
 	return nil
 }
 
@@ -106,6 +120,10 @@ func sameExpr(a, b ir.Expr) error {
 	case *ir.LetRef:
 		if x.L.Index != b.(*ir.LetRef).L.Index {
 			return fmt.Errorf("let %s vs %s", x.L.Name, b.(*ir.LetRef).L.Name)
+		}
+	case *ir.ObsRef:
+		if x.O.Index != b.(*ir.ObsRef).O.Index {
+			return fmt.Errorf("observable %s vs %s", x.O.Name, b.(*ir.ObsRef).O.Name)
 		}
 	case *ir.Coord:
 		if x.Axis != b.(*ir.Coord).Axis {

@@ -77,6 +77,9 @@ func (pr *printer) assignNames() {
 	for _, l := range pr.p.Lets {
 		take(l, l.Name)
 	}
+	for _, o := range pr.p.Observes {
+		take(o, o.Name)
+	}
 }
 
 func (pr *printer) w(format string, args ...any) { fmt.Fprintf(&pr.b, format, args...) }
@@ -124,6 +127,15 @@ func (pr *printer) program() string {
 	pr.w("\n")
 	for _, u := range p.Updates {
 		pr.w("update %s = %s\n", pr.names[u.Grid], pr.expr(u.Value, true))
+	}
+	if len(p.Observes) > 0 || p.Until != nil {
+		pr.w("\n")
+	}
+	for _, o := range p.Observes {
+		pr.w("observe %s = %s(%s)\n", pr.names[o], o.Op, pr.expr(o.Value, false))
+	}
+	if p.Until != nil {
+		pr.w("until %s\n", pr.expr(p.Until, false))
 	}
 	return pr.b.String()
 }
@@ -289,6 +301,8 @@ func (pr *printer) write(b *strings.Builder, e ir.Expr, direct bool, depth int) 
 		b.WriteString("value")
 	case *ir.Rand:
 		b.WriteString("rand()")
+	case *ir.ObsRef:
+		b.WriteString(pr.names[e.O])
 	case *ir.Unary:
 		b.WriteString(e.Op)
 		px := pr.precOf(e.X, false)

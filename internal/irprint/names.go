@@ -14,7 +14,7 @@ var reserved = map[string]bool{
 	// syntax keywords
 	"stencil": true, "axes": true, "type": true, "param": true, "state": true, "input": true,
 	"let": true, "update": true, "init": true, "prev": true, "levels": true, "layers": true,
-	"boundary": true, "sum": true, "in": true,
+	"boundary": true, "sum": true, "in": true, "observe": true, "until": true,
 	// sema's reserved names and builtins
 	"step": true, "true": true, "false": true, "size": true, "rand": true, "select": true,
 	"f32": true, "f64": true, "i32": true, "i64": true, "value": true,

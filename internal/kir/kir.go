@@ -72,6 +72,10 @@ type Param struct {
 type Module struct {
 	Kernels []*Kernel
 	Uses64  bool // double precision: OpenCL needs cl_khr_fp64
+	// Exact asks for IEEE operations as written: no contraction of a*b+c into an FMA. The
+	// OpenCL printer says so with a pragma; CUDA compilations of such a module pass
+	// --fmad=false (the runner's business, as options are not source).
+	Exact bool
 }
 
 // Stmt is a statement.

@@ -29,6 +29,9 @@ func Print(m *Module, d Dialect) string {
 	if d == OpenCL && m.Uses64 {
 		p.line("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
 	}
+	if d == OpenCL && m.Exact {
+		p.line("#pragma OPENCL FP_CONTRACT OFF")
+	}
 	for _, k := range m.Kernels {
 		p.line("")
 		p.kernel(k)

@@ -14,17 +14,23 @@ import (
 type context int
 
 const (
-	ctxConst  context = iota // literals and sum indices
-	ctxParams                // plus parameters (boundary constants)
-	ctxLayers                // same as ctxParams (layer counts)
-	ctxInit                  // plus coordinates, sizes and rand()
-	ctxEdge                  // plus coordinates, sizes, step and value
-	ctxCell                  // everything: grids, lets, step
+	ctxConst   context = iota // literals and sum indices
+	ctxParams                 // plus parameters (boundary constants)
+	ctxLayers                 // same as ctxParams (layer counts)
+	ctxInit                   // plus coordinates, sizes and rand()
+	ctxEdge                   // plus coordinates, sizes, step and value
+	ctxCell                   // everything: grids, lets, step
+	ctxObserve                // as ctxCell, and .prev of one-level state grids
+	ctxUntil                  // literals, parameters and observables
 )
 
 func (x context) what() string {
-	return [...]string{"a constant", "a boundary constant", "a layer count", "an initial value", "an edge value", "an update"}[x]
+	return [...]string{"a constant", "a boundary constant", "a layer count", "an initial value", "an edge value", "an update",
+		"an observable", "an until test"}[x]
 }
+
+// cell reports whether x is evaluated per cell with every grid and binding in reach.
+func (x context) cell() bool { return x == ctxCell || x == ctxObserve }
 
 type scope struct {
 	ctx   context
@@ -172,13 +178,31 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 			return operand{e: &ir.EdgeValue{T: s.grid.Type}}
 		}
 	case "step":
-		if s.ctx == ctxCell || s.ctx == ctxEdge {
+		if s.ctx.cell() || s.ctx == ctxEdge {
 			return operand{e: &ir.Step{}}
 		}
 		c.fail(id.Pos, "", "step cannot be used in %s", s.ctx.what())
 	}
 	if k, ok := c.consts[id.Name]; ok {
 		return k
+	}
+	if o := c.observes[id.Name]; o != nil || c.observeNames[id.Name] && s.ctx != ctxUntil {
+		if s.ctx != ctxUntil {
+			c.fail(id.Pos, "observables are values of the whole grid, read only in `until`", "observable %s cannot be used in %s", id.Name, s.ctx.what())
+		}
+		return operand{e: &ir.ObsRef{O: o}}
+	}
+	if s.ctx == ctxUntil && c.params[id.Name] == nil {
+		if c.failed[id.Name] {
+			panic(bail{})
+		}
+		hint := "declare an observable, e.g. observe maxdiff = max(abs(u - u.prev)), and test it"
+		if c.grids[id.Name] == nil && c.lets[id.Name] == nil && c.axisIndex(id.Name) < 0 && id.Name != "step" {
+			if h := c.suggest(id.Name); h != "" {
+				hint = h
+			}
+		}
+		c.fail(id.Pos, hint, "until reads observables and parameters; %s is not one", id.Name)
 	}
 	if a := c.axisIndex(id.Name); a >= 0 {
 		if s.ctx < ctxInit {
@@ -193,7 +217,7 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 		return operand{e: &ir.ParamRef{P: p}}
 	}
 	if l := c.lets[id.Name]; l != nil {
-		if s.ctx != ctxCell {
+		if !s.ctx.cell() {
 			c.fail(id.Pos, "", "binding %s cannot be used in %s", id.Name, s.ctx.what())
 		}
 		return operand{e: &ir.LetRef{L: l}}
@@ -393,7 +417,7 @@ func (c *checker) call(e *syntax.Call, s *scope) operand {
 		if !ok || c.axisIndex(an.Name) < 0 {
 			c.fail(e.Args[0].ExprPos(), "write size(x) with an axis name: "+strings.Join(c.prog.Axes, ", "), "size needs an axis name")
 		}
-		if s.ctx < ctxInit {
+		if s.ctx < ctxInit || s.ctx == ctxUntil {
 			c.fail(e.Pos, "", "size cannot be used in %s", s.ctx.what())
 		}
 		return operand{e: &ir.Size{Axis: c.axisIndex(an.Name)}}
@@ -481,13 +505,16 @@ func (c *checker) load(e syntax.Expr, s *scope) operand {
 		c.fail(nm.Ident.Pos, c.suggest(nm.Name), "undefined grid %q", nm.Name)
 	}
 	switch s.ctx {
-	case ctxCell:
+	case ctxCell, ctxObserve:
 	case ctxEdge:
 		c.fail(nm.Ident.Pos, "an edge value may use `value` (the nearest cell), coordinates, parameters and step", "grids cannot be read in an edge value")
 	default:
 		c.fail(nm.Ident.Pos, "", "grid %s cannot be read in %s", g.Name, s.ctx.what())
 	}
-	if level == 1 && g.Levels < 2 {
+	if level == 1 && g.Input && s.ctx == ctxObserve {
+		c.fail(pos, "input grids never change: read "+g.Name+" itself", "input grid %s has no previous level", g.Name)
+	}
+	if level == 1 && g.Levels < 2 && s.ctx != ctxObserve {
 		c.fail(pos, fmt.Sprintf("declare `state %s levels 2` to keep the previous step", g.Name), "grid %s keeps no previous level", g.Name)
 	}
 	ld := &ir.Load{G: g, Level: level, Off: make([]int, len(c.prog.Axes))}

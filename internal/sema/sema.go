@@ -25,7 +25,8 @@ const MaxSumTerms = 20000
 // Check builds the IR of f or returns every diagnostic found.
 func Check(f *syntax.File, opt Options) (*ir.Program, error) {
 	c := &checker{src: f.Src, prog: &ir.Program{Source: f.Src.Name, DefaultType: ir.F64},
-		params: map[string]*ir.Param{}, grids: map[string]*ir.Grid{}, lets: map[string]*ir.Let{}}
+		params: map[string]*ir.Param{}, grids: map[string]*ir.Grid{}, lets: map[string]*ir.Let{},
+		observes: map[string]*ir.Observe{}}
 	c.run(f, opt)
 	if err := c.diags.Err(); err != nil {
 		return nil, err
@@ -40,7 +41,9 @@ type checker struct {
 	params map[string]*ir.Param
 	grids  map[string]*ir.Grid
 	lets   map[string]*ir.Let
-	decls  map[string]diag.Pos // every declared name, for duplicate checks
+	// observes holds the checked observables, for the until test.
+	observes map[string]*ir.Observe
+	decls    map[string]diag.Pos // every declared name, for duplicate checks
 	// updated marks grids with an update, checked or not, so a failed update does not also
 	// report a missing one.
 	updated map[string]bool
@@ -52,6 +55,8 @@ type checker struct {
 	// (nil: untyped, as in programs).
 	consts  map[string]operand
 	litType *ir.Type
+	// observeNames holds every observable's name, for a clear message where one is misused.
+	observeNames map[string]bool
 }
 
 func (c *checker) errorf(pos diag.Pos, hint, format string, args ...any) {
@@ -107,6 +112,8 @@ func (c *checker) run(f *syntax.File, opt Options) {
 		params    []*syntax.ParamDecl
 		lets      []*syntax.LetDecl
 		updates   []*syntax.UpdateDecl
+		observes  []*syntax.ObserveDecl
+		untils    []*syntax.UntilDecl
 		named     bool
 	)
 	for _, d := range f.Decls {
@@ -137,6 +144,10 @@ func (c *checker) run(f *syntax.File, opt Options) {
 			lets = append(lets, d)
 		case *syntax.UpdateDecl:
 			updates = append(updates, d)
+		case *syntax.ObserveDecl:
+			observes = append(observes, d)
+		case *syntax.UntilDecl:
+			untils = append(untils, d)
 		}
 	}
 	if !named {
@@ -181,6 +192,10 @@ func (c *checker) run(f *syntax.File, opt Options) {
 			c.gridClauses(g, c.grids[g.Name.Name])
 		}
 	}
+	c.observeNames = map[string]bool{}
+	for _, o := range observes {
+		c.observeNames[o.Name.Name] = true
+	}
 	c.laterLets = map[string]diag.Pos{}
 	for _, l := range lets {
 		if _, dup := c.laterLets[l.Name.Name]; !dup {
@@ -193,6 +208,16 @@ func (c *checker) run(f *syntax.File, opt Options) {
 	}
 	for _, u := range updates {
 		c.update(u)
+	}
+	for _, o := range observes {
+		c.observe(o)
+	}
+	for i, u := range untils {
+		if i > 0 {
+			c.errorf(u.Pos, fmt.Sprintf("combine the tests with || (the first is at line %d)", untils[0].Pos.Line), "second until declaration")
+			continue
+		}
+		c.until(u)
 	}
 	for _, g := range gridDecls {
 		gr := c.grids[g.Name.Name]
@@ -432,6 +457,40 @@ func (c *checker) update(d *syntax.UpdateDecl) {
 		u := &ir.Update{Grid: g, Value: c.convert(v, g.Type, d.Value.ExprPos(), "update").e}
 		g.Update = u
 		c.prog.Updates = append(c.prog.Updates, u)
+	})
+}
+
+// observe checks `observe NAME = OP(EXPR)`: EXPR is a per-cell number that may also read the
+// previous level of one-level state grids (the values before the last step).
+func (c *checker) observe(d *syntax.ObserveDecl) {
+	if !c.declare(d.Name, "observable") {
+		return
+	}
+	c.failed[d.Name.Name] = true
+	guard(func() {
+		v := c.expr(d.Value, &scope{ctx: ctxObserve})
+		e := c.settle(v)
+		if e.Type() == ir.Bool {
+			c.fail(d.Value.ExprPos(), fmt.Sprintf("write %s(select(cond, 1, 0)) to count the cells where it holds", d.Op.Name), "an observable reduces numbers, not conditions")
+		}
+		o := &ir.Observe{Name: d.Name.Name, Op: d.Op.Name, Value: e, Index: len(c.prog.Observes)}
+		c.observes[o.Name] = o
+		c.prog.Observes = append(c.prog.Observes, o)
+		delete(c.failed, o.Name)
+	})
+}
+
+// until checks the convergence test: a condition of observables, parameters and literals.
+func (c *checker) until(d *syntax.UntilDecl) {
+	guard(func() {
+		v := c.expr(d.Cond, &scope{ctx: ctxUntil})
+		if v.e.Type() != ir.Bool {
+			c.fail(d.Cond.ExprPos(), "compare an observable, e.g. until maxdiff < 1e-6", "until needs a condition, not a %s value", v.e.Type())
+		}
+		if _, ok := v.e.(*ir.Const); ok {
+			c.fail(d.Cond.ExprPos(), "test an observable, e.g. until maxdiff < 1e-6", "until's condition is a constant")
+		}
+		c.prog.Until = v.e
 	})
 }
 

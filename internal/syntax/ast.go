@@ -81,6 +81,21 @@ type UpdateDecl struct {
 	Value Expr
 }
 
+// ObserveDecl declares an observable: one reduction over the grid's cells of a per-cell
+// expression, `observe energy = sum(u*u)`. Op is sum, max, min or mean.
+type ObserveDecl struct {
+	Pos   diag.Pos
+	Name  Ident
+	Op    Ident
+	Value Expr
+}
+
+// UntilDecl is the convergence test over observables and parameters: `until maxdiff < 1e-6`.
+type UntilDecl struct {
+	Pos  diag.Pos
+	Cond Expr
+}
+
 func (d *StencilDecl) declPos() diag.Pos { return d.Pos }
 func (d *AxesDecl) declPos() diag.Pos    { return d.Pos }
 func (d *TypeDecl) declPos() diag.Pos    { return d.Pos }
@@ -88,6 +103,8 @@ func (d *ParamDecl) declPos() diag.Pos   { return d.Pos }
 func (d *GridDecl) declPos() diag.Pos    { return d.Pos }
 func (d *LetDecl) declPos() diag.Pos     { return d.Pos }
 func (d *UpdateDecl) declPos() diag.Pos  { return d.Pos }
+func (d *ObserveDecl) declPos() diag.Pos { return d.Pos }
+func (d *UntilDecl) declPos() diag.Pos   { return d.Pos }
 
 // Expr is an expression node.
 type Expr interface{ ExprPos() diag.Pos }

@@ -41,7 +41,7 @@ func (t token) String() string {
 var keywords = map[string]bool{
 	"stencil": true, "axes": true, "type": true, "param": true, "state": true, "input": true,
 	"let": true, "update": true, "init": true, "prev": true, "levels": true, "layers": true,
-	"boundary": true, "sum": true, "in": true,
+	"boundary": true, "sum": true, "in": true, "observe": true, "until": true,
 }
 
 // lexer turns source text into tokens, recording errors instead of stopping.

@@ -85,7 +85,7 @@ func (p *parser) sync() {
 
 var declStart = map[string]bool{
 	"stencil": true, "axes": true, "type": true, "param": true, "state": true, "input": true,
-	"let": true, "update": true,
+	"let": true, "update": true, "observe": true, "until": true,
 }
 
 func (p *parser) decl() (d Decl) {
@@ -99,7 +99,7 @@ func (p *parser) decl() (d Decl) {
 	}()
 	pos := p.tok.pos
 	if p.tok.kind != tIdent || !declStart[p.tok.text] {
-		p.errorf(pos, "a program is a list of declarations: stencil, axes, type, param, state, input, let, update",
+		p.errorf(pos, "a program is a list of declarations: stencil, axes, type, param, state, input, let, update, observe, until",
 			"expected a declaration, found %s", p.tok)
 	}
 	kw := p.tok.text
@@ -135,11 +135,38 @@ func (p *parser) decl() (d Decl) {
 		p.expect("=", "write update grid = expression")
 		ud.Value = p.expr()
 		d = ud
+	case "observe":
+		d = p.observeDecl(pos)
+	case "until":
+		d = &UntilDecl{Pos: pos, Cond: p.expr()}
 	}
 	if p.is(";") {
 		p.next()
 	}
 	return d
+}
+
+// reductions are the operations an observable applies over the cells.
+var reductions = map[string]bool{"sum": true, "max": true, "min": true, "mean": true}
+
+// observeDecl parses `observe NAME = OP(EXPR)`: exactly one reduction, at the top, so that
+// what an observable means never depends on how the cells are split among threads.
+func (p *parser) observeDecl(pos diag.Pos) *ObserveDecl {
+	const hint = "an observable is one reduction over the cells: observe NAME = sum|max|min|mean(EXPR)"
+	od := &ObserveDecl{Pos: pos, Name: p.ident("the observable's name")}
+	p.expect("=", "write observe NAME = sum(EXPR)")
+	if p.tok.kind != tIdent || !reductions[p.tok.text] {
+		p.errorf(p.tok.pos, hint, "expected a reduction (sum, max, min or mean), found %s", p.tok)
+	}
+	od.Op = Ident{Pos: p.tok.pos, Name: p.tok.text}
+	p.next()
+	p.expect("(", hint)
+	od.Value = p.expr()
+	p.expect(")", "the reduction's argument is one per-cell expression; unrolled sums go inside it: sum(sum(i in -1..1) u[x+i])")
+	if p.tok.kind == tOp && p.tok.text != ";" {
+		p.errorf(p.tok.pos, "combine observables in `until`, or declare another observable", "an observable is one reduction; nothing may follow it")
+	}
+	return od
 }
 
 func (p *parser) optType() *Ident {

@@ -1,0 +1,9 @@
+package driver
+
+import (
+	"testing"
+
+	"tempest/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.PoCLMain(m) }
