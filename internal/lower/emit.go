@@ -123,7 +123,10 @@ type emitter struct {
 	// interior says the cell lies at least the program's reach from every edge, so reads at
 	// constant offsets need no boundary handling.
 	interior bool
-	tmp      int // temporaries declared so far
+	// fast divides by constants with one multiplication by the rounded reciprocal, as fast-math
+	// compilation does, instead of the correctly rounded three-operation form.
+	fast bool
+	tmp  int // temporaries declared so far
 }
 
 func (em *emitter) idxType() kir.Type {
@@ -222,9 +225,11 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 // ulp of x/c, the residual x - q*c is exact in an FMA, and q + residual*r rounds to the
 // correctly rounded quotient (Markstein's theorem) for results in the normal range. The
 // numerator is computed once into a temporary. Divisors that are not normal numbers keep the
-// division. Fast math keeps the correction: the product x*r alone errs in the same direction
-// for every cell and step (r's own rounding), a drift that grew j2d9pt's RMS error 10x over
-// 100 steps on the H100 (docs/performance.md).
+// division. Fast math drops the correction and keeps the product x*r: within an ulp of x/c,
+// but erring in the same direction (r's own rounding) for every cell and step, a drift of up
+// to an ulp per step where the update keeps magnitudes (j2d9pt's RMS error 10x the exact
+// build's after 100 steps on the H100). The correction cost 8-17% on the dividing AN5D
+// stencils there (docs/performance.md); errbound's fast-math accuracy counts the ulp.
 func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
 	f := c.F
 	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -242,6 +247,9 @@ func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
 	}
 	if frac, _ := math.Frexp(f); frac == 0.5 || frac == -0.5 {
 		// A power of two: the reciprocal is exact and so is the product.
+		return &kir.Binary{Op: "*", X: x, Y: &kir.Float{V: r, T: t}}
+	}
+	if em.fast {
 		return &kir.Binary{Op: "*", X: x, Y: &kir.Float{V: r, T: t}}
 	}
 	em.tmp++

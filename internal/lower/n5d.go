@@ -401,7 +401,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// loadAt reads plane z (clamped into the domain) of g's input at cell i's column.
 	// newEm is an emitter for cells at coords (step: steps done before the level).
 	newEm := func(coords []kir.Expr, step kir.Expr, out *[]kir.Stmt) *emitter {
-		return &emitter{p: p, wide: wide, coords: coords, step: step, lets: map[*ir.Let]string{}, out: out}
+		return &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: out}
 	}
 	em0 := newEm(nil, nil, nil)
 	loadAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr {
