@@ -45,7 +45,32 @@ type RunOptions struct {
 	FastMath bool
 	Verify   bool
 	Quiet    bool // no progress bar
+
+	// SnapshotEvery writes every state grid as Snapshots/NAME_000100.npy (the step, zero
+	// padded) at every multiple of this many steps, step 0 included.
+	SnapshotEvery int
+	Snapshots     string // the snapshot directory (made if missing)
+	// GIF writes each state grid's evolution as an animated GIF (one per grid, named as --png
+	// names them), a frame every GIFEvery steps (default SnapshotEvery).
+	GIF      string
+	GIFEvery int
+	// Checkpoint is the checkpoint file (.npz) written at the end of the run, every
+	// CheckpointEvery steps, and when a signal stops the run; empty: written only on a signal
+	// or with CheckpointEvery, to DefaultCheckpoint.
+	Checkpoint      string
+	CheckpointEvery int
+	// Resume continues the run a checkpoint holds. Steps stays the total: the run ends at step
+	// Steps, so the interrupted command with --resume added finishes the same run.
+	Resume string
+	// Signals makes SIGINT and SIGTERM end the run at the end of the current chunk of launches,
+	// write a checkpoint and return an error wrapping ErrInterrupted that says how to resume.
+	Signals bool
+	// Events are more consumers of the run's state, called after Tempest's own at their steps.
+	Events []Event
 }
+
+// DefaultCheckpoint is the checkpoint file of a run that names none.
+func DefaultCheckpoint(prog string) string { return prog + ".checkpoint.npz" }
 
 // defaultSizes are used when neither --size nor an .npy file gives one.
 var defaultSizes = map[int]string{1: "65536", 2: "512x512", 3: "128x128x128"}
@@ -126,15 +151,42 @@ type Prepared struct {
 	State   *state.State
 }
 
-// Prepare loads the program and builds its initial state from the options.
+// Prepare loads the program and builds its initial state from the options, or, with
+// o.Resume, the state a checkpoint holds (after checking that it is of this program, type,
+// size and parameters).
 func Prepare(o RunOptions, copies float64) (*Prepared, error) {
+	var ck *checkpoint
+	if o.Resume != "" {
+		var err error
+		if ck, err = readCheckpoint(o.Resume); err != nil {
+			return nil, err
+		}
+	}
 	p, err := loadProgram(o.File, o.Type)
 	if err != nil {
 		return nil, err
 	}
+	if ck != nil && o.Type == "" && p.DefaultType.String() != ck.meta.Type {
+		if p, err = loadProgram(o.File, ck.meta.Type); err != nil {
+			return nil, err
+		}
+	}
+	if ck != nil {
+		if err := ck.checkProgram(p); err != nil {
+			return nil, err
+		}
+	}
 	params := state.DefaultParams(p)
+	given := map[string]bool{}
 	for _, kv := range o.Params {
 		if err := state.SetParam(p, params, kv); err != nil {
+			return nil, err
+		}
+		name, _, _ := strings.Cut(kv, "=")
+		given[strings.TrimSpace(name)] = true
+	}
+	if ck != nil {
+		if err := ck.applyParams(p, params, given); err != nil {
 			return nil, err
 		}
 	}
@@ -143,6 +195,9 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 		return nil, err
 	}
 	size := o.Size
+	if size == "" && ck != nil {
+		size = sizeString(ck.meta.Size)
+	}
 	if size == "" {
 		for _, in := range inits {
 			if in.arr != nil && in.grid.Layers == nil {
@@ -158,6 +213,14 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ck != nil {
+		if err := ck.checkShape(shape); err != nil {
+			return nil, err
+		}
+		if o.Seed != 0 && ck.meta.Seed != o.Seed {
+			return nil, ck.refuse("seed", fmt.Sprint(ck.meta.Seed), fmt.Sprint(o.Seed), "resume without --seed")
+		}
+	}
 	s, err := state.New(p, shape, params, copies)
 	if err != nil {
 		return nil, err
@@ -165,9 +228,21 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 	if o.Seed != 0 {
 		s.Seed = o.Seed
 	}
-	ref.Init(s)
+	if ck == nil {
+		ref.Init(s)
+	}
+	inputs := map[int]bool{}
 	for _, in := range inits {
+		if ck != nil && in.grid.Update != nil {
+			return nil, fmt.Errorf("--init %s with --resume: a resumed run takes state grid %s from the checkpoint; drop --init %s", in.grid.Name, in.grid.Name, in.grid.Name)
+		}
 		if err := applyInit(s, in); err != nil {
+			return nil, err
+		}
+		inputs[in.grid.Index] = true
+	}
+	if ck != nil {
+		if err := ck.restore(s, inputs); err != nil {
 			return nil, err
 		}
 	}
@@ -239,7 +314,8 @@ type Result struct {
 }
 
 // openBackend opens the device --backend names: auto tries CUDA, then OpenCL, and returns a
-// nil device (the CPU engine) when neither is usable; cpu takes no --plan.
+// nil device (the CPU engine) when neither is usable; cpu and ref (the reference interpreter,
+// slow, for checking) take no --plan.
 func openBackend(backend, planText string) (gpu.Device, error) {
 	switch backend {
 	case "", "auto":
@@ -257,19 +333,24 @@ func openBackend(backend, planText string) (gpu.Device, error) {
 			return nil, fmt.Errorf("--backend %s: %w", backend, err)
 		}
 		return d, nil
-	case "cpu":
+	case "cpu", "ref":
 		if planText != "" {
 			return nil, fmt.Errorf("--plan %s: plans describe GPU kernels; the CPU engine takes none (drop --plan or choose --backend cuda or opencl)", planText)
 		}
 		return nil, nil
 	}
-	return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl or cpu", backend)
+	return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl, cpu or ref", backend)
 }
 
-// Run carries out `tempest run`.
+// Run carries out `tempest run`: it prepares the state (fresh, or from a checkpoint), starts
+// an engine and advances the run in segments (loop.go) whose ends serve the events: snapshots,
+// GIF frames, checkpoints and o.Events. The reported time is the engine's alone.
 func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if o.Steps < 0 {
 		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
+	}
+	if err := checkEventOptions(o); err != nil {
+		return nil, err
 	}
 	dev, err := openBackend(o.Backend, o.Plan)
 	if err != nil {
@@ -287,19 +368,66 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	s := pr.State
+	start := s.Steps
+	if start > o.Steps {
+		return nil, fmt.Errorf("--resume %s: the checkpoint is at step %d, past --steps %d (with --resume, --steps is the step the run ends at)", o.Resume, start, o.Steps)
+	}
+	steps := o.Steps - start
 	var initial *state.State
 	if o.Verify {
 		initial = s.Clone()
 	}
-	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: o.Steps, Type: pr.Prog.DefaultType.String()}
+	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: steps, Type: pr.Prog.DefaultType.String()}
+	from := ""
+	if start > 0 {
+		from = fmt.Sprintf(" (from step %d of a checkpoint)", start)
+	}
+	l := &loop{s: s, target: o.Steps}
 	if dev != nil {
-		if err := runGPU(dev, o, pr, res, stdout, stderr); err != nil {
+		r, err := startGPU(dev, o, pr, res, stdout, stderr, steps, from)
+		if err != nil {
 			return nil, err
 		}
+		defer r.Close()
+		l.eng, l.runner = gpuStepper{r}, r
+	} else if o.Backend == "ref" {
+		res.Backend, res.Device, res.Plan = "ref", cpuName(), "reference interpreter"
+		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, reference interpreter\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from)
+		l.eng = refStepper{s}
 	} else {
-		runCPU(o, pr, res, stdout, stderr)
+		res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine"
+		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device)
+		l.eng = cpuStepper{cpu.New(s)}
 	}
-	cells := UpdatedCells(s) * float64(o.Steps)
+	out, err := newOutputs(o, pr, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer out.abort()
+	l.events = roundPeriods(append(out.events(), o.Events...), l.eng.Granule(), stderr)
+	l.onStop = out.interrupted
+	if o.Signals {
+		stop := catchSignals()
+		defer stop.release()
+		l.stop = stop.caught
+	}
+	bar := newBar(o, stderr, "running", steps)
+	if bar != nil {
+		l.advance = func(done, _ int) { bar.Set(done) }
+	}
+	res.Seconds, err = l.run()
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return nil, fmt.Errorf("%w at step %d of %d: checkpoint written to %s; to go on, run the same command with --resume %s",
+			ErrInterrupted, s.Steps, o.Steps, out.checkpointPath(), out.checkpointPath())
+	}
+	if err != nil {
+		return nil, err
+	}
+	cells := UpdatedCells(s) * float64(steps)
 	if res.Seconds > 0 {
 		res.GCellsPerS = cells / res.Seconds / 1e9
 		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
@@ -314,11 +442,11 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		if dev != nil {
 			what = "the reference (CPU engine)"
 			eng := cpu.New(initial)
-			eng.Run(o.Steps, nil)
+			eng.Run(steps, nil)
 			eng.Sync()
 		} else {
-			vbar := newBar(o, stderr, "reference")
-			for i := 0; i < o.Steps; i++ {
+			vbar := newBar(o, stderr, "reference", steps)
+			for i := 0; i < steps; i++ {
 				ref.Step(initial)
 				if vbar != nil {
 					vbar.Set(i + 1)
@@ -333,35 +461,18 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
 		fmt.Fprintf(stdout, "verify against %s: max abs error %.3g, RMS error %.3g\n", what, maxAbs, rms)
 	}
+	if err := out.finish(); err != nil {
+		return nil, err
+	}
 	if err := writeOutputs(o, pr, stdout); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func runCPU(o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer) {
-	s := pr.State
-	res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine"
-	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, res.Device)
-	bar := newBar(o, stderr, "running")
-	eng := cpu.New(s)
-	start := time.Now()
-	eng.Run(o.Steps, func(done int) {
-		if bar != nil {
-			bar.Set(done)
-		}
-	})
-	res.Seconds = time.Since(start).Seconds()
-	eng.Sync()
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
-	}
-}
-
-// runGPU compiles the plan and times the whole launch sequence with device events
-// (transfers excluded, as AN5D and SL measure).
-func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer) error {
+// startGPU compiles the plan and uploads the state; the loop then times each chunk's launches
+// with device events (transfers excluded, as AN5D and SL measure) and sums them.
+func startGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer, steps int, from string) (*gpurun.Runner, error) {
 	s := pr.State
 	name := o.Plan
 	if name == "" {
@@ -369,25 +480,19 @@ func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, std
 	}
 	pl, err := parsePlan(name, pr.Prog, o.FastMath)
 	if err != nil {
-		return fmt.Errorf("--plan: %w", err)
+		return nil, fmt.Errorf("--plan: %w", err)
 	}
 	props := dev.Props()
 	res.Backend, res.Device, res.Plan = props.Backend, props.Name, pl.String()
-	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, %s on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, pl, props.Name, props.Backend)
+	fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, %s on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, pl, props.Name, props.Backend)
 	r, err := gpurun.Prepare(dev, s, pl)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer r.Close()
 	for _, line := range r.KernelReport() {
 		fmt.Fprintln(stdout, line)
 	}
-	ms, err := r.Timed(o.Steps)
-	if err != nil {
-		return err
-	}
-	res.Seconds = ms / 1e3
-	return r.Download()
+	return r, nil
 }
 
 // DefaultPlan is the plan used when none is given and nothing is tuned.
@@ -395,14 +500,14 @@ func DefaultPlan(p *ir.Program) string {
 	return "tiled"
 }
 
-func newBar(o RunOptions, stderr io.Writer, what string) *progressbar.ProgressBar {
-	if o.Quiet || o.Steps < 2 {
+func newBar(o RunOptions, stderr io.Writer, what string, steps int) *progressbar.ProgressBar {
+	if o.Quiet || steps < 2 {
 		return nil
 	}
 	if f, ok := stderr.(*os.File); !ok || !isTerminal(f) {
 		return nil
 	}
-	return progressbar.NewOptions(o.Steps, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(what),
+	return progressbar.NewOptions(steps, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(what),
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
 }
 

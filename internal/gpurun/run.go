@@ -175,7 +175,18 @@ func (r *Runner) Close() {
 	}
 }
 
-// Plan returns the launches that cover n steps: the deepest first, as many as fit, then
+// Depth is the most steps one launch of the plan advances (a temporal plan's bt, else 1).
+// Runs that stop every so often keep their stops at multiples of it, so that every launch but
+// the last of a run stays the deepest.
+func (r *Runner) Depth() int {
+	d := 1
+	for _, l := range r.low.Launches {
+		d = max(d, l.Steps)
+	}
+	return d
+}
+
+// schedule returns the launches that cover n steps: the deepest first, as many as fit, then
 // shallower ones for the remainder.
 func (r *Runner) schedule(n int) []lower.Launch {
 	ls := append([]lower.Launch(nil), r.low.Launches...)

@@ -1,0 +1,234 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"tempest/internal/cpu"
+	"tempest/internal/gpurun"
+	"tempest/internal/ref"
+	"tempest/internal/state"
+)
+
+// The run loop of `tempest run` advances a run in segments. A segment ends at every step where
+// some event is due (a snapshot, a checkpoint, an observable, ...) and at the run's last step;
+// between those stops the engine runs undisturbed. Within a segment the loop still returns to
+// the host every so often (a chunk, at most about chunkTarget long) so that a signal ends the
+// run quickly; chunks keep the GPU's launch schedule intact (see stepper.Granule).
+//
+// Whatever wants to look at the state while the run goes on is an Event: a period in steps and
+// a function called at each multiple of it with a Point, which gives the step, the host state
+// (downloaded from the device only when asked for, once per point) and, on a GPU, the runner
+// itself for consumers that work on the device. Events never touch the engine's timing: the
+// reported time is the sum of the chunks' times alone.
+
+// An Event is something done at every multiple of Every steps of a run (absolute step numbers,
+// so that a resumed run keeps the same rhythm), and optionally at step zero and at the run's
+// last step.
+type Event struct {
+	Name   string // for messages, e.g. "snapshot"
+	Every  int    // steps between calls; 0: never periodic
+	AtZero bool   // also at step 0 (the initial state of a fresh run)
+	AtEnd  bool   // also at the run's last step, if no multiple of Every lands there
+	// Fire is called at each due step. An error stops the run.
+	Fire func(p *Point) error
+}
+
+// A Point is the run at one stop between segments.
+type Point struct {
+	Step  int  // steps completed
+	Start int  // the step this run started from (0, or a checkpoint's step)
+	Final bool // the run's last step (reached, or where an interruption stopped it)
+	// Interrupted says a signal ended the run here.
+	Interrupted bool
+	// Runner is the GPU runner, nil on the CPU engines: consumers that compute on the device
+	// (reductions, norms) use it without downloading the state.
+	Runner *gpurun.Runner
+	eng    stepper
+	s      *state.State
+	synced bool
+}
+
+// State returns the host state at this point, bringing it up to date from the engine the first
+// time a consumer asks at this point.
+func (p *Point) State() (*state.State, error) {
+	if !p.synced {
+		if err := p.eng.Sync(); err != nil {
+			return nil, fmt.Errorf("reading the state back at step %d: %w", p.Step, err)
+		}
+		p.synced = true
+	}
+	return p.s, nil
+}
+
+// A stepper is an engine as the run loop drives it. Every engine (reference, CPU, GPU, and a
+// multi-GPU one) is driven the same way.
+type stepper interface {
+	// Advance runs n steps and returns the seconds they took: device time between events on a
+	// GPU, wall time on the host.
+	Advance(n int) (float64, error)
+	// Sync brings the host state up to date with the engine's.
+	Sync() error
+	// Granule is the step count that chunks and event periods are kept multiples of: a GPU
+	// plan's deepest launch (so that every launch but a run's last few stays the deepest),
+	// 1 elsewhere.
+	Granule() int
+}
+
+// cpuStepper drives the CPU engine.
+type cpuStepper struct{ e *cpu.Engine }
+
+func (c cpuStepper) Advance(n int) (float64, error) {
+	t := time.Now()
+	c.e.Run(n, nil)
+	return time.Since(t).Seconds(), nil
+}
+func (c cpuStepper) Sync() error  { c.e.Sync(); return nil }
+func (c cpuStepper) Granule() int { return 1 }
+
+// refStepper drives the reference interpreter, which works on the state itself.
+type refStepper struct{ s *state.State }
+
+func (r refStepper) Advance(n int) (float64, error) {
+	t := time.Now()
+	ref.Run(r.s, n)
+	return time.Since(t).Seconds(), nil
+}
+func (r refStepper) Sync() error  { return nil }
+func (r refStepper) Granule() int { return 1 }
+
+// gpuStepper drives a GPU runner, timing each chunk's launches between device events.
+type gpuStepper struct{ r *gpurun.Runner }
+
+func (g gpuStepper) Advance(n int) (float64, error) {
+	ms, err := g.r.Timed(n)
+	return ms / 1e3, err
+}
+func (g gpuStepper) Sync() error  { return g.r.Download() }
+func (g gpuStepper) Granule() int { return g.r.Depth() }
+
+// chunkTarget is how long a chunk should take: long enough that the host round trip between
+// chunks costs nothing measurable, short enough that a signal is answered at once.
+const chunkTarget = 200 * time.Millisecond
+
+// ErrInterrupted is returned (wrapped, with how to resume) when a signal ended a run.
+var ErrInterrupted = errors.New("interrupted")
+
+// loop is one run of the segment loop.
+type loop struct {
+	eng     stepper
+	s       *state.State
+	runner  *gpurun.Runner
+	events  []Event
+	target  int                 // the step the run ends at
+	stop    func() bool         // a signal arrived; nil: never
+	onStop  func(*Point) error  // writes the checkpoint of an interrupted run
+	advance func(done, all int) // progress; nil: none
+}
+
+// roundPeriods keeps event periods multiples of the engine's granule, so that stopping for an
+// event never splits a deepest launch; each period changed is reported on w.
+func roundPeriods(events []Event, granule int, w io.Writer) []Event {
+	out := append([]Event(nil), events...)
+	if granule <= 1 {
+		return out
+	}
+	for i := range out {
+		e := &out[i]
+		if e.Every <= 0 || e.Every%granule == 0 {
+			continue
+		}
+		r := max(granule, (e.Every+granule/2)/granule*granule)
+		fmt.Fprintf(w, "%s every %d steps becomes every %d steps: the plan advances %d steps per launch\n", e.Name, e.Every, r, granule)
+		e.Every = r
+	}
+	return out
+}
+
+// nextStop is the first step after t where an event is due, or the target.
+func (l *loop) nextStop(t int) int {
+	next := l.target
+	for _, e := range l.events {
+		if e.Every > 0 {
+			next = min(next, (t/e.Every+1)*e.Every)
+		}
+	}
+	return next
+}
+
+// fire calls the events due at the point.
+func (l *loop) fire(p *Point) error {
+	for _, e := range l.events {
+		due := e.Every > 0 && p.Step%e.Every == 0
+		if p.Step == 0 && !e.AtZero {
+			due = false
+		}
+		if p.Final && e.AtEnd {
+			due = true
+		}
+		if !due {
+			continue
+		}
+		if err := e.Fire(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run advances the state from its current step to the target and returns the seconds the
+// engine took. An interruption calls onStop at the step reached and returns ErrInterrupted
+// wrapped by it.
+func (l *loop) run() (float64, error) {
+	start := l.s.Steps
+	g := l.eng.Granule()
+	point := func(t int) *Point {
+		return &Point{Step: t, Start: start, Final: t == l.target, Runner: l.runner, eng: l.eng, s: l.s}
+	}
+	if start == 0 {
+		if err := l.fire(point(0)); err != nil {
+			return 0, err
+		}
+	}
+	total := 0.0
+	chunk := g
+	for t := start; t < l.target; {
+		end := l.nextStop(t)
+		for t < end {
+			if l.stop != nil && l.stop() {
+				p := point(t)
+				p.Final, p.Interrupted = true, true
+				if err := l.onStop(p); err != nil {
+					return total, err
+				}
+				return total, ErrInterrupted
+			}
+			n := min(chunk, end-t)
+			if r := n % g; r != 0 && t+n != end {
+				n -= r
+			}
+			wall := time.Now()
+			sec, err := l.eng.Advance(n)
+			if err != nil {
+				return total, err
+			}
+			total += sec
+			t += n
+			if l.advance != nil {
+				l.advance(t-start, l.target-start)
+			}
+			if time.Since(wall) < chunkTarget/2 && chunk < 1<<30 {
+				chunk *= 2
+			}
+		}
+		if err := l.fire(point(t)); err != nil {
+			return total, err
+		}
+	}
+	if err := l.eng.Sync(); err != nil {
+		return total, err
+	}
+	return total, nil
+}
