@@ -219,8 +219,11 @@ func (l *loop) run() (float64, error) {
 			if l.advance != nil {
 				l.advance(t-start, l.target-start)
 			}
-			if time.Since(wall) < chunkTarget/2 && chunk < 1<<30 {
+			switch took := time.Since(wall); {
+			case took < chunkTarget/2 && chunk < 1<<30:
 				chunk *= 2
+			case took > 2*chunkTarget && chunk > g:
+				chunk = max(g, chunk/2/g*g)
 			}
 		}
 		if err := l.fire(point(t)); err != nil {

@@ -406,16 +406,19 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	defer out.abort()
 	l.events = roundPeriods(append(out.events(), o.Events...), l.eng.Granule(), stderr)
 	l.onStop = out.interrupted
+	release := func() {}
 	if o.Signals {
-		stop := catchSignals()
-		defer stop.release()
-		l.stop = stop.caught
+		// Caught only while the loop runs: a signal during verification or the final outputs
+		// ends the process as usual (the outputs are written atomically).
+		c := catchSignals()
+		release, l.stop = c.release, c.caught
 	}
 	bar := newBar(o, stderr, "running", steps)
 	if bar != nil {
 		l.advance = func(done, _ int) { bar.Set(done) }
 	}
 	res.Seconds, err = l.run()
+	release()
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
