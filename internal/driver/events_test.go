@@ -88,3 +88,41 @@ func TestEventOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramHash: every example hashes the same way twice, and no two examples share a hash
+// (the hash tells programs apart by meaning, so a checkpoint cannot resume another program).
+func TestProgramHash(t *testing.T) {
+	var files []string
+	for _, pat := range []string{"*/*.stencil", "*/*.sl", "*/*.c"} {
+		m, _ := filepath.Glob(filepath.Join("../../examples", pat))
+		files = append(files, m...)
+	}
+	if len(files) < 20 {
+		t.Fatalf("only %d examples", len(files))
+	}
+	seen := map[string]string{}
+	for _, f := range files {
+		p, err := loadProgram(f, "")
+		if err != nil {
+			continue // examples of errors
+		}
+		h := ProgramHash(p)
+		if q, _ := loadProgram(f, ""); ProgramHash(q) != h {
+			t.Errorf("%s: two loads, two hashes", f)
+		}
+		if g, ok := seen[h]; ok && !sameMeaning(g, f) {
+			t.Errorf("%s and %s have the same hash", g, f)
+		}
+		seen[h] = f
+		if d, _ := loadProgram(f, "f64"); p.DefaultType.String() != "f64" && ProgramHash(d) == h {
+			t.Errorf("%s: --type f64 does not change the hash", f)
+		}
+	}
+}
+
+// sameMeaning says two example files are one program in two languages (the C and SL twins of
+// .stencil programs), which may hash alike.
+func sameMeaning(a, b string) bool {
+	base := func(s string) string { return strings.TrimSuffix(filepath.Base(s), filepath.Ext(s)) }
+	return base(a) == base(b)
+}

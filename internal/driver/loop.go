@@ -49,7 +49,13 @@ type Point struct {
 	eng    stepper
 	s      *state.State
 	synced bool
+	ended  bool
 }
+
+// EndRun makes this point the run's last step: a consumer that finds the run converged (or
+// blown up) ends it here. Events due at the end (a final checkpoint) still run, then the run
+// finishes as if --steps had said this step.
+func (p *Point) EndRun() { p.ended = true }
 
 // State returns the host state at this point, bringing it up to date from the engine the first
 // time a consumer asks at this point.
@@ -158,15 +164,14 @@ func (l *loop) nextStop(t int) int {
 	return next
 }
 
-// fire calls the events due at the point.
-func (l *loop) fire(p *Point) error {
+// fire calls the events due at the point; with onlyEnd, those due at the end of a run alone
+// that the point's periodic calls did not already serve (a run ended early by EndRun).
+func (l *loop) fire(p *Point, onlyEnd bool) error {
 	for _, e := range l.events {
-		due := e.Every > 0 && p.Step%e.Every == 0
-		if p.Step == 0 && !e.AtZero {
-			due = false
-		}
-		if p.Final && e.AtEnd {
-			due = true
+		periodic := e.Every > 0 && p.Step%e.Every == 0 && (p.Step != 0 || e.AtZero)
+		due := periodic || p.Final && e.AtEnd
+		if onlyEnd {
+			due = p.Final && e.AtEnd && !periodic
 		}
 		if !due {
 			continue
@@ -178,8 +183,8 @@ func (l *loop) fire(p *Point) error {
 	return nil
 }
 
-// run advances the state from its current step to the target and returns the seconds the
-// engine took. An interruption calls onStop at the step reached and returns ErrInterrupted
+// run advances the state from its current step to the target (or to where an event ended the
+// run: the state's Steps tell) and returns the seconds the engine took. An interruption calls onStop at the step reached and returns ErrInterrupted
 // wrapped by it.
 func (l *loop) run() (float64, error) {
 	start := l.s.Steps
@@ -187,8 +192,20 @@ func (l *loop) run() (float64, error) {
 	point := func(t int) *Point {
 		return &Point{Step: t, Start: start, Final: t == l.target, Runner: l.runner, eng: l.eng, s: l.s}
 	}
+	// ended handles EndRun at a point: the run's end moves there.
+	ended := func(p *Point) (bool, error) {
+		if !p.ended || p.Final {
+			return false, nil
+		}
+		l.target = p.Step
+		return true, l.fire(point(p.Step), true)
+	}
 	if start == 0 {
-		if err := l.fire(point(0)); err != nil {
+		p := point(0)
+		if err := l.fire(p, false); err != nil {
+			return 0, err
+		}
+		if stop, err := ended(p); stop || err != nil {
 			return 0, err
 		}
 	}
@@ -226,8 +243,14 @@ func (l *loop) run() (float64, error) {
 				chunk = max(g, chunk/2/g*g)
 			}
 		}
-		if err := l.fire(point(t)); err != nil {
+		p := point(t)
+		if err := l.fire(p, false); err != nil {
 			return total, err
+		}
+		if stop, err := ended(p); err != nil {
+			return total, err
+		} else if stop {
+			break
 		}
 	}
 	if err := l.eng.Sync(); err != nil {

@@ -192,13 +192,16 @@ func TestLoopStops(t *testing.T) {
 		start, target int
 		every         []int
 		stopAfter     int // chunks before a signal; 0: none
+		endAt         int // an event ends the run at this step; 0: none
 		want          string
 	}{
-		{"one", 1, 0, 10, []int{3}, 0, "e0@0 e0@3 e0@6 e0@9 end@10"},
-		{"two", 1, 0, 12, []int{4, 6}, 0, "e0@0 e1@0 e0@4 e0@8 e1@6 e0@12 e1@12 end@12"},
-		{"rounded", 8, 0, 50, []int{20}, 0, "e0@0 e0@24 e0@48 end@50"},
-		{"resumed", 4, 6, 20, []int{8}, 0, "e0@8 e0@16 end@20"},
-		{"interrupted", 1, 0, 1000, []int{500}, 3, "e0@0 stop@7"},
+		{"one", 1, 0, 10, []int{3}, 0, 0, "e0@0 e0@3 e0@6 e0@9 end@10"},
+		{"two", 1, 0, 12, []int{4, 6}, 0, 0, "e0@0 e1@0 e0@4 e0@8 e1@6 e0@12 e1@12 end@12"},
+		{"rounded", 8, 0, 50, []int{20}, 0, 0, "e0@0 e0@24 e0@48 end@50"},
+		{"resumed", 4, 6, 20, []int{8}, 0, 0, "e0@8 e0@16 end@20"},
+		{"interrupted", 1, 0, 1000, []int{500}, 3, 0, "e0@0 stop@7"},
+		{"ended", 1, 0, 100, []int{10}, 0, 30, "e0@0 e0@10 e0@20 e0@30 end@30"},
+		{"ended at the end", 1, 0, 30, []int{10}, 0, 30, "e0@0 e0@10 e0@20 e0@30 end@30"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &fakeStepper{granule: c.granule, s: &state.State{Steps: c.start}}
@@ -207,6 +210,9 @@ func TestLoopStops(t *testing.T) {
 			for i, e := range c.every {
 				events = append(events, Event{Name: fmt.Sprint("e", i), Every: e, AtZero: true, Fire: func(p *Point) error {
 					log = append(log, fmt.Sprintf("e%d@%d", i, p.Step))
+					if c.endAt > 0 && p.Step == c.endAt {
+						p.EndRun()
+					}
 					return nil
 				}})
 			}
@@ -223,6 +229,9 @@ func TestLoopStops(t *testing.T) {
 			sec, err := l.run()
 			if c.stopAfter > 0 != errors.Is(err, ErrInterrupted) || (err != nil && !errors.Is(err, ErrInterrupted)) {
 				t.Fatalf("err %v", err)
+			}
+			if c.endAt > 0 && f.s.Steps != c.endAt {
+				t.Errorf("ended at step %d, want %d", f.s.Steps, c.endAt)
 			}
 			sortEvents(log)
 			want := strings.Fields(c.want)

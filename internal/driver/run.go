@@ -430,6 +430,11 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Steps != o.Steps {
+		steps = s.Steps - start // an event ended the run early
+		res.Steps = steps
+		fmt.Fprintf(stdout, "the run ended at step %d\n", s.Steps)
+	}
 	cells := UpdatedCells(s) * float64(steps)
 	if res.Seconds > 0 {
 		res.GCellsPerS = cells / res.Seconds / 1e9
