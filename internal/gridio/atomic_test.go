@@ -131,6 +131,9 @@ func TestGIFFixedScale(t *testing.T) {
 	if len(anim.Image) != 3 {
 		t.Fatalf("%d frames", len(anim.Image))
 	}
+	if anim.LoopCount != 0 || anim.Delay[0] != 8 || anim.Delay[2] != 8 {
+		t.Errorf("loop count %d, delays %v: want a looping animation of 8/100 s frames", anim.LoopCount, anim.Delay)
+	}
 	b := anim.Image[0].Bounds()
 	if max(b.Dx(), b.Dy()) > 300 || max(b.Dx(), b.Dy()) < 100 {
 		t.Errorf("frame size %v", b)

@@ -1,6 +1,7 @@
 package gridio
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"image"
@@ -134,7 +135,7 @@ func (g *GIFWriter) Abort() {
 
 // Close writes the animation (atomically, WriteAtomic) and removes the temporary file. The
 // colour scale runs from the smallest to the largest finite value of all frames as reduced;
-// NaN and Inf are magenta.
+// NaN and Inf are magenta. Frames are drawn and encoded one at a time.
 func (g *GIFWriter) Close() error {
 	defer g.Abort()
 	if g.frames == 0 {
@@ -158,37 +159,58 @@ func (g *GIFWriter) Close() error {
 	if _, err := g.spool.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("gridio: gif %s: %w", g.path, err)
 	}
-	anim := &gif.GIF{LoopCount: 0}
 	buf := make([]byte, 4*g.w*g.h)
 	span := g.hi - g.lo
-	for f := 0; f < g.frames; f++ {
-		if _, err := io.ReadFull(g.spool, buf); err != nil {
-			return fmt.Errorf("gridio: gif %s: reading frame %d back: %w", g.path, f, err)
-		}
-		img := image.NewPaletted(image.Rect(0, 0, W, H), pal)
-		for py := 0; py < H; py++ {
-			cy := py / (s * rows)
-			for px := 0; px < W; px++ {
-				v := float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*(cy*g.w+px/s):])))
-				idx := uint8(gifLevels)
-				switch {
-				case math.IsNaN(v):
-				case !(span > 0):
-					idx = gifLevels / 2
-				default:
-					idx = uint8(min(gifLevels-1, max(0, int(math.Round((v-g.lo)/span*(gifLevels-1))))))
+	img := image.NewPaletted(image.Rect(0, 0, W, H), pal)
+	var enc bytes.Buffer
+	return WriteAtomic(g.path, func(w io.Writer) error {
+		for f := 0; f < g.frames; f++ {
+			if _, err := io.ReadFull(g.spool, buf); err != nil {
+				return fmt.Errorf("gridio: gif %s: reading frame %d back: %w", g.path, f, err)
+			}
+			for py := 0; py < H; py++ {
+				cy := py / (s * rows)
+				for px := 0; px < W; px++ {
+					v := float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*(cy*g.w+px/s):])))
+					idx := uint8(gifLevels)
+					switch {
+					case math.IsNaN(v):
+					case !(span > 0):
+						idx = gifLevels / 2
+					default:
+						idx = uint8(min(gifLevels-1, max(0, int(math.Round((v-g.lo)/span*(gifLevels-1))))))
+					}
+					img.Pix[py*img.Stride+px] = idx
 				}
-				img.Pix[py*img.Stride+px] = idx
+			}
+			// Each frame is encoded as a GIF of its own and spliced into the animation, so that
+			// memory holds one frame however many there are: the first frame's header and
+			// colour table start the file, then a looping extension; every frame gives its
+			// delay extension and image block.
+			enc.Reset()
+			if err := gif.EncodeAll(&enc, &gif.GIF{Image: []*image.Paletted{img}, Delay: []int{g.opt.Delay}}); err != nil {
+				return fmt.Errorf("gridio: gif %s: %w", g.path, err)
+			}
+			b := enc.Bytes()
+			head := 13
+			if b[10]&0x80 != 0 {
+				head += 3 << (1 + b[10]&7)
+			}
+			if f == 0 {
+				if _, err := w.Write(b[:head]); err != nil {
+					return err
+				}
+				loop := []byte{0x21, 0xff, 0x0b, 'N', 'E', 'T', 'S', 'C', 'A', 'P', 'E', '2', '.', '0', 0x03, 0x01, 0, 0, 0}
+				if _, err := w.Write(loop); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(b[head : len(b)-1]); err != nil { // without the trailer
+				return err
 			}
 		}
-		anim.Image = append(anim.Image, img)
-		anim.Delay = append(anim.Delay, g.opt.Delay)
-	}
-	return WriteAtomic(g.path, func(w io.Writer) error {
-		if err := gif.EncodeAll(w, anim); err != nil {
-			return fmt.Errorf("gridio: gif %s: %w", g.path, err)
-		}
-		return nil
+		_, err := w.Write([]byte{0x3b})
+		return err
 	})
 }
 
