@@ -304,7 +304,8 @@ type Result struct {
 	Backend    string   `json:"backend"`
 	Device     string   `json:"device"`
 	Size       []int    `json:"size"`
-	Steps      int      `json:"steps"`
+	Steps      int      `json:"steps"`               // steps this run advanced
+	StartStep  int      `json:"startStep,omitempty"` // the checkpoint's step it resumed from
 	Type       string   `json:"type"`
 	Seconds    float64  `json:"seconds"`
 	GCellsPerS float64  `json:"gcellsPerSecond"`
@@ -377,7 +378,7 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if o.Verify {
 		initial = s.Clone()
 	}
-	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: steps, Type: pr.Prog.DefaultType.String()}
+	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: steps, StartStep: start, Type: pr.Prog.DefaultType.String()}
 	from := ""
 	if start > 0 {
 		from = fmt.Sprintf(" (from step %d of a checkpoint)", start)
