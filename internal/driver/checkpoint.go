@@ -74,7 +74,10 @@ func ProgramHash(p *ir.Program) string {
 
 // paramText prints a parameter value so that it parses back to the same bits.
 func paramText(v ir.Value) string {
-	if v.T.IsFloat() {
+	switch v.T {
+	case ir.F32:
+		return strconv.FormatFloat(v.F, 'g', -1, 32)
+	case ir.F64:
 		return strconv.FormatFloat(v.F, 'g', -1, 64)
 	}
 	return strconv.FormatInt(v.I, 10)
@@ -83,7 +86,7 @@ func paramText(v ir.Value) string {
 func parseParamText(t ir.Type, s string) (ir.Value, error) {
 	if t.IsFloat() {
 		f, err := strconv.ParseFloat(s, 64)
-		return ir.Value{T: t, F: f}, err
+		return ir.MakeFloat(t, f), err
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return ir.Value{T: t, I: n}, err

@@ -184,8 +184,8 @@ func (l *loop) fire(p *Point, onlyEnd bool) error {
 }
 
 // run advances the state from its current step to the target (or to where an event ended the
-// run: the state's Steps tell) and returns the seconds the engine took. An interruption calls onStop at the step reached and returns ErrInterrupted
-// wrapped by it.
+// run: the state's Steps tell) and returns the seconds the engine took. An interruption calls
+// onStop at the step reached and returns ErrInterrupted.
 func (l *loop) run() (float64, error) {
 	start := l.s.Steps
 	g := l.eng.Granule()
@@ -206,7 +206,7 @@ func (l *loop) run() (float64, error) {
 			return 0, err
 		}
 		if stop, err := ended(p); stop || err != nil {
-			return 0, err
+			return 0, errors.Join(err, l.eng.Sync())
 		}
 	}
 	total := 0.0
