@@ -126,3 +126,43 @@ func sameMeaning(a, b string) bool {
 	base := func(s string) string { return strings.TrimSuffix(filepath.Base(s), filepath.Ext(s)) }
 	return base(a) == base(b)
 }
+
+// TestEventsDoNotPerturb: a run that stops for snapshots, frames and checkpoints ends with the
+// state of one that does not, bit for bit; on a temporal plan the periods are rounded to its
+// launch depth, with a note.
+func TestEventsDoNotPerturb(t *testing.T) {
+	for _, c := range []struct {
+		backend, plan, note string
+	}{
+		{"cpu", "", ""},
+		{"opencl", "n5d:bt=8", "snapshot every 10 steps becomes every 8 steps"},
+		{"cuda", "n5d:bt=8", "snapshot every 10 steps becomes every 8 steps"},
+	} {
+		t.Run(c.backend, func(t *testing.T) {
+			needBackend(t, c.backend)
+			dir := t.TempDir()
+			o := RunOptions{File: "../../examples/an5d/j2d5pt.stencil", Size: "37x41", Steps: 61, Backend: c.backend, Plan: c.plan, Quiet: true}
+			plain := o
+			plain.Out = filepath.Join(dir, "plain.npy")
+			if _, err := Run(plain, io.Discard, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			busy := o
+			busy.Out, busy.SnapshotEvery, busy.Snapshots = filepath.Join(dir, "busy.npy"), 10, filepath.Join(dir, "s")
+			busy.GIF, busy.GIFEvery = filepath.Join(dir, "a.gif"), 7
+			busy.Checkpoint, busy.CheckpointEvery = filepath.Join(dir, "ck.npz"), 30
+			var notes strings.Builder
+			if _, err := Run(busy, io.Discard, &notes); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := os.ReadFile(plain.Out)
+			b, _ := os.ReadFile(busy.Out)
+			if len(a) == 0 || string(a) != string(b) {
+				t.Error("the run with events ends elsewhere")
+			}
+			if c.note != "" && !strings.Contains(notes.String(), c.note) {
+				t.Errorf("no note %q in %q", c.note, notes.String())
+			}
+		})
+	}
+}
