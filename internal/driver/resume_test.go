@@ -287,3 +287,67 @@ func TestLoopChunksGrow(t *testing.T) {
 		t.Error("too slow")
 	}
 }
+
+// observingStepper is a fakeStepper that observes, recording where observed chunks end.
+type observingStepper struct {
+	fakeStepper
+	observedEnds []int
+	observations int
+}
+
+func (f *observingStepper) AdvanceObserved(n int) (float64, error) {
+	sec, err := f.Advance(n)
+	f.observedEnds = append(f.observedEnds, f.s.Steps)
+	return sec, err
+}
+func (f *observingStepper) Observe() ([]float64, error) {
+	f.observations++
+	return []float64{float64(f.s.Steps)}, nil
+}
+
+// TestLoopObserved: the chunk that reaches a step where an observing event is due (its
+// multiples, the end where it asks for it, a run ended early) ends so that observables can
+// follow, and no other chunk does; a point evaluates them once however many events ask.
+func TestLoopObserved(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		granule     int
+		target, end int // end: an observing event ends the run there; 0: never
+		want        string
+	}{
+		{"periods", 1, 30, 0, "[10 20 30]"},
+		{"granule", 4, 30, 0, "[12 24 30]"}, // every 10 becomes every 12
+		{"ended", 1, 100, 20, "[10 20]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &observingStepper{fakeStepper: fakeStepper{granule: c.granule, s: &state.State{}}}
+			calls := 0
+			obs := func(p *Point) error {
+				v, err := p.Observe()
+				if err != nil || int(v[0]) != p.Step {
+					t.Errorf("step %d: observed %v, %v", p.Step, v, err)
+				}
+				calls++
+				if p.Step == c.end {
+					p.EndRun()
+				}
+				return nil
+			}
+			events := []Event{
+				{Name: "observation", Every: 10, AtEnd: true, Observes: true, Fire: obs},
+				{Name: "check", Every: 10, Observes: true, Fire: obs},
+				{Name: "snapshot", Every: 7, AtZero: true, Fire: func(*Point) error { return nil }},
+			}
+			l := &loop{eng: f, s: f.s, target: c.target, events: roundPeriods(events, c.granule, io.Discard)}
+			if _, err := l.run(); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(f.observedEnds); got != c.want {
+				t.Errorf("observed chunks end at %s, want %s (chunks %v)", got, c.want, f.chunks)
+			}
+			if calls == 0 || f.observations != len(f.observedEnds) {
+				t.Errorf("%d observing calls, %d evaluations at %d points", calls, f.observations, len(f.observedEnds))
+			}
+		})
+	}
+}
