@@ -352,8 +352,8 @@ func openBackend(backend, planText string) (gpu.Device, error) {
 }
 
 // Run carries out `tempest run`: it prepares the state (fresh, or from a checkpoint), starts
-// an engine and advances the run in segments (loop.go) whose ends serve the events: snapshots,
-// GIF frames, checkpoints and o.Events. The reported time is the engine's alone.
+// an engine and advances the run in segments (loop.go) whose ends serve the events:
+// observations and until checks (observe.go), snapshots, GIF frames, checkpoints and o.Events. The reported time is the engine's alone.
 func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if o.Steps < 0 {
 		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
@@ -424,8 +424,8 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer out.abort()
-	// Observations come first at a step: an until check that ends the run there still leaves
-	// the end's checkpoint to the outputs.
+	// At a step, Tempest's own events fire first (observations, then the outputs), then
+	// o.Events; an until check that ends the run leaves the end's checkpoint to the outputs.
 	obs := newObservations(o, pr)
 	var events []Event
 	if obs != nil {
