@@ -353,7 +353,8 @@ func openBackend(backend, planText string) (gpu.Device, error) {
 
 // Run carries out `tempest run`: it prepares the state (fresh, or from a checkpoint), starts
 // an engine and advances the run in segments (loop.go) whose ends serve the events:
-// observations and until checks (observe.go), snapshots, GIF frames, checkpoints and o.Events. The reported time is the engine's alone.
+// observations and until checks (observe.go), snapshots, GIF frames, checkpoints and o.Events.
+// The reported time is the engine's alone.
 func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if o.Steps < 0 {
 		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
