@@ -121,14 +121,15 @@ func (ob *observations) observe(p *Point) error {
 	return nil
 }
 
-// check evaluates the until test and ends the run where it holds.
+// check evaluates the until test and ends the run where it holds. It needs a step of this
+// run: before one, .prev of a one-level grid is the current level itself (a run of --steps 0).
 func (ob *observations) check(p *Point) error {
 	v, err := p.Observe()
 	if err != nil {
 		return err
 	}
 	ob.note(p.Step, v)
-	if ir.EvalUntil(ob.p.Until, p.s.Params, v).B {
+	if p.Step > p.Start && ir.EvalUntil(ob.p.Until, p.s.Params, v).B {
 		ob.converged = true
 		p.EndRun()
 	}

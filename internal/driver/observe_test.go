@@ -217,3 +217,13 @@ func TestResumeObservablesUntil(t *testing.T) {
 		})
 	}
 }
+
+// TestUntilNeedsAStep: a run of no steps observes but does not test convergence (u.prev of a
+// one-level grid is u itself before the first step, so maxdiff is 0).
+func TestUntilNeedsAStep(t *testing.T) {
+	o := RunOptions{File: "../../examples/demos/poisson2d.stencil", Size: "8x8", Steps: 0, Backend: "cpu", Quiet: true}
+	_, out := runOrSkip(t, o)
+	if !strings.Contains(out, "not converged after 0 steps: maxdiff = 0,") {
+		t.Errorf("a run of no steps:\n%s", out)
+	}
+}
