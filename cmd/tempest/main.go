@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -29,6 +30,9 @@ func main() {
 	root.AddCommand(benchCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		if errors.Is(err, driver.ErrInterrupted) {
+			os.Exit(130)
+		}
 		os.Exit(1)
 	}
 }
@@ -42,7 +46,11 @@ func runCmd() *cobra.Command {
 		Example: `  tempest run examples/demos/grayscott.stencil --size 256x256 --steps 5000 --png gs.png
   tempest run examples/an5d/j2d5pt.stencil --size 4096x4096 --steps 100 --verify
   tempest run examples/sl/hotspot.stencil --init temp=examples/sl/data/temp_64 --init power=examples/sl/data/power_64 --out temp.txt
-  tempest run examples/an5d/star3d1r.stencil --backend cuda --plan tiled:bx=32,by=4,bz=4 --size 512x512x512 --steps 1000`,
+  tempest run examples/an5d/star3d1r.stencil --backend cuda --plan tiled:bx=32,by=4,bz=4 --size 512x512x512 --steps 1000
+  tempest run examples/demos/wave.stencil --steps 2000 --snapshot-every 100 --snapshots frames --gif wave.gif
+  tempest run examples/demos/poisson2d.stencil --steps 100000 --check-every 500 --observables poisson.csv
+  tempest run examples/demos/grayscott.stencil --steps 100000 --checkpoint gs.npz --checkpoint-every 5000
+  tempest run examples/demos/grayscott.stencil --steps 100000 --checkpoint gs.npz --checkpoint-every 5000 --resume gs.npz`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
@@ -52,21 +60,29 @@ func runCmd() *cobra.Command {
 			if data != "" {
 				o.Inits = append(o.Inits, "data="+data)
 			}
+			o.Signals = true
 			_, err := driver.Run(o, cmd.OutOrStdout(), os.Stderr)
 			return err
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.Size, "size", "", "grid size, slowest axis first, e.g. 4096x4096 (default: from an --init file (a .npy's shape, a text file's rows, or the square or cube of its count), else 65536 / 512x512 / 128x128x128)")
-	f.IntVar(&o.Steps, "steps", 100, "number of time steps")
+	f.IntVar(&o.Steps, "steps", 100, "number of time steps (with --resume: the step the run ends at, counted from the start of the first run; with an until test: the most steps)")
 	f.StringArrayVar(&o.Params, "param", nil, "set a parameter: name=value, the value a constant expression such as 0.25, 1/10, 2*pi or sqrt(2)/2, which may name parameters (repeatable)")
 	f.StringArrayVar(&o.Inits, "init", nil, "initial values of a grid: grid=file.npy, grid=file.txt (one value per line as Rodinia's data files, or rows of values; .csv: comma-separated), grid=random[:seed] or grid=zero (repeatable)")
 	f.StringVar(&data, "data", "", "read-only data of an SL program (its read(i), SL's SetData): same as --init data=FILE.npy")
 	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
-	f.Uint64Var(&o.Seed, "seed", 1, "seed for rand() in initial values")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for rand() in initial values (default 1; a resumed run keeps the checkpoint's)")
 	f.StringVar(&o.Out, "out", "", "write the final state grid(s): .npy, .txt (one value per line) or .csv (rows along the last axis)")
 	f.StringVar(&o.PNG, "png", "", "write a heat map of the final state grid(s) as PNG (middle slice for 3D)")
-	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
+	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl, cpu or ref (the reference interpreter: slow, for checking)")
+	f.IntVar(&o.SnapshotEvery, "snapshot-every", 0, "write snapshots (and GIF frames) every N steps, step 0 included")
+	f.StringVar(&o.Snapshots, "snapshots", "", "directory of the snapshots: DIR/GRID_000100.npy per state grid (the whole grid, also in 3D)")
+	f.StringVar(&o.GIF, "gif", "", "write each state grid's evolution as an animated GIF (middle slice for 3D; one colour scale over all frames)")
+	f.IntVar(&o.GIFEvery, "gif-every", 0, "a GIF frame every N steps (default: --snapshot-every)")
+	f.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint file (.npz) written at the end of the run, every --checkpoint-every steps and on SIGINT/SIGTERM (default on a signal: PROGRAM.checkpoint.npz)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps")
+	f.StringVar(&o.Resume, "resume", "", "continue the run a checkpoint holds (same program, type, size and parameters; --steps stays the total)")
 	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none (the default plan), cached (the tuning cache's best), model (the models' pick), full (tune now); default: cached, else model")
 	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, wavefront, forwardplane or inplane, with parameters as plan:key=value,... (e.g. n5d:bt=8,rx=2)")
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile with fast math (divisions by constants become multiplications, approximate sqrt and division) and, without --plan, take fast tuned plans; a --plan that says fastmath=true or fastmath=false wins")
@@ -75,8 +91,8 @@ func runCmd() *cobra.Command {
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
 	f.StringVar(&o.Observables, "observables", "", "write the program's observables as CSV: a row per observation (step, then each observable)")
 	f.StringVar(&o.ObservablesPNG, "observables-png", "", "plot the program's observables over the steps as PNG")
-	f.IntVar(&o.ObserveEvery, "observe-every", 0, "steps between observations (default: the --check-every interval with an until test, else steps/100); rounded up to a multiple of the plan's deepest launch")
-	f.IntVar(&o.CheckEvery, "check-every", 0, fmt.Sprintf("steps between evaluations of the program's until test (default %d); rounded up to a multiple of the plan's deepest launch; --steps is then the most steps run", driver.DefaultCheckEvery))
+	f.IntVar(&o.ObserveEvery, "observe-every", 0, "steps between observations (default: the --check-every interval with an until test, else steps/100); rounded to a multiple of the plan's deepest launch")
+	f.IntVar(&o.CheckEvery, "check-every", 0, fmt.Sprintf("steps between evaluations of the program's until test (default %d); rounded to a multiple of the plan's deepest launch; --steps is then the most steps run", driver.DefaultCheckEvery))
 	return c
 }
 

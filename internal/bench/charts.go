@@ -8,7 +8,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"tempest/internal/gridio"
 )
 
 // Chart is one rendered chart.
@@ -403,7 +404,7 @@ func (r *Report) WriteHTML(path string) ([]string, error) {
 	var imgs []img
 	for _, c := range charts {
 		file := base + "_" + c.Name + ".png"
-		if err := os.WriteFile(file, c.PNG, 0o644); err != nil {
+		if err := gridio.WriteFileAtomic(file, c.PNG); err != nil {
 			return files, err
 		}
 		files = append(files, file)

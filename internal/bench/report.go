@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"tempest/internal/gridio"
 )
 
 // SchemaVersion is the version of the JSON report's layout.
@@ -222,15 +223,8 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	return cw.Error()
 }
 
-// WriteFile creates path and writes with fn.
+// WriteFile writes path through fn atomically (gridio.WriteAtomic), so that an interrupted
+// report never leaves half a file.
 func WriteFile(path string, fn func(io.Writer) error) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(fh); err != nil {
-		fh.Close()
-		return err
-	}
-	return fh.Close()
+	return gridio.WriteAtomic(path, fn)
 }

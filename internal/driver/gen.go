@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"tempest/internal/gen"
+	"tempest/internal/gridio"
 	"tempest/internal/plan"
 	"tempest/internal/state"
 )
@@ -69,8 +70,8 @@ func Gen(o GenOptions, stdout io.Writer) error {
 	}
 	for _, f := range out.Files {
 		path := filepath.Join(o.Out, f.Name)
-		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
+		if err := gridio.WriteFileAtomic(path, f.Data); err != nil {
+			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", path)
 	}

@@ -5,60 +5,15 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
-
-	"tempest/internal/cpu"
-	"tempest/internal/gpurun"
 	"tempest/internal/gridio"
 	"tempest/internal/ir"
-	"tempest/internal/probe"
 )
 
 // DefaultCheckEvery is how many steps apart the until test is evaluated without
 // --check-every: often enough that a run stops soon after converging, seldom enough that
 // the observations cost little next to the steps.
 const DefaultCheckEvery = 100
-
-// segments is an engine advanced in segments between observations.
-type segments interface {
-	// advance runs n steps so that observe can follow; it returns the seconds they took.
-	advance(n int) (float64, error)
-	observe() ([]float64, error)
-	// depth is the most steps one launch advances: checks fall at its multiples.
-	depth() int
-}
-
-type cpuSegments struct {
-	eng  *cpu.Engine
-	bar  *progressbar.ProgressBar
-	done int
-}
-
-func (c *cpuSegments) advance(n int) (float64, error) {
-	start := time.Now()
-	c.eng.Run(n, func(k int) {
-		if c.bar != nil {
-			c.bar.Set(c.done + k)
-		}
-	})
-	c.done += n
-	return time.Since(start).Seconds(), nil
-}
-
-func (c *cpuSegments) observe() ([]float64, error) { return c.eng.Observe(), nil }
-func (c *cpuSegments) depth() int                  { return 1 }
-
-type gpuSegments struct{ r *gpurun.Runner }
-
-func (g gpuSegments) advance(n int) (float64, error) {
-	ms, err := g.r.TimedObserved(n)
-	return ms / 1e3, err
-}
-
-func (g gpuSegments) observe() ([]float64, error) { return g.r.Observe() }
-func (g gpuSegments) depth() int                  { return g.r.Depth() }
 
 // observing reports whether a run evaluates observables: the program declares some, or a
 // flag asks for them.
@@ -91,127 +46,125 @@ func checkObserveFlags(o RunOptions, p *ir.Program) error {
 	return nil
 }
 
-// roundUp rounds n up to a multiple of depth, saying so when it changes.
-func roundUp(n, depth int, flag string, stdout io.Writer) int {
-	if n%depth == 0 {
-		return n
-	}
-	r := (n + depth - 1) / depth * depth
-	fmt.Fprintf(stdout, "%s %d rounded up to %d, a multiple of the plan's %d-step launches\n", flag, n, r, depth)
-	return r
+// observations are a run's observables as the run loop's Events: an "observation" at step 0
+// when a file is asked for, every --observe-every steps and at the run's last step, and, for a
+// program with an until test, an "until check" every --check-every steps and at the last step,
+// which ends the run (Point.EndRun) where the test holds. Both periods are absolute steps, so a
+// resumed run keeps the rhythm of the run it continues, and multiples of the plan's deepest
+// launch (roundPeriods); a check is an observation too.
+type observations struct {
+	o         RunOptions
+	p         *ir.Program
+	record    bool // a file is asked for: the series is kept
+	series    *gridio.Series
+	last      []float64 // the latest values, at step lastStep
+	lastStep  int
+	converged bool
 }
 
-// advance runs the steps of `tempest run` on an engine, setting res.Steps and res.Seconds
-// (the steps' time, observations excluded). With observables it stops at each observation:
-// step 0 when a file is asked for, every --observe-every steps, every --check-every steps
-// when the program has an until test (and stops at the first check where it holds), and the
-// last step; it prints the final values and writes the observations' CSV and plot.
-func advance(o RunOptions, pr *Prepared, res *Result, seg segments, stdout io.Writer) error {
-	p, s := pr.Prog, pr.State
+// newObservations returns the observations of a run, or nil when it evaluates none.
+func newObservations(o RunOptions, pr *Prepared) *observations {
+	p := pr.Prog
 	if !observing(o, p) {
-		sec, err := seg.advance(o.Steps)
-		res.Steps, res.Seconds = o.Steps, sec
-		return err
+		return nil
 	}
-	if err := checkObserveFlags(o, p); err != nil {
-		return err
+	ob := &observations{o: o, p: p, record: o.Observables != "" || o.ObservablesPNG != "",
+		series: &gridio.Series{Title: fmt.Sprintf("%s, %s", p.Name, sizeString(pr.State.Shape))}}
+	for _, v := range p.Observes {
+		ob.series.Names = append(ob.series.Names, v.Name)
 	}
-	depth := seg.depth()
+	return ob
+}
+
+// events are the observations' Events on an engine whose launches advance granule steps.
+// Periods given by flags are left to roundPeriods, which says when it changes them; default
+// periods are rounded here, silently.
+func (ob *observations) events(granule int) []Event {
+	o := ob.o
 	check := 0
-	if p.Until != nil {
+	if ob.p.Until != nil {
 		check = o.CheckEvery
 		if check == 0 {
-			check = DefaultCheckEvery
+			check = roundPeriod(DefaultCheckEvery, granule)
 		}
-		check = roundUp(check, depth, "--check-every", stdout)
 	}
-	record := o.Observables != "" || o.ObservablesPNG != ""
 	every := o.ObserveEvery
 	switch {
 	case every > 0:
-		every = roundUp(every, depth, "--observe-every", stdout)
-	case record && check > 0:
-		every = check
-	case record:
-		every = roundUp(max(1, o.Steps/100), depth, "--observe-every", io.Discard)
+	case ob.record && check > 0:
+		every = roundPeriod(check, granule) // observations at the checks
+	case ob.record:
+		every = roundPeriod(max(1, o.Steps/100), granule)
 	}
-	series := &gridio.Series{Title: fmt.Sprintf("%s, %s", p.Name, sizeString(s.Shape))}
-	for _, ob := range p.Observes {
-		series.Names = append(series.Names, ob.Name)
+	ev := []Event{{Name: "observation", Every: every, AtZero: ob.record, AtEnd: true, Observes: true, Fire: ob.observe}}
+	if check > 0 {
+		ev = append(ev, Event{Name: "until check", Every: check, AtEnd: true, Observes: true, Fire: ob.check})
 	}
-	var last []float64
-	observe := func() error {
-		v, err := seg.observe()
-		if err != nil {
-			return err
-		}
-		last = v
-		if record {
-			series.Steps = append(series.Steps, s.Steps)
-			series.Values = append(series.Values, v)
-		}
-		return nil
+	return ev
+}
+
+// note keeps the values v of step: the latest, and a row of the series (once per step).
+func (ob *observations) note(step int, v []float64) {
+	ob.last, ob.lastStep = v, step
+	if n := len(ob.series.Steps); ob.record && (n == 0 || ob.series.Steps[n-1] != step) {
+		ob.series.Steps = append(ob.series.Steps, step)
+		ob.series.Values = append(ob.series.Values, v)
 	}
-	if record {
-		if err := observe(); err != nil {
-			return err
-		}
+}
+
+func (ob *observations) observe(p *Point) error {
+	v, err := p.Observe()
+	if err != nil {
+		return err
 	}
-	start := s.Steps
-	converged := false
-	for done := 0; done < o.Steps && !converged; {
-		next := o.Steps
-		if every > 0 {
-			next = min(next, (done/every+1)*every)
-		}
-		if check > 0 {
-			next = min(next, (done/check+1)*check)
-		}
-		sec, err := seg.advance(next - done)
-		res.Seconds += sec
-		if err != nil {
-			return err
-		}
-		done = next
-		isCheck := check > 0 && (done%check == 0 || done == o.Steps)
-		if !(every > 0 && done%every == 0) && !isCheck && done != o.Steps {
-			continue
-		}
-		if err := observe(); err != nil {
-			return err
-		}
-		if isCheck && ir.EvalUntil(p.Until, s.Params, last).B {
-			converged = true
-		}
+	ob.note(p.Step, v)
+	return nil
+}
+
+// check evaluates the until test and ends the run where it holds. It needs a step of this
+// run: before one, .prev of a one-level grid is the current level itself (a run of --steps 0).
+func (ob *observations) check(p *Point) error {
+	v, err := p.Observe()
+	if err != nil {
+		return err
 	}
-	res.Steps = s.Steps - start
-	if last == nil {
-		if err := observe(); err != nil { // --steps 0
-			return err
-		}
+	ob.note(p.Step, v)
+	if p.Step > p.Start && ir.EvalUntil(ob.p.Until, p.s.Params, v).B {
+		ob.converged = true
+		p.EndRun()
 	}
-	values := formatObservables(p, last)
+	return nil
+}
+
+// report prints the latest values: where the run converged, or that it did not.
+func (ob *observations) report(stdout io.Writer) {
+	values := formatObservables(ob.p, ob.last)
 	switch {
-	case converged:
-		fmt.Fprintf(stdout, "converged at step %d: %s\n", s.Steps, values)
-	case p.Until != nil:
-		fmt.Fprintf(stdout, "not converged after %d steps: %s\n", s.Steps, values)
+	case ob.converged:
+		fmt.Fprintf(stdout, "converged at step %d: %s\n", ob.lastStep, values)
+	case ob.p.Until != nil:
+		fmt.Fprintf(stdout, "not converged after %d steps: %s\n", ob.lastStep, values)
 	default:
-		fmt.Fprintf(stdout, "observables at step %d: %s\n", s.Steps, values)
+		fmt.Fprintf(stdout, "observables at step %d: %s\n", ob.lastStep, values)
 	}
+}
+
+// write writes the CSV and the plot of the observations made (atomically, as every output).
+func (ob *observations) write(stdout io.Writer) error {
+	o := ob.o
 	if o.Observables != "" {
-		if err := probe.WriteFileAtomic(o.Observables, series.CSV()); err != nil {
-			return fmt.Errorf("writing %s: %w", o.Observables, err)
+		if err := gridio.WriteFileAtomic(o.Observables, ob.series.CSV()); err != nil {
+			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s (%d observations)\n", o.Observables, len(series.Steps))
+		fmt.Fprintf(stdout, "wrote %s (%d observations)\n", o.Observables, len(ob.series.Steps))
 	}
-	if o.ObservablesPNG != "" {
-		img, err := series.PNG()
-		if err == nil {
-			err = probe.WriteFileAtomic(o.ObservablesPNG, img)
-		}
+	if o.ObservablesPNG != "" && len(ob.series.Steps) > 0 {
+		img, err := ob.series.PNG()
 		if err != nil {
-			return fmt.Errorf("writing %s: %w", o.ObservablesPNG, err)
+			return fmt.Errorf("plotting %s: %w", o.ObservablesPNG, err)
+		}
+		if err := gridio.WriteFileAtomic(o.ObservablesPNG, img); err != nil {
+			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", o.ObservablesPNG)
 	}

@@ -18,11 +18,11 @@ import (
 )
 
 // runOrSkip runs o, skipping the test where its GPU backend is missing (unless
-// TEMPEST_REQUIRE_<BACKEND>=1 says it must be there).
+// TEMPEST_REQUIRE_<BACKEND>=1 says it must be there); it returns stdout and stderr together.
 func runOrSkip(t *testing.T, o RunOptions) (*Result, string) {
 	t.Helper()
 	var out bytes.Buffer
-	res, err := Run(o, &out, io.Discard)
+	res, err := Run(o, &out, &out)
 	if err != nil {
 		if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("TEMPEST_REQUIRE_"+strings.ToUpper(o.Backend)) != "1" {
 			t.Skipf("%s not available: %v", o.Backend, err)
@@ -85,7 +85,7 @@ func TestUntilStopsAtSameStep(t *testing.T) {
 
 // TestObservablesCSV: the CSV has a header and a row at step 0, every --observe-every steps
 // and the last step, with the values the engine computes there, in a form that reads back
-// bit for bit; a temporal plan rounds the interval up to its depth and says so.
+// bit for bit; a temporal plan rounds the interval to a multiple of its depth and says so.
 func TestObservablesCSV(t *testing.T) {
 	dir := t.TempDir()
 	o := RunOptions{File: "../../examples/demos/wave.stencil", Size: "16x20", Steps: 10, ObserveEvery: 4, Backend: "cpu", Quiet: true,
@@ -128,7 +128,7 @@ func TestObservablesCSV(t *testing.T) {
 		g := o
 		g.Backend, g.Plan, g.ObserveEvery, g.ObservablesPNG = "opencl", "pyramid:ph=4", 3, ""
 		res, out := runOrSkip(t, g)
-		if !strings.Contains(out, "--observe-every 3 rounded up to 4, a multiple of the plan's 4-step launches") || res.Steps != 10 {
+		if !strings.Contains(out, "observation every 3 steps becomes every 4 steps: the plan advances 4 steps per launch") || res.Steps != 10 {
 			t.Errorf("GPU run:\n%s", out)
 		}
 		text, _ := os.ReadFile(g.Observables)
@@ -156,5 +156,74 @@ func TestObserveErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.o, err, c.want)
 		}
+	}
+}
+
+// TestResumeObservablesUntil: a run of the Poisson demo stopped at step 300 with a checkpoint
+// and resumed converges at the step where the uninterrupted run converged, with the same final
+// state bit for bit; the two runs' observations together are the uninterrupted run's rows
+// (the resumed one writes those after its checkpoint's step, in absolute steps, with .prev
+// of the one-level grid read right after the resume); --verify checks the resumed steps alone,
+// from the checkpoint's state. On a temporal plan the launches before each observation end
+// with a one-step launch.
+func TestResumeObservablesUntil(t *testing.T) {
+	for _, c := range []struct{ backend, plan string }{{"cpu", ""}, {"ref", ""}, {"opencl", "pyramid:ph=4"}, {"cuda", "pyramid:ph=4"}} {
+		t.Run(c.backend, func(t *testing.T) {
+			needBackend(t, c.backend)
+			dir := t.TempDir()
+			base := RunOptions{File: "../../examples/demos/poisson2d.stencil", Size: "24x24", Steps: 5000, CheckEvery: 20, ObserveEvery: 8,
+				Params: []string{"tol=1e-7"}, Backend: c.backend, Plan: c.plan, Quiet: true}
+			path := func(n string) string { return filepath.Join(dir, n) }
+			whole := base
+			whole.Observables, whole.Out = path("whole.csv"), path("whole.npy")
+			wres, _ := runOrSkip(t, whole)
+			half := base
+			half.Steps, half.Observables, half.Checkpoint = 300, path("a.csv"), path("ck.npz")
+			if _, out := runOrSkip(t, half); !strings.Contains(out, "not converged after 300 steps") {
+				t.Fatalf("the first part converged:\n%s", out)
+			}
+			resumed := base
+			resumed.Size, resumed.Params = "", nil // from the checkpoint
+			resumed.Resume, resumed.Observables, resumed.Out, resumed.Verify = path("ck.npz"), path("b.csv"), path("res.npy"), true
+			rres, out := runOrSkip(t, resumed)
+			if wres.Steps <= 300 || rres.StartStep != 300 || rres.Steps != wres.Steps-300 {
+				t.Fatalf("uninterrupted run: %d steps; resumed: from %d, %d steps\n%s", wres.Steps, rres.StartStep, rres.Steps, out)
+			}
+			if !strings.Contains(out, fmt.Sprintf("converged at step %d: ", wres.Steps)) {
+				t.Errorf("no convergence at step %d:\n%s", wres.Steps, out)
+			}
+			if rres.MaxAbsErr == nil || (c.backend == "cpu" || c.backend == "ref") && *rres.MaxAbsErr != 0 {
+				t.Errorf("verify of the resumed steps: max abs error %v\n%s", rres.MaxAbsErr, out)
+			}
+			a, _ := os.ReadFile(whole.Out)
+			b, _ := os.ReadFile(resumed.Out)
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Error("the resumed run ends in another state")
+			}
+			read := func(p string) []string {
+				text, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return strings.Split(strings.TrimSpace(string(text)), "\n")
+			}
+			w, h, r := read(whole.Observables), read(half.Observables), read(resumed.Observables)
+			if got := append(h, r[1:]...); strings.Join(got, "\n") != strings.Join(w, "\n") {
+				t.Errorf("observations of the two parts:\n%s\nwant those of one run:\n%s", strings.Join(got, "\n"), strings.Join(w, "\n"))
+			}
+			if !strings.HasPrefix(r[1], "304,") {
+				t.Errorf("the resumed run's first observation: %q, want step 304", r[1])
+			}
+		})
+	}
+}
+
+// TestUntilNeedsAStep: a run of no steps observes but does not test convergence (u.prev of a
+// one-level grid is u itself before the first step, so maxdiff is 0).
+func TestUntilNeedsAStep(t *testing.T) {
+	o := RunOptions{File: "../../examples/demos/poisson2d.stencil", Size: "8x8", Steps: 0, Backend: "cpu", Quiet: true}
+	_, out := runOrSkip(t, o)
+	if !strings.Contains(out, "not converged after 0 steps: maxdiff = 0,") {
+		t.Errorf("a run of no steps:\n%s", out)
 	}
 }

@@ -48,13 +48,39 @@ type RunOptions struct {
 	// engine on big runs).
 	NoBound bool
 	Quiet   bool // no progress bar
+
 	// Observables (observe.go): the CSV and the plot of the observations, the steps between
 	// observations and between until checks (0: defaults).
 	Observables    string
 	ObservablesPNG string
 	ObserveEvery   int
 	CheckEvery     int
+
+	// SnapshotEvery writes every state grid as Snapshots/NAME_000100.npy (the step, zero
+	// padded) at every multiple of this many steps, step 0 included.
+	SnapshotEvery int
+	Snapshots     string // the snapshot directory (made if missing)
+	// GIF writes each state grid's evolution as an animated GIF (one per grid, named as --png
+	// names them), a frame every GIFEvery steps (default SnapshotEvery).
+	GIF      string
+	GIFEvery int
+	// Checkpoint is the checkpoint file (.npz) written at the end of the run, every
+	// CheckpointEvery steps, and when a signal stops the run; empty: written only on a signal
+	// or with CheckpointEvery, to DefaultCheckpoint.
+	Checkpoint      string
+	CheckpointEvery int
+	// Resume continues the run a checkpoint holds. Steps stays the total: the run ends at step
+	// Steps, so the interrupted command with --resume added finishes the same run.
+	Resume string
+	// Signals makes SIGINT and SIGTERM end the run at the end of the current chunk of launches,
+	// write a checkpoint and return an error wrapping ErrInterrupted that says how to resume.
+	Signals bool
+	// Events are more consumers of the run's state, called after Tempest's own at their steps.
+	Events []Event
 }
+
+// DefaultCheckpoint is the checkpoint file of a run that names none.
+func DefaultCheckpoint(prog string) string { return prog + ".checkpoint.npz" }
 
 // defaultSizes are used when neither --size nor an .npy file gives one.
 var defaultSizes = map[int]string{1: "65536", 2: "512x512", 3: "128x128x128"}
@@ -133,15 +159,42 @@ type Prepared struct {
 	Notes   []string // notes and warnings about the data, for stderr
 }
 
-// Prepare loads the program and builds its initial state from the options.
+// Prepare loads the program and builds its initial state from the options, or, with
+// o.Resume, the state a checkpoint holds (after checking that it is of this program, type,
+// size and parameters).
 func Prepare(o RunOptions, copies float64) (*Prepared, error) {
+	var ck *checkpoint
+	if o.Resume != "" {
+		var err error
+		if ck, err = readCheckpoint(o.Resume); err != nil {
+			return nil, err
+		}
+	}
 	p, err := loadProgram(o.File, o.Type)
 	if err != nil {
 		return nil, err
 	}
+	if ck != nil && o.Type == "" && p.DefaultType.String() != ck.meta.Type {
+		if p, err = loadProgram(o.File, ck.meta.Type); err != nil {
+			return nil, err
+		}
+	}
+	if ck != nil {
+		if err := ck.checkProgram(p); err != nil {
+			return nil, err
+		}
+	}
 	params := state.DefaultParams(p)
+	given := map[string]bool{}
 	for _, kv := range o.Params {
 		if err := state.SetParam(p, params, kv); err != nil {
+			return nil, err
+		}
+		name, _, _ := strings.Cut(kv, "=")
+		given[strings.TrimSpace(name)] = true
+	}
+	if ck != nil {
+		if err := ck.applyParams(p, params, given); err != nil {
 			return nil, err
 		}
 	}
@@ -150,6 +203,9 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 		return nil, err
 	}
 	size := o.Size
+	if size == "" && ck != nil {
+		size = sizeString(ck.meta.Size)
+	}
 	if size == "" {
 		if size, err = sizeFromInits(p, inits); err != nil {
 			return nil, err
@@ -162,6 +218,14 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ck != nil {
+		if err := ck.checkShape(shape); err != nil {
+			return nil, err
+		}
+		if o.Seed != 0 && ck.meta.Seed != o.Seed {
+			return nil, ck.refuse("seed", fmt.Sprint(ck.meta.Seed), fmt.Sprint(o.Seed), "resume without --seed")
+		}
+	}
 	s, err := state.New(p, shape, params, copies)
 	if err != nil {
 		return nil, err
@@ -169,10 +233,22 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 	if o.Seed != 0 {
 		s.Seed = o.Seed
 	}
-	ref.Init(s)
+	if ck == nil {
+		ref.Init(s)
+	}
 	var notes []string
+	inputs := map[int]bool{}
 	for _, in := range inits {
+		if ck != nil && in.grid.Update != nil {
+			return nil, fmt.Errorf("--init %s with --resume: a resumed run takes state grid %s from the checkpoint; drop --init %s", in.grid.Name, in.grid.Name, in.grid.Name)
+		}
 		if err := applyInit(s, in, &notes); err != nil {
+			return nil, err
+		}
+		inputs[in.grid.Index] = true
+	}
+	if ck != nil {
+		if err := ck.restore(s, inputs); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +307,8 @@ type Result struct {
 	Backend    string   `json:"backend"`
 	Device     string   `json:"device"`
 	Size       []int    `json:"size"`
-	Steps      int      `json:"steps"`
+	Steps      int      `json:"steps"`               // steps this run advanced
+	StartStep  int      `json:"startStep,omitempty"` // the checkpoint's step it resumed from
 	Type       string   `json:"type"`
 	Seconds    float64  `json:"seconds"`
 	GCellsPerS float64  `json:"gcellsPerSecond"`
@@ -246,7 +323,8 @@ type Result struct {
 }
 
 // openBackend opens the device --backend names: auto tries CUDA, then OpenCL, and returns a
-// nil device (the CPU engine) when neither is usable; cpu takes no --plan.
+// nil device (the CPU engine) when neither is usable; cpu and ref (the reference interpreter,
+// slow, for checking) take no --plan.
 func openBackend(backend, planText string) (gpu.Device, error) {
 	switch backend {
 	case "", "auto":
@@ -264,19 +342,25 @@ func openBackend(backend, planText string) (gpu.Device, error) {
 			return nil, fmt.Errorf("--backend %s: %w", backend, err)
 		}
 		return d, nil
-	case "cpu":
+	case "cpu", "ref":
 		if planText != "" {
 			return nil, fmt.Errorf("--plan %s: plans describe GPU kernels; the CPU engine takes none (drop --plan or choose --backend cuda or opencl)", planText)
 		}
 		return nil, nil
 	}
-	return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl or cpu", backend)
+	return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl, cpu or ref", backend)
 }
 
-// Run carries out `tempest run`.
+// Run carries out `tempest run`: it prepares the state (fresh, or from a checkpoint), starts
+// an engine and advances the run in segments (loop.go) whose ends serve the events:
+// observations and until checks (observe.go), snapshots, GIF frames, checkpoints and o.Events.
+// The reported time is the engine's alone.
 func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if o.Steps < 0 {
 		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
+	}
+	if err := checkEventOptions(o); err != nil {
+		return nil, err
 	}
 	dev, err := openBackend(o.Backend, o.Plan)
 	if err != nil {
@@ -305,19 +389,98 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	for _, n := range pr.Notes {
 		fmt.Fprintln(stderr, n)
 	}
+	start := s.Steps
+	if start > o.Steps {
+		return nil, fmt.Errorf("--resume %s: the checkpoint is at step %d, past --steps %d (with --resume, --steps is the step the run ends at)", o.Resume, start, o.Steps)
+	}
+	steps := o.Steps - start
 	var initial *state.State
 	if o.Verify {
 		initial = s.Clone()
 	}
-	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: o.Steps, Type: pr.Prog.DefaultType.String()}
+	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: steps, StartStep: start, Type: pr.Prog.DefaultType.String()}
+	from := ""
+	if start > 0 {
+		from = fmt.Sprintf(" (from step %d of a checkpoint)", start)
+	}
+	l := &loop{s: s, target: o.Steps}
 	if dev != nil {
-		if err := runGPU(dev, o, pr, res, stdout, stderr); err != nil {
+		r, err := startGPU(dev, o, pr, res, stdout, stderr, steps, from)
+		if err != nil {
 			return nil, err
 		}
-	} else if err := runCPU(o, pr, res, stdout, stderr); err != nil {
+		defer r.Close()
+		l.eng, l.runner = gpuStepper{r}, r
+	} else if o.Backend == "ref" {
+		res.Backend, res.Device, res.Plan = "ref", cpuName(), "reference interpreter"
+		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, reference interpreter\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from)
+		l.eng = newRefStepper(s)
+	} else {
+		res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine"
+		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device)
+		l.eng = cpuStepper{cpu.New(s)}
+	}
+	out, err := newOutputs(o, pr, stdout, stderr)
+	if err != nil {
 		return nil, err
 	}
-	cells := UpdatedCells(s) * float64(res.Steps)
+	defer out.abort()
+	// At a step, Tempest's own events fire first (observations, then the outputs), then
+	// o.Events; an until check that ends the run leaves the end's checkpoint to the outputs.
+	obs := newObservations(o, pr)
+	var events []Event
+	if obs != nil {
+		events = obs.events(l.eng.Granule())
+	}
+	events = append(append(events, out.events()...), o.Events...)
+	l.events = roundPeriods(events, l.eng.Granule(), stderr)
+	l.onStop = out.interrupted
+	if obs != nil {
+		// An interrupted run keeps the observations it made, as it keeps its GIF frames.
+		l.onStop = func(p *Point) error {
+			return errors.Join(out.interrupted(p), obs.write(stdout))
+		}
+	}
+	release := func() {}
+	if o.Signals {
+		// Caught only while the loop runs: a signal during verification or the final outputs
+		// ends the process as usual (the outputs are written atomically).
+		c := catchSignals()
+		release, l.stop = c.release, c.caught
+	}
+	bar := newBar(o, stderr, "running", steps)
+	if bar != nil {
+		l.advance = func(done, _ int) { bar.Set(done) }
+	}
+	res.Seconds, err = l.run()
+	release()
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return nil, fmt.Errorf("%w at step %d of %d: checkpoint written to %s; to go on, run the same command with --resume %s",
+			ErrInterrupted, s.Steps, o.Steps, out.checkpointPath(), out.checkpointPath())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if obs != nil {
+		if obs.last == nil { // a resumed run with no step left
+			v, err := l.eng.(observer).Observe()
+			if err != nil {
+				return nil, err
+			}
+			obs.note(s.Steps, v)
+		}
+		obs.report(stdout)
+	}
+	if s.Steps != o.Steps {
+		steps = s.Steps - start // an event ended the run early
+		res.Steps = steps
+		fmt.Fprintf(stdout, "the run ended at step %d\n", s.Steps)
+	}
+	cells := UpdatedCells(s) * float64(steps)
 	if res.Seconds > 0 {
 		res.GCellsPerS = cells / res.Seconds / 1e9
 		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
@@ -330,30 +493,23 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := out.finish(); err != nil {
+		return nil, err
+	}
+	if obs != nil {
+		if err := obs.write(stdout); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeOutputs(o, pr, stdout); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func runCPU(o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer) error {
-	s := pr.State
-	res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine"
-	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, res.Device)
-	bar := newBar(o, stderr, "running")
-	eng := cpu.New(s)
-	err := advance(o, pr, res, &cpuSegments{eng: eng, bar: bar}, stdout)
-	eng.Sync()
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
-	}
-	return err
-}
-
-// runGPU compiles the plan and times the whole launch sequence with device events
-// (transfers excluded, as AN5D and SL measure).
-func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer) error {
+// startGPU compiles the plan and uploads the state; the loop then times each chunk's launches
+// with device events (transfers excluded, as AN5D and SL measure) and sums them.
+func startGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, stderr io.Writer, steps int, from string) (*gpurun.Runner, error) {
 	s := pr.State
 	name := o.Plan
 	if name == "" {
@@ -361,23 +517,19 @@ func runGPU(dev gpu.Device, o RunOptions, pr *Prepared, res *Result, stdout, std
 	}
 	pl, err := parsePlan(name, pr.Prog, o.FastMath)
 	if err != nil {
-		return fmt.Errorf("--plan: %w", err)
+		return nil, fmt.Errorf("--plan: %w", err)
 	}
 	props := dev.Props()
 	res.Backend, res.Device, res.Plan, res.FastMath = props.Backend, props.Name, pl.String(), pl.FastMath
-	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, %s on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, pl, props.Name, props.Backend)
+	fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, %s on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, pl, props.Name, props.Backend)
 	r, err := gpurun.Prepare(dev, s, pl)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer r.Close()
 	for _, line := range r.KernelReport() {
 		fmt.Fprintln(stdout, line)
 	}
-	if err := advance(o, pr, res, gpuSegments{r}, stdout); err != nil {
-		return err
-	}
-	return r.Download()
+	return r, nil
 }
 
 // DefaultPlan is the plan used when none is given and nothing is tuned.
@@ -385,14 +537,14 @@ func DefaultPlan(p *ir.Program) string {
 	return "tiled"
 }
 
-func newBar(o RunOptions, stderr io.Writer, what string) *progressbar.ProgressBar {
-	if o.Quiet || o.Steps < 2 {
+func newBar(o RunOptions, stderr io.Writer, what string, steps int) *progressbar.ProgressBar {
+	if o.Quiet || steps < 2 {
 		return nil
 	}
 	if f, ok := stderr.(*os.File); !ok || !isTerminal(f) {
 		return nil
 	}
-	return progressbar.NewOptions(o.Steps, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(what),
+	return progressbar.NewOptions(steps, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(what),
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
 }
 

@@ -60,7 +60,7 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 		eng.Run(res.Steps, nil)
 		eng.Sync()
 	} else {
-		vbar := newBar(o, stderr, "reference")
+		vbar := newBar(o, stderr, "reference", res.Steps)
 		for i := 0; i < res.Steps; i++ {
 			ref.Step(initial)
 			if vbar != nil {

@@ -183,7 +183,18 @@ func (r *Runner) Close() {
 	}
 }
 
-// Plan returns the launches that cover n steps: the deepest first, as many as fit, then
+// Depth is the most steps one launch of the plan advances (a temporal plan's bt, else 1).
+// Runs that stop every so often keep their stops at multiples of it, so that every launch but
+// the last of a run stays the deepest.
+func (r *Runner) Depth() int {
+	d := 1
+	for _, l := range r.low.Launches {
+		d = max(d, l.Steps)
+	}
+	return d
+}
+
+// schedule returns the launches that cover n steps: the deepest first, as many as fit, then
 // shallower ones for the remainder.
 func (r *Runner) schedule(n int) []lower.Launch {
 	ls := append([]lower.Launch(nil), r.low.Launches...)
@@ -279,15 +290,6 @@ func (r *Runner) Timed(n int) (float64, error) { return r.timed(n, r.Run) }
 
 // TimedObserved is Timed advancing with RunObserved, so that observables can follow.
 func (r *Runner) TimedObserved(n int) (float64, error) { return r.timed(n, r.RunObserved) }
-
-// Depth is the most steps one launch advances: the plan's temporal depth.
-func (r *Runner) Depth() int {
-	d := 1
-	for _, l := range r.low.Launches {
-		d = max(d, l.Steps)
-	}
-	return d
-}
 
 func (r *Runner) timed(n int, run func(int) error) (float64, error) {
 	start, err := r.dev.NewEvent()

@@ -391,31 +391,17 @@ func readElems[T any](r io.Reader, n, size, prealloc int, conv func([]byte) (T, 
 // WriteNPY writes a as a NumPy .npy file (format 1.0, C order,
 // little-endian <f4, <f8, <i4 or <i8) that np.load reads unchanged. The
 // header is padded exactly as np.save pads it, so the bytes equal those of
-// np.save for the same array. On error the partial file is removed.
-func WriteNPY(path string, a *Array) (err error) {
+// np.save for the same array. The file is written atomically (WriteAtomic).
+func WriteNPY(path string, a *Array) error {
 	if err := a.Validate(); err != nil {
 		return fmt.Errorf("gridio: write npy %s: %w", path, err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("gridio: write npy: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("gridio: write npy %s: %w", path, cerr)
+	return WriteAtomic(path, func(w io.Writer) error {
+		if err := EncodeNPY(w, a); err != nil {
+			return fmt.Errorf("gridio: write npy %s: %w", path, err)
 		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	w := bufio.NewWriterSize(f, readChunk)
-	if err := EncodeNPY(w, a); err != nil {
-		return fmt.Errorf("gridio: write npy %s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("gridio: write npy %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // EncodeNPY writes a to w in .npy format, as WriteNPY does for a file.

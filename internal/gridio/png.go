@@ -1,14 +1,12 @@
 package gridio
 
 import (
-	"bufio"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"golang.org/x/image/font"
@@ -67,33 +65,19 @@ var (
 
 // WritePNG renders a as a PNG image at path (see Render for what is drawn).
 // The bytes depend only on a and opt, so identical input gives identical
-// files, which lets tests and caches compare images by hash. On error the
-// partial file is removed.
-func WritePNG(path string, a *Array, opt PNGOptions) (err error) {
+// files, which lets tests and caches compare images by hash. The file is
+// written atomically (WriteAtomic).
+func WritePNG(path string, a *Array, opt PNGOptions) error {
 	img, err := Render(a, opt)
 	if err != nil {
 		return fmt.Errorf("gridio: write png %s: %w", path, err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("gridio: write png: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("gridio: write png %s: %w", path, cerr)
+	return WriteAtomic(path, func(w io.Writer) error {
+		if err := png.Encode(w, img); err != nil {
+			return fmt.Errorf("gridio: write png %s: %w", path, err)
 		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	w := bufio.NewWriter(f)
-	if err := png.Encode(w, img); err != nil {
-		return fmt.Errorf("gridio: write png %s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("gridio: write png %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // EncodePNG renders a and writes it to w as PNG, as WritePNG does for a

@@ -300,7 +300,7 @@ func formatValue(buf []byte, a *Array, i int) []byte {
 // WriteText writes a with one value per line in C order, the layout Rodinia's programs read
 // (HotSpot's temp and power files), with every value written exactly (see formatValue).
 func WriteText(path string, a *Array) error {
-	return writeTextFile(path, a, func(w *bufio.Writer) error {
+	return writeTextFile(path, a, func(w io.Writer) error {
 		var buf []byte
 		for i := 0; i < a.Len(); i++ {
 			buf = append(formatValue(buf[:0], a, i), '\n')
@@ -315,7 +315,7 @@ func WriteText(path string, a *Array) error {
 // WriteCSV writes a as comma-separated rows along its last axis: a 2D grid row by row, a 3D
 // grid slice after slice (z*y rows of x values), a 1D grid as one row. ReadText reads it back.
 func WriteCSV(path string, a *Array) error {
-	return writeTextFile(path, a, func(w *bufio.Writer) error {
+	return writeTextFile(path, a, func(w io.Writer) error {
 		row := 1
 		if len(a.Shape) > 0 {
 			row = a.Shape[len(a.Shape)-1]
@@ -336,28 +336,15 @@ func WriteCSV(path string, a *Array) error {
 	})
 }
 
-func writeTextFile(path string, a *Array, body func(*bufio.Writer) error) (err error) {
+// writeTextFile writes a text grid atomically (WriteAtomic), as every output of Tempest.
+func writeTextFile(path string, a *Array, body func(io.Writer) error) error {
 	if err := a.Validate(); err != nil {
 		return fmt.Errorf("gridio: write %s: %w", path, err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("gridio: write text: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("gridio: write %s: %w", path, cerr)
+	return WriteAtomic(path, func(w io.Writer) error {
+		if err := body(w); err != nil {
+			return fmt.Errorf("gridio: write %s: %w", path, err)
 		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	w := bufio.NewWriterSize(f, readChunk)
-	if err := body(w); err != nil {
-		return fmt.Errorf("gridio: write %s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("gridio: write %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }

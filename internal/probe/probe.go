@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"tempest/internal/gpu"
+	"tempest/internal/gridio"
 )
 
 // Profile is a device's properties and measured throughputs.
@@ -587,28 +588,9 @@ func Load(p gpu.Props, dir string) (*Profile, error) {
 	return &pr, nil
 }
 
-// writeAtomic writes a file through a temporary file and a rename, so that readers never see
-// half a file and concurrent writers leave one whole version.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
-}
+// writeAtomic writes a file so that readers never see half of it and concurrent writers leave
+// one whole version (gridio.WriteAtomic).
+func writeAtomic(path string, data []byte) error { return gridio.WriteFileAtomic(path, data) }
 
 // WriteFileAtomic is writeAtomic for other packages of Tempest's cache.
 func WriteFileAtomic(path string, data []byte) error { return writeAtomic(path, data) }

@@ -1,0 +1,216 @@
+package driver
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"tempest/internal/gridio"
+)
+
+// checkEventOptions refuses event flags that cannot work together.
+func checkEventOptions(o RunOptions) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--snapshot-every", o.SnapshotEvery}, {"--gif-every", o.GIFEvery}, {"--checkpoint-every", o.CheckpointEvery}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d: a period of steps cannot be negative", f.name, f.v)
+		}
+	}
+	switch {
+	case o.Snapshots != "" && o.SnapshotEvery == 0:
+		return fmt.Errorf("--snapshots %s: say how often with --snapshot-every N", o.Snapshots)
+	case o.SnapshotEvery > 0 && o.Snapshots == "" && o.GIF == "":
+		return fmt.Errorf("--snapshot-every %d: say where with --snapshots DIR (.npy frames) or --gif FILE (an animation)", o.SnapshotEvery)
+	case o.GIF != "" && o.GIFEvery == 0 && o.SnapshotEvery == 0:
+		return fmt.Errorf("--gif %s: say how often with --gif-every N or --snapshot-every N", o.GIF)
+	case o.GIFEvery > 0 && o.GIF == "":
+		return fmt.Errorf("--gif-every %d: name the animation with --gif FILE", o.GIFEvery)
+	case o.GIF != "" && !strings.EqualFold(filepath.Ext(o.GIF), ".gif"):
+		return fmt.Errorf("--gif %s: the animation is a GIF; name it FILE.gif", o.GIF)
+	}
+	return nil
+}
+
+// outputs are the files a run writes while it goes: snapshots, GIF frames and checkpoints.
+type outputs struct {
+	o      RunOptions
+	pr     *Prepared
+	stdout io.Writer
+	stderr io.Writer
+	gifs   []*gridio.GIFWriter // by update, when o.GIF is set
+	ckpt   string              // the checkpoint file
+	digits int                 // width of the step in snapshot names
+}
+
+func newOutputs(o RunOptions, pr *Prepared, stdout, stderr io.Writer) (*outputs, error) {
+	out := &outputs{o: o, pr: pr, stdout: stdout, stderr: stderr, ckpt: o.Checkpoint}
+	if out.ckpt == "" && (o.CheckpointEvery > 0 || o.Signals) {
+		out.ckpt = DefaultCheckpoint(pr.Prog.Name)
+		if o.CheckpointEvery > 0 {
+			fmt.Fprintf(stderr, "checkpoints go to %s (--checkpoint FILE names another)\n", out.ckpt)
+		}
+	}
+	out.digits = max(6, len(fmt.Sprint(o.Steps)))
+	if o.Snapshots != "" {
+		if err := os.MkdirAll(o.Snapshots, 0o755); err != nil {
+			return nil, fmt.Errorf("--snapshots %s: %w", o.Snapshots, err)
+		}
+	}
+	if o.GIF != "" {
+		many := len(pr.Prog.Updates) > 1
+		for _, u := range pr.Prog.Updates {
+			g, err := gridio.NewGIF(outputPath(o.GIF, u.Grid.Name, many), gridio.GIFOptions{})
+			if err != nil {
+				out.abort()
+				return nil, fmt.Errorf("--gif: %w", err)
+			}
+			out.gifs = append(out.gifs, g)
+		}
+	}
+	return out, nil
+}
+
+// events are the run loop's events for these outputs.
+func (out *outputs) events() []Event {
+	o := out.o
+	var ev []Event
+	if o.Snapshots != "" {
+		ev = append(ev, Event{Name: "snapshot", Every: o.SnapshotEvery, AtZero: true, Fire: out.snapshot})
+	}
+	if o.GIF != "" {
+		every := o.GIFEvery
+		if every == 0 {
+			every = o.SnapshotEvery
+		}
+		ev = append(ev, Event{Name: "GIF frame", Every: every, AtZero: true, Fire: out.frame})
+	}
+	if out.ckpt != "" && (o.CheckpointEvery > 0 || o.Checkpoint != "") {
+		ev = append(ev, Event{Name: "checkpoint", Every: o.CheckpointEvery, AtEnd: o.Checkpoint != "", Fire: out.checkpoint})
+	}
+	return ev
+}
+
+// snapshot writes every state grid as DIR/NAME_000100.npy.
+func (out *outputs) snapshot(p *Point) error {
+	s, err := p.State()
+	if err != nil {
+		return err
+	}
+	for _, u := range s.Prog.Updates {
+		path := filepath.Join(out.o.Snapshots, fmt.Sprintf("%s_%0*d.npy", u.Grid.Name, out.digits, p.Step))
+		if err := gridio.WriteNPY(path, s.Cur[u.Grid.Index]); err != nil {
+			return fmt.Errorf("snapshot at step %d: %w", p.Step, err)
+		}
+	}
+	return nil
+}
+
+// frame adds every state grid's frame to its animation.
+func (out *outputs) frame(p *Point) error {
+	s, err := p.State()
+	if err != nil {
+		return err
+	}
+	for i, u := range s.Prog.Updates {
+		if err := out.gifs[i].Add(s.Cur[u.Grid.Index]); err != nil {
+			return fmt.Errorf("GIF frame at step %d: %w", p.Step, err)
+		}
+	}
+	return nil
+}
+
+// checkpoint writes the checkpoint file (each one replaces the last, atomically).
+func (out *outputs) checkpoint(p *Point) error {
+	s, err := p.State()
+	if err != nil {
+		return err
+	}
+	if err := WriteCheckpoint(out.ckpt, s); err != nil {
+		return err
+	}
+	if p.Final {
+		fmt.Fprintf(out.stdout, "wrote checkpoint %s (step %d)\n", out.ckpt, p.Step)
+	}
+	return nil
+}
+
+// checkpointPath is where a checkpoint of this run goes.
+func (out *outputs) checkpointPath() string {
+	if out.ckpt == "" {
+		return DefaultCheckpoint(out.pr.Prog.Name)
+	}
+	return out.ckpt
+}
+
+// interrupted is the run loop's onStop: it writes the checkpoint at the step reached and
+// closes the animations with the frames they have, so that every file left is whole.
+func (out *outputs) interrupted(p *Point) error {
+	out.ckpt = out.checkpointPath()
+	fmt.Fprintf(out.stderr, "stopping at step %d: writing checkpoint %s\n", p.Step, out.ckpt)
+	if err := out.checkpoint(p); err != nil {
+		return err
+	}
+	return out.finish()
+}
+
+// finish writes the animations.
+func (out *outputs) finish() error {
+	gifs := out.gifs
+	out.gifs = nil
+	defer func() {
+		for _, g := range gifs {
+			g.Abort()
+		}
+	}()
+	many := len(gifs) > 1
+	for i, g := range gifs {
+		if g.Frames() == 0 {
+			continue
+		}
+		path := outputPath(out.o.GIF, out.pr.Prog.Updates[i].Grid.Name, many)
+		if err := g.Close(); err != nil {
+			return err
+		}
+		lo, hi := g.Range()
+		fmt.Fprintf(out.stdout, "wrote %s (%d frames, colour scale %.4g to %.4g over all frames)\n", path, g.Frames(), lo, hi)
+	}
+	return nil
+}
+
+// abort removes the temporary files of unfinished animations.
+func (out *outputs) abort() {
+	for _, g := range out.gifs {
+		g.Abort()
+	}
+	out.gifs = nil
+}
+
+// signalCatcher turns SIGINT and SIGTERM into a flag the run loop polls between chunks.
+type signalCatcher struct {
+	ch  chan os.Signal
+	got atomic.Bool
+}
+
+func catchSignals() *signalCatcher {
+	c := &signalCatcher{ch: make(chan os.Signal, 2)}
+	signal.Notify(c.ch, os.Interrupt, syscall.SIGTERM)
+	return c
+}
+
+func (c *signalCatcher) caught() bool {
+	select {
+	case <-c.ch:
+		c.got.Store(true)
+	default:
+	}
+	return c.got.Load()
+}
+
+func (c *signalCatcher) release() { signal.Stop(c.ch) }
