@@ -1,0 +1,323 @@
+package decomp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"tempest/internal/cpu"
+	"tempest/internal/gpu"
+	"tempest/internal/gpurun"
+	"tempest/internal/gridio"
+	"tempest/internal/ir"
+	"tempest/internal/load"
+	"tempest/internal/plan"
+	"tempest/internal/ref"
+	"tempest/internal/state"
+)
+
+// progs are small programs covering every boundary kind along the split axis, a radius-2
+// star, a two-level grid, an input grid, integers and 3D. Their initial values vary along
+// every axis so that a wrong halo shows.
+var progs = []struct{ name, src string }{
+	{"clamp", `stencil clamp
+axes y, x
+type f32
+state u init sin(0.3 * f32(x) + 0.7 * f32(y)) boundary clamp
+update u = 0.2 * (u + u[y-1] + u[y+1] + u[x-1] + u[x+1])`},
+	{"fixed_r2", `stencil fixed
+axes y, x
+type f32
+state u init cos(0.2 * f32(x * y) + 0.5 * f32(y)) boundary fixed
+update u = 0.1 * (2 * u + u[y-1] + u[y+1] + u[y-2] + u[y+2] + u[x-1] + u[x+1] + u[x-2] + u[x+2])`},
+	{"periodic", `stencil periodic
+axes y, x
+type f64
+state u init sin(0.4 * f64(x) - 0.9 * f64(y)) boundary periodic
+update u = 0.25 * (u[y-1] + 2 * u[y+1] + u[x-1] - 0.5 * u[x+1] + 0.25 * u)`},
+	{"constant", `stencil constant
+axes y, x
+type f32
+state u init f32(x % 7) + 0.5 * f32(y % 5) boundary constant(1.5)
+update u = 0.2 * (u + u[y-1] + u[y+1] + u[x-1] + u[x+1]) + 0.1 * u[y+1, x-1]`},
+	{"mirror", `stencil mirror
+axes y, x
+type f32
+state u init sin(0.3 * f32(x) + 0.7 * f32(y)) boundary mirror
+update u = 0.3 * u + 0.2 * (u[y-1] + u[y+2] + u[x-1] + u[x+1]) - 0.1 * u[y-2]`},
+	{"life_i32", `stencil life
+axes y, x
+type i32
+state c init select((x * 7 + y * 13) % 5 < 2, 1, 0) boundary periodic
+let n = c[y-1,x-1] + c[y-1] + c[y-1,x+1] + c[x-1] + c[x+1] + c[y+1,x-1] + c[y+1] + c[y+1,x+1]
+update c = select(n == 3 || (n == 2 && c == 1), 1, 0)`},
+	{"wave_two_level", `stencil wave
+axes y, x
+type f32
+param c = 0.5
+state u
+  init exp(-0.02 * f32((x - size(x) / 3) * (x - size(x) / 3) + (y - size(y) / 3) * (y - size(y) / 3)))
+  prev 0.9 * exp(-0.02 * f32((x - size(x) / 3) * (x - size(x) / 3) + (y - size(y) / 3) * (y - size(y) / 3)))
+  boundary constant(0)
+update u = 0.999 * (2 * u - u.prev + c * c * (u[y-1] + u[y+1] + u[x-1] + u[x+1] - 4 * u))`},
+	{"input_grid", `stencil hot
+axes y, x
+type f32
+input power init select((x + 3 * y) % 11 < 3, 2.0, 0.1) boundary clamp
+state t init 80.0 boundary clamp
+update t = t + power[y+1] + (t[y+1] + t[y-1] - t) / 10.0 + (t[x+1] + t[x-1] - t) / 10.0 + (80.0 - t) / 4.0`},
+	{"fixed3d", `stencil fixed3d
+axes z, y, x
+type f32
+state u init sin(0.3 * f32(x) + 0.7 * f32(y) - 0.45 * f32(z)) boundary fixed
+update u = 0.15 * (u + u[z-1] + u[z+1] + u[y-1] + u[y+1] + u[x-1] + u[x+1]) + 0.05 * u[z+1, y-1]`},
+	{"star3d", `stencil star3d
+axes z, y, x
+type f32
+state u init sin(0.3 * f32(x) + 0.7 * f32(y) - 0.45 * f32(z)) boundary clamp
+update u = 0.15 * (u + u[z-1] + u[z+1] + u[y-1] + u[y+1] + u[x-1] + u[x+1]) + 0.05 * u[z+1, y-1]`},
+}
+
+func mustProgram(t *testing.T, name, src string) *ir.Program {
+	t.Helper()
+	p, err := load.Source(name+".stencil", src, load.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return p
+}
+
+func initial(t *testing.T, p *ir.Program) *state.State {
+	t.Helper()
+	shape := []int{31, 17}
+	if p.Dims() == 3 {
+		shape = []int{13, 9, 11}
+	}
+	s, err := state.New(p, shape, state.DefaultParams(p), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Init(s)
+	return s
+}
+
+// sameBits reports where two states' grids (every level) first differ bit for bit.
+func sameBits(a, b *state.State) error {
+	for _, g := range a.Prog.Grids {
+		for l, pair := range [][2]*gridio.Array{{a.Cur[g.Index], b.Cur[g.Index]}, {a.Prev[g.Index], b.Prev[g.Index]}} {
+			if pair[0] == nil {
+				continue
+			}
+			for i := 0; i < pair[0].Len(); i++ {
+				x, y := state.Get(pair[0], g.Type, i), state.Get(pair[1], g.Type, i)
+				if math.Float64bits(x.F) != math.Float64bits(y.F) || x.I != y.I {
+					return fmt.Errorf("grid %s level %d differs at cell %d of %v: %v vs %v", g.Name, l, i, a.Shape, x, y)
+				}
+			}
+		}
+	}
+	if a.Steps != b.Steps {
+		return fmt.Errorf("steps %d vs %d", a.Steps, b.Steps)
+	}
+	return nil
+}
+
+func TestLayout(t *testing.T) {
+	p := mustProgram(t, "clamp", progs[0].src)
+	per := mustProgram(t, "periodic", progs[2].src)
+	fixed := mustProgram(t, "fixed", progs[1].src)
+	cases := []struct {
+		p             *ir.Program
+		rows, parts   int
+		period        int
+		own           string
+		below, above  string
+		exchanges     string
+		halo          int
+		wantErrSubstr string
+	}{
+		{p: p, rows: 10, parts: 1, period: 4, own: "[[0 10]]", below: "[0]", above: "[0]", exchanges: "[]", halo: 4},
+		{p: p, rows: 10, parts: 3, period: 2, own: "[[0 3] [3 6] [6 10]]", below: "[0 2 2]", above: "[2 2 0]", halo: 2,
+			exchanges: "[{1 2 0 3 2} {0 1 1 0 2} {2 2 1 5 2} {1 3 2 0 2}]"},
+		{p: per, rows: 8, parts: 2, period: 3, own: "[[0 4] [4 8]]", below: "[3 3]", above: "[3 3]", halo: 3,
+			exchanges: "[{1 4 0 0 3} {1 3 0 7 3} {0 4 1 0 3} {0 3 1 7 3}]"},
+		{p: per, rows: 5, parts: 1, period: 2, own: "[[0 5]]", below: "[2]", above: "[2]", halo: 2,
+			exchanges: "[{0 5 0 0 2} {0 2 0 7 2}]"},
+		{p: fixed, rows: 20, parts: 2, period: 2, own: "[[0 10] [10 20]]", below: "[0 4]", above: "[4 0]", halo: 4,
+			exchanges: "[{1 4 0 10 4} {0 6 1 0 4}]"},
+		{p: p, rows: 10, parts: 4, period: 3, wantErrSubstr: "owns 2 rows along y but its neighbours need halos of 3"},
+		{p: p, rows: 3, parts: 4, period: 1, wantErrSubstr: "use at most 3"},
+		{p: p, rows: 3, parts: 0, period: 1, wantErrSubstr: "at least one"},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("%s_%d_%d_%d", c.p.Name, c.rows, c.parts, c.period)
+		t.Run(name, func(t *testing.T) {
+			l, err := NewLayout(c.p, []int{c.rows, 7}, c.parts, c.period)
+			if c.wantErrSubstr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErrSubstr) {
+					t.Fatalf("error %v, want one containing %q", err, c.wantErrSubstr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprint(l.Own, l.Below, l.Above, l.Exchanges(), l.Halo)
+			want := strings.Join([]string{c.own, c.below, c.above, c.exchanges, fmt.Sprint(c.halo)}, " ")
+			if got != want {
+				t.Errorf("layout %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestSplittable(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`stencil a
+axes y, x
+state u boundary clamp
+update u = u[y+1] + f32(x)`, ""},
+		{`stencil b
+axes y, x
+state u boundary clamp
+update u = u[y+1] + f32(y)`, "the update of u reads the coordinate y"},
+		{`stencil c
+axes y, x
+state u boundary clamp
+update u = u[y+1] * f32(size(y))`, "reads size(y)"},
+		{`stencil e
+axes y, x
+state u boundary periodic
+state v boundary clamp
+update u = v[y+1]
+update v = u[y-1]`, "some grids are periodic along y and others are not"},
+	}
+	for _, c := range cases {
+		p := mustProgram(t, "s", c.src)
+		err := Splittable(p)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", p.Name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "run it on one device") {
+			t.Errorf("%s: error %v, want %q", p.Name, err, c.want)
+		}
+	}
+}
+
+// TestCPUBitwise runs every program decomposed over the CPU engine with the local transport
+// and holds it bitwise equal to the CPU engine on the whole domain (which its own tests hold
+// bitwise equal to the reference interpreter): tolerance zero.
+func TestCPUBitwise(t *testing.T) {
+	const steps = 7
+	for _, pr := range progs {
+		p := mustProgram(t, pr.name, pr.src)
+		want := initial(t, p)
+		e := cpu.New(want)
+		e.Run(steps, nil)
+		e.Sync()
+		for _, c := range []struct{ parts, period int }{{1, 3}, {2, 1}, {3, 3}, {4, 2}} {
+			t.Run(fmt.Sprintf("%s/k%d_e%d", pr.name, c.parts, c.period), func(t *testing.T) {
+				g := initial(t, p)
+				l, err := NewLayout(p, g.Shape, c.parts, c.period)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) { return NewHostPart(s), nil }, Local{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				if err := d.Run(steps); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Gather(g); err != nil {
+					t.Fatal(err)
+				}
+				if err := sameBits(want, g); err != nil {
+					t.Error(err)
+				}
+				if wantEx := (steps + c.period - 1) / c.period - 1; len(l.Exchanges()) > 0 && d.Exchanges != wantEx {
+					t.Errorf("%d exchanges, want %d", d.Exchanges, wantEx)
+				}
+			})
+		}
+	}
+}
+
+// TestOpenCLBitwise runs plans decomposed into sub-domains of one OpenCL device (PoCL in CI)
+// with device-to-device halo copies and holds them bitwise equal to the same plan on the
+// whole domain: tolerance zero. Steps (11) are not a multiple of n5d's bt (4), so the last
+// period runs shallower launches.
+func TestOpenCLBitwise(t *testing.T) {
+	dev, err := gpu.Open("opencl")
+	if errors.Is(err, gpu.ErrUnavailable) {
+		t.Skipf("no OpenCL: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	cache := gpurun.NewModules(dev)
+	cache.Extra = []string{"-cl-opt-disable"}
+	defer cache.Close()
+	const steps = 11
+	for pi, pr := range progs {
+		p := mustProgram(t, pr.name, pr.src)
+		// n5d takes fixed boundaries only; the others get the other temporal blocking plan.
+		deep := "pyramid:ph=2"
+		if p.Grids[0].BC[0].Kind == ir.Fixed {
+			deep = "n5d:bt=4"
+		}
+		// Each program runs one of the one-step plans and a deep one, keeping CI time small.
+		for _, planText := range []string{[]string{"naive", "tiled"}[pi%2], deep} {
+			pl, err := plan.Parse(planText, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(pr.name+"/"+planText, func(t *testing.T) {
+				want := initial(t, p)
+				r, err := gpurun.PrepareWith(dev, want, pl, cache)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.Run(steps); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.Download(); err != nil {
+					t.Fatal(err)
+				}
+				r.Close()
+				depth, err := PlanDepth(want, pl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, parts := range []int{2, 3} {
+					g := initial(t, p)
+					l, err := NewLayout(p, g.Shape, parts, depth)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, Local{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := d.Run(steps); err != nil {
+						t.Fatal(err)
+					}
+					if err := d.Gather(g); err != nil {
+						t.Fatal(err)
+					}
+					d.Close()
+					if err := sameBits(want, g); err != nil {
+						t.Errorf("%d sub-domains, period %d: %v", parts, depth, err)
+					}
+				}
+			})
+		}
+	}
+}
