@@ -241,7 +241,7 @@ func TestCPUBitwise(t *testing.T) {
 				if err := sameBits(want, g); err != nil {
 					t.Error(err)
 				}
-				if wantEx := (steps + c.period - 1) / c.period - 1; len(l.Exchanges()) > 0 && d.Exchanges != wantEx {
+				if wantEx := (steps+c.period-1)/c.period - 1; len(l.Exchanges()) > 0 && d.Exchanges != wantEx {
 					t.Errorf("%d exchanges, want %d", d.Exchanges, wantEx)
 				}
 			})

@@ -110,7 +110,7 @@ type hostPart struct{ s *state.State }
 // NewHostPart is a sub-domain on the CPU engine.
 func NewHostPart(s *state.State) Part { return &hostPart{s: s} }
 
-func (h *hostPart) State() *state.State              { return h.s }
+func (h *hostPart) State() *state.State               { return h.s }
 func (h *hostPart) Buffer(grid, level int) gpu.Buffer { return nil }
 func (h *hostPart) Depth() int                        { return 1 }
 func (h *hostPart) Sync() error                       { return nil }
@@ -139,10 +139,10 @@ func NewDevicePart(dev gpu.Device, s *state.State, pl plan.Plan, cache *gpurun.M
 }
 
 // Runner is the part's single-device runner (for kernel reports and timing).
-func (d *devicePart) Runner() *gpurun.Runner               { return d.r }
-func (d *devicePart) State() *state.State                  { return d.s }
-func (d *devicePart) Run(n int) error                      { return d.r.Run(n) }
-func (d *devicePart) Buffer(grid, level int) gpu.Buffer    { return d.r.Level(grid, level) }
-func (d *devicePart) Depth() int                           { return d.r.Depth() }
-func (d *devicePart) Sync() error                          { return d.r.Download() }
-func (d *devicePart) Close()                               { d.r.Close() }
+func (d *devicePart) Runner() *gpurun.Runner            { return d.r }
+func (d *devicePart) State() *state.State               { return d.s }
+func (d *devicePart) Run(n int) error                   { return d.r.Run(n) }
+func (d *devicePart) Buffer(grid, level int) gpu.Buffer { return d.r.Level(grid, level) }
+func (d *devicePart) Depth() int                        { return d.r.Depth() }
+func (d *devicePart) Sync() error                       { return d.r.Download() }
+func (d *devicePart) Close()                            { d.r.Close() }
