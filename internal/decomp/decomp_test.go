@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"tempest/internal/cpu"
 	"tempest/internal/gpu"
@@ -319,5 +322,92 @@ func TestOpenCLBitwise(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// freeAddr is a local TCP address nothing listens on.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no local TCP: %v", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestRelayRanks runs three ranks (goroutines standing for processes) that meet at a
+// coordinator, exchange halos through it and gather on rank 0: bitwise the single run.
+func TestRelayRanks(t *testing.T) {
+	const steps, ranks = 9, 3
+	for _, name := range []string{"periodic", "wave_two_level", "input_grid"} {
+		t.Run(name, func(t *testing.T) {
+			var src string
+			for _, pr := range progs {
+				if pr.name == name {
+					src = pr.src
+				}
+			}
+			p := mustProgram(t, name, src)
+			want := initial(t, p)
+			e := cpu.New(want)
+			e.Run(steps, nil)
+			e.Sync()
+			addr := freeAddr(t)
+			var wg sync.WaitGroup
+			errs := make([]error, ranks)
+			var got *state.State
+			for r := 0; r < ranks; r++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[r] = func() error {
+						c, err := Connect(addr, r, ranks, 20*time.Second)
+						if err != nil {
+							return err
+						}
+						g := initial(t, p)
+						l, err := NewLayout(p, g.Shape, ranks, 2)
+						if err != nil {
+							return err
+						}
+						d, err := Split(g, l, func(i int) bool { return i == r }, func(i int, s *state.State) (Part, error) { return NewHostPart(s), nil }, c)
+						if err != nil {
+							return err
+						}
+						defer d.Close()
+						if err := d.Run(steps); err != nil {
+							return err
+						}
+						if err := c.GatherState(l, g, d.Parts[r]); err != nil {
+							return err
+						}
+						if r == 0 {
+							g.Steps = d.Parts[0].State().Steps
+							got = g
+						}
+						return nil
+					}()
+				}()
+			}
+			wg.Wait()
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("rank %d: %v", r, err)
+				}
+			}
+			if err := sameBits(want, got); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestConnectErrors(t *testing.T) {
+	if _, err := Connect("127.0.0.1:1", 2, 2, time.Second); err == nil || !strings.Contains(err.Error(), "ranks are numbered 0 to ranks-1") {
+		t.Errorf("rank 2 of 2: %v", err)
+	}
+	if _, err := Connect(freeAddr(t), 1, 2, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "cannot reach the coordinator") {
+		t.Errorf("no coordinator: %v", err)
 	}
 }

@@ -22,6 +22,8 @@ type Part interface {
 	Buffer(grid, level int) gpu.Buffer
 	// Depth is the deepest step count one launch advances: exchange periods are multiples.
 	Depth() int
+	// Wait returns when the part's runs so far have finished.
+	Wait() error
 	// Sync brings the part's values into State.
 	Sync() error
 	Close()
@@ -146,3 +148,6 @@ func (d *devicePart) Buffer(grid, level int) gpu.Buffer { return d.r.Level(grid,
 func (d *devicePart) Depth() int                        { return d.r.Depth() }
 func (d *devicePart) Sync() error                       { return d.r.Download() }
 func (d *devicePart) Close()                            { d.r.Close() }
+
+func (h *hostPart) Wait() error   { return nil }
+func (d *devicePart) Wait() error { return d.r.Device().Synchronize() }
