@@ -41,7 +41,9 @@ func runCmd() *cobra.Command {
 		Short: "Run a stencil program and report its speed",
 		Example: `  tempest run examples/demos/grayscott.stencil --size 256x256 --steps 5000 --png gs.png
   tempest run examples/an5d/j2d5pt.stencil --size 4096x4096 --steps 100 --verify
-  tempest run examples/an5d/star3d1r.stencil --backend cuda --plan tiled:bx=32,by=4,bz=4 --size 512x512x512 --steps 1000`,
+  tempest run examples/an5d/star3d1r.stencil --backend cuda --plan tiled:bx=32,by=4,bz=4 --size 512x512x512 --steps 1000
+  tempest run examples/an5d/j2d5pt.stencil --gpus 4 --plan n5d:bt=8 --size 16384x16384 --steps 1000
+  tempest run examples/an5d/j2d5pt.stencil --ranks 2 --rank 0 --coordinator host0:29500 --plan n5d --out out.npy`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
@@ -71,6 +73,12 @@ func runCmd() *cobra.Command {
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile with fast math (divisions by constants become multiplications, approximate sqrt and division) and, without --plan, take fast tuned plans; a --plan that says fastmath=true or fastmath=false wins")
 	f.BoolVar(&o.Verify, "verify", false, "also run the reference interpreter and report max abs and RMS error")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
+	f.IntVar(&o.Multi.GPUs, "gpus", 0, "split the grid along its slowest axis over this many devices of this host (CUDA ordinals 0..N-1 with NCCL, or OpenCL devices)")
+	f.IntVar(&o.Multi.Subdomains, "subdomains", 0, "split the grid into this many sub-domains on one device or the CPU engine (the exchanges of a multi-GPU run, by local copies)")
+	f.IntVar(&o.Multi.Exchange, "exchange", 0, "steps between halo exchanges of a split run, a multiple of the plan's temporal block (default: the temporal block); halos are this times the reach deep")
+	f.IntVar(&o.Multi.Rank, "rank", 0, "this process's rank in a multi-process run (0 to --ranks - 1)")
+	f.IntVar(&o.Multi.Ranks, "ranks", 0, "number of processes of a multi-process run, one sub-domain each")
+	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect")
 	return c
 }
 

@@ -45,6 +45,9 @@ type RunOptions struct {
 	FastMath bool
 	Verify   bool
 	Quiet    bool // no progress bar
+
+	// Multi splits the run into sub-domains (multi.go).
+	Multi MultiOptions
 }
 
 // defaultSizes are used when neither --size nor an .npy file gives one.
@@ -270,6 +273,9 @@ func openBackend(backend, planText string) (gpu.Device, error) {
 func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if o.Steps < 0 {
 		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
+	}
+	if o.Multi.Active() {
+		return runMulti(o, stdout, stderr)
 	}
 	dev, err := openBackend(o.Backend, o.Plan)
 	if err != nil {
