@@ -71,6 +71,21 @@ type f32
 input power init select((x + 3 * y) % 11 < 3, 2.0, 0.1) boundary clamp
 state t init 80.0 boundary clamp
 update t = t + power[y+1] + (t[y+1] + t[y-1] - t) / 10.0 + (t[x+1] + t[x-1] - t) / 10.0 + (80.0 - t) / 4.0`},
+	{"coords_clamp", `stencil coords
+axes y, x
+type f32
+state u init sin(0.3 * f32(x) + 0.7 * f32(y)) boundary clamp
+update u = 0.2 * (u + u[y-1] + u[y+1] + u[x-1] + u[x+1]) + 0.01 * f32(y * 3 - size(y) + x)`},
+	{"coords_periodic", `stencil coordsp
+axes y, x
+type f32
+state u init sin(0.3 * f32(x) + 0.7 * f32(y)) boundary periodic
+update u = 0.2 * (u + u[y-1] + u[y+2] + u[x-1] + u[x+1]) + 0.01 * f32((y * 5) % 7 - size(y) / 2)`},
+	{"coords_edge", `stencil plate
+axes y, x
+type f32
+state u init 0.0 boundary edge(y < 0 ? 100.0 : 0.5 * f32(y % 9 + x))
+update u = 0.25 * (u[y-1] + u[y+1] + u[x-1] + u[x+1])`},
 	{"fixed3d", `stencil fixed3d
 axes z, y, x
 type f32
@@ -185,11 +200,7 @@ update u = u[y+1] + f32(x)`, ""},
 		{`stencil b
 axes y, x
 state u boundary clamp
-update u = u[y+1] + f32(y)`, "the update of u reads the coordinate y"},
-		{`stencil c
-axes y, x
-state u boundary clamp
-update u = u[y+1] * f32(size(y))`, "reads size(y)"},
+update u = u[y+1] + f32(y) * f32(size(y))`, ""},
 		{`stencil e
 axes y, x
 state u boundary periodic

@@ -10,7 +10,6 @@ package decomp
 
 import (
 	"fmt"
-	"strings"
 
 	"tempest/internal/ir"
 )
@@ -30,6 +29,10 @@ type Layout struct {
 	Own [][2]int
 	// Below and Above are each part's halo rows on either side (0 at a real edge).
 	Below, Above []int
+	// Prog is the program the parts run: the global one, or, where updates or boundaries
+	// read positions along Axis, a copy that adds each part's origin (parameter Origin).
+	Prog   *ir.Program
+	Origin int // index of the origin parameter in Prog, -1 if none
 }
 
 // NewLayout checks that the program can be split and splits shape into parts as evenly as
@@ -53,6 +56,10 @@ func NewLayout(p *ir.Program, shape []int, parts, period int) (*Layout, error) {
 	}
 	l.Halo = period*l.Reach + extra
 	l.Periodic = p.Grids[0].BC[Axis].Kind == ir.Periodic
+	l.Prog, l.Origin = p, -1
+	if positional(p) {
+		l.Prog, l.Origin = localize(p, shape[Axis], l.Periodic)
+	}
 	n := shape[Axis]
 	if parts > n {
 		return nil, fmt.Errorf("%d sub-domains of %d rows along %s: use at most %d", parts, n, p.Axes[Axis], n)
@@ -120,57 +127,18 @@ func (l *Layout) Exchanges() []Copy {
 	return cs
 }
 
-// Splittable says why a program cannot be split along Axis, or nil. A sub-domain computes
-// with local coordinates, so updates must not depend on a cell's position along the split
-// axis (its coordinate or the axis size); and all grids must agree on whether the axis
-// wraps, since that decides whether the outer parts have a real edge.
+// Splittable says why a program cannot be split along Axis, or nil: all grids must agree on
+// whether the axis wraps, since that decides whether the outer parts have a real edge.
 func Splittable(p *ir.Program) error {
-	var why []string
-	check := func(what string, e ir.Expr) {
-		if e == nil {
-			return
-		}
-		ir.WalkDeep(e, func(x ir.Expr) {
-			switch x := x.(type) {
-			case *ir.Coord:
-				if x.Axis == Axis {
-					why = append(why, fmt.Sprintf("%s reads the coordinate %s", what, p.Axes[Axis]))
-				}
-			case *ir.Size:
-				if x.Axis == Axis {
-					why = append(why, fmt.Sprintf("%s reads size(%s)", what, p.Axes[Axis]))
-				}
-			}
-		})
-	}
-	for _, u := range p.Updates {
-		check("the update of "+u.Grid.Name, u.Value)
-	}
 	periodic := 0
 	for _, g := range p.Grids {
-		for a, bc := range g.BC {
-			if bc.Kind == ir.Edge || bc.Kind == ir.Constant {
-				check(fmt.Sprintf("the boundary of %s along %s", g.Name, p.Axes[a]), bc.Value)
-			}
-		}
 		if g.BC[Axis].Kind == ir.Periodic {
 			periodic++
 		}
 	}
 	if periodic != 0 && periodic != len(p.Grids) {
-		why = append(why, fmt.Sprintf("some grids are periodic along %s and others are not", p.Axes[Axis]))
+		return fmt.Errorf("%s cannot be split into sub-domains along %s: some grids are periodic along %s and others are not, so the outer sub-domains would need an edge and a wrap at once; run it on one device",
+			p.Name, p.Axes[Axis], p.Axes[Axis])
 	}
-	if len(why) == 0 {
-		return nil
-	}
-	seen := map[string]bool{}
-	var uniq []string
-	for _, w := range why {
-		if !seen[w] {
-			seen[w] = true
-			uniq = append(uniq, w)
-		}
-	}
-	return fmt.Errorf("%s cannot be split into sub-domains along %s: %s (sub-domains compute with local positions); run it on one device",
-		p.Name, p.Axes[Axis], strings.Join(uniq, "; "))
+	return nil
 }

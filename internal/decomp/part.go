@@ -7,6 +7,7 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/gpurun"
 	"tempest/internal/gridio"
+	"tempest/internal/ir"
 	"tempest/internal/plan"
 	"tempest/internal/state"
 )
@@ -32,7 +33,11 @@ type Part interface {
 // Scatter builds part i's padded state from the global state: every grid's rows of the part
 // and its halos (wrapped on periodic domains), both levels, and the step count.
 func (l *Layout) Scatter(g *state.State, i int) (*state.State, error) {
-	s, err := state.New(g.Prog, l.PartShape(i), g.Params, 1)
+	params := g.Params
+	if l.Origin >= 0 {
+		params = append(append([]ir.Value(nil), params...), ir.Value{T: ir.I32, I: int64(l.Own[i][0] - l.Below[i])})
+	}
+	s, err := state.New(l.Prog, l.PartShape(i), params, 1)
 	if err != nil {
 		return nil, err
 	}
