@@ -231,7 +231,8 @@ func benchCmd() *cobra.Command {
 		Short: "Run a benchmark suite and report time, GCells/s, GFLOP/s, bandwidth, roofline share and speedups",
 		Example: `  tempest bench --suite an5d --backend cuda --json an5d.json --csv an5d.csv --report an5d.html
   tempest bench --suite all --size-scale 0.05 --steps 20 --reps 2 --report quick.html
-  tempest bench --suite schafer-fey --plan stream25d`,
+  tempest bench --suite schafer-fey --plan stream25d
+  tempest bench --suite an5d --gpus 4 --stencils j2d5pt,star3d1r --plan n5d --steps 200`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = append([]string{"tempest"}, os.Args[1:]...)
@@ -257,5 +258,7 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&o.JSON, "json", "", "write the report as JSON")
 	f.StringVar(&o.CSV, "csv", "", "write one CSV row per stencil")
 	f.StringVar(&o.Report, "report", "", "write a self-contained HTML report with charts (and the charts as PNG beside it)")
+	f.IntVar(&o.GPUs, "gpus", 0, "benchmark each stencil split over this many devices against one device, with the split model's prediction beside the measurement")
+	f.StringVar(&o.Link, "link", "nvlink4", "interconnect the split model assumes with --gpus: nvlink4, pcie5, pcie4 or ndr")
 	return c
 }

@@ -103,3 +103,30 @@ func TestRunSplitErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSplit runs `tempest bench --gpus 1` on OpenCL (PoCL in CI) on a tiny j2d5pt and
+// checks that the row carries a measurement and both predictions.
+func TestBenchSplit(t *testing.T) {
+	o := BenchOptions{Suite: "an5d", Backend: "opencl", Plan: "n5d:bt=2", Stencils: []string{"j2d5pt"}, SizeScale: 0.004, Steps: 6, Reps: 1, Root: "../..", GPUs: 1, Link: "pcie5"}
+	var out bytes.Buffer
+	_, err := Bench(o, &out, io.Discard)
+	if err != nil && strings.Contains(err.Error(), "opencl") {
+		t.Skipf("no OpenCL: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "| j2d5pt |") {
+			row = line
+		}
+	}
+	if f := strings.Split(row, "|"); len(f) != 13 || strings.TrimSpace(f[8]) == "-" || !strings.Contains(out.String(), "PCIe 5.0 x16") {
+		t.Errorf("bench --gpus 1 printed:\n%s", out.String())
+	}
+	o.Link = "carrier-pigeon"
+	if _, err := Bench(o, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "choose ndr, nvlink4, pcie4, pcie5") {
+		t.Errorf("unknown link: %v", err)
+	}
+}
