@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -268,16 +269,61 @@ func TestCPUBitwise(t *testing.T) {
 // whole domain: tolerance zero. Steps (11) are not a multiple of n5d's bt (4), so the last
 // period runs shallower launches.
 func TestOpenCLBitwise(t *testing.T) {
-	dev, err := gpu.Open("opencl")
-	if errors.Is(err, gpu.ErrUnavailable) {
-		t.Skipf("no OpenCL: %v", err)
+	dev := openOrSkip(t, "opencl")
+	// PoCL compiles slowly: every program's deep plan, a third of them with a one-step plan.
+	testDeviceBitwise(t, dev, []string{"-cl-opt-disable"}, []int{3}, 3, func([]Part) Transport { return Local{} })
+}
+
+// TestCUDABitwise is TestOpenCLBitwise on a CUDA device: several sub-domains of one GPU with
+// cuMemcpyDtoD halo copies (the local transport), n5d among the plans.
+func TestCUDABitwise(t *testing.T) {
+	dev := openOrSkip(t, "cuda")
+	testDeviceBitwise(t, dev, nil, []int{2, 3}, 1, func([]Part) Transport { return Local{} })
+}
+
+// TestNCCLOneRank runs every program as one NCCL rank on one CUDA device: periodic programs
+// exchange their halos with themselves through ncclSend/ncclRecv; results are bitwise those
+// of the plain run. Skips without CUDA or NCCL (TEMPEST_REQUIRE_NCCL=1 makes that fail).
+func TestNCCLOneRank(t *testing.T) {
+	dev := openOrSkip(t, "cuda")
+	n, err := gpu.LoadNCCL()
+	if err != nil {
+		if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("TEMPEST_REQUIRE_NCCL") != "1" {
+			t.Skipf("NCCL unavailable: %v", err)
+		}
+		t.Fatal(err)
 	}
+	id, err := n.UniqueID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dev.Close()
+	tr, err := NewNCCL(n, id, []gpu.Device{dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	testDeviceBitwise(t, dev, nil, []int{1}, 1, func([]Part) Transport { return tr })
+}
+
+func openOrSkip(t *testing.T, backend string) gpu.Device {
+	t.Helper()
+	dev, err := gpu.Open(backend)
+	if err != nil {
+		if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("TEMPEST_REQUIRE_"+strings.ToUpper(backend)) != "1" {
+			t.Skipf("no %s: %v", backend, err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// testDeviceBitwise runs each program with a one-step plan and a deep one (n5d where the
+// boundary is fixed, pyramid elsewhere) on dev, whole and split into each count of
+// sub-domains, and requires equal bits. Every every-th program also runs a one-step plan.
+func testDeviceBitwise(t *testing.T, dev gpu.Device, extra []string, counts []int, every int, transport func([]Part) Transport) {
 	cache := gpurun.NewModules(dev)
-	cache.Extra = []string{"-cl-opt-disable"}
+	cache.Extra = extra
 	defer cache.Close()
 	const steps = 11
 	for pi, pr := range progs {
@@ -287,8 +333,11 @@ func TestOpenCLBitwise(t *testing.T) {
 		if p.Grids[0].BC[0].Kind == ir.Fixed {
 			deep = "n5d:bt=4"
 		}
-		// Each program runs one of the one-step plans and a deep one, keeping CI time small.
-		for _, planText := range []string{[]string{"naive", "tiled"}[pi%2], deep} {
+		plans := []string{deep}
+		if pi%every == 0 {
+			plans = append(plans, []string{"naive", "tiled"}[pi/every%2])
+		}
+		for _, planText := range plans {
 			pl, err := plan.Parse(planText, p)
 			if err != nil {
 				t.Fatal(err)
@@ -310,13 +359,13 @@ func TestOpenCLBitwise(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, parts := range []int{2, 3} {
+				for _, parts := range counts {
 					g := initial(t, p)
 					l, err := NewLayout(p, g.Shape, parts, depth)
 					if err != nil {
 						t.Fatal(err)
 					}
-					d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, Local{})
+					d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, transport(nil))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -326,7 +375,9 @@ func TestOpenCLBitwise(t *testing.T) {
 					if err := d.Gather(g); err != nil {
 						t.Fatal(err)
 					}
-					d.Close()
+					for _, p := range d.Parts {
+						p.Close()
+					}
 					if err := sameBits(want, g); err != nil {
 						t.Errorf("%d sub-domains, period %d: %v", parts, depth, err)
 					}
