@@ -170,13 +170,29 @@ func WeakScaling(in SplitInput) (float64, error) {
 	return base.Single / k.Seconds, nil
 }
 
-// SplitTable is a Markdown table of predicted strong and weak scaling over 1..max parts for
-// several runs, one row per run and part count.
+// SplitTable is a Markdown table of predicted scaling, one row per run: the time on each
+// device count, then speedups, strong and weak efficiencies (in the counts' order, the
+// first count's omitted when it is 1), the halo rows and what the exchanges cost on the
+// largest count.
 func SplitTable(rows []SplitInput, counts []int) (string, error) {
 	var b strings.Builder
-	b.WriteString("| stencil | size | E | GPUs | halo rows | MB sent per exchange | compute ms | exchange ms | total ms | speedup | strong eff. | weak eff. |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| stencil | size | E |")
+	var scaled []string
+	for _, k := range counts {
+		fmt.Fprintf(&b, " %d GPU ms |", k)
+		if k > 1 {
+			scaled = append(scaled, fmt.Sprint(k))
+		}
+	}
+	last := counts[len(counts)-1]
+	list := strings.Join(scaled, " / ")
+	fmt.Fprintf(&b, " speedup %s | strong eff. %s | weak eff. %s | halo rows | MB/exchange, exchanges ms (%d GPUs) |\n", list, list, list, last)
+	b.WriteString(strings.Repeat("|---", 8+len(counts)) + "|\n")
 	for _, in := range rows {
+		size := strings.Trim(strings.ReplaceAll(fmt.Sprint(in.Shape), " ", "x"), "[]")
+		fmt.Fprintf(&b, "| %s | %s | %d |", in.Prog.Name, size, in.Period)
+		var speed, strong, weak []string
+		var end SplitPrediction
 		for _, k := range counts {
 			x := in
 			x.Parts = k
@@ -184,14 +200,20 @@ func SplitTable(rows []SplitInput, counts []int) (string, error) {
 			if err != nil {
 				return "", fmt.Errorf("%s on %d: %w", in.Prog.Name, k, err)
 			}
-			weak, err := WeakScaling(x)
-			if err != nil {
-				return "", err
+			fmt.Fprintf(&b, " %.1f |", pr.Seconds*1e3)
+			if k > 1 {
+				w, err := WeakScaling(x)
+				if err != nil {
+					return "", err
+				}
+				speed = append(speed, fmt.Sprintf("%.2f", pr.Speedup))
+				strong = append(strong, fmt.Sprintf("%.2f", pr.Efficiency))
+				weak = append(weak, fmt.Sprintf("%.2f", w))
 			}
-			size := strings.Trim(strings.ReplaceAll(fmt.Sprint(in.Shape), " ", "x"), "[]")
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.2f | %.1f | %.2f | %.1f | %.2f | %.2f | %.2f |\n",
-				in.Prog.Name, size, in.Period, k, pr.Halo, float64(pr.ExchangeBytes)/1e6, pr.Compute*1e3, pr.Exchange*1e3, pr.Seconds*1e3, pr.Speedup, pr.Efficiency, weak)
+			end = pr
 		}
+		fmt.Fprintf(&b, " %s | %s | %s | %d | %.2f, %.1f |\n", strings.Join(speed, " / "), strings.Join(strong, " / "), strings.Join(weak, " / "),
+			end.Halo, float64(end.ExchangeBytes)/1e6, end.Exchange*1e3)
 	}
 	return b.String(), nil
 }
