@@ -87,6 +87,16 @@ axes y, x
 type f32
 state u init 0.0 boundary edge(y < 0 ? 100.0 : 0.5 * f32(y % 9 + x))
 update u = 0.25 * (u[y-1] + u[y+1] + u[x-1] + u[x+1])`},
+	{"pathfinder_1d_layers", `stencil pathfinder
+axes x
+type i32
+param ROWS = 20
+input wall: i32 layers ROWS
+  init i32(10 * rand())
+state cost: i32
+  init i32(10 * rand())
+  boundary clamp
+update cost = wall(step + 1)[x] + min(cost[x-1], min(cost, cost[x+1]))`},
 	{"fixed3d", `stencil fixed3d
 axes z, y, x
 type f32
@@ -110,10 +120,7 @@ func mustProgram(t *testing.T, name, src string) *ir.Program {
 
 func initial(t *testing.T, p *ir.Program) *state.State {
 	t.Helper()
-	shape := []int{31, 17}
-	if p.Dims() == 3 {
-		shape = []int{13, 9, 11}
-	}
+	shape := map[int][]int{1: {47}, 2: {31, 17}, 3: {13, 9, 11}}[p.Dims()]
 	s, err := state.New(p, shape, state.DefaultParams(p), 2)
 	if err != nil {
 		t.Fatal(err)
