@@ -480,3 +480,29 @@ func TestConnectErrors(t *testing.T) {
 		t.Errorf("no coordinator: %v", err)
 	}
 }
+
+// deepPart is a host part whose plan claims launches of depth steps.
+type deepPart struct {
+	Part
+	depth int
+}
+
+func (d deepPart) Depth() int { return d.depth }
+
+func TestPeriodMultiple(t *testing.T) {
+	p := mustProgram(t, "clamp", progs[0].src)
+	for _, c := range []struct {
+		period, depth int
+		ok            bool
+	}{{8, 4, true}, {4, 4, true}, {6, 4, false}, {2, 4, false}} {
+		g := initial(t, p)
+		l, err := NewLayout(p, g.Shape, 2, c.period)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Split(g, l, All, func(i int, s *state.State) (Part, error) { return deepPart{NewHostPart(s), c.depth}, nil }, Local{})
+		if c.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), fmt.Sprintf("choose a multiple of %d", c.depth))) {
+			t.Errorf("period %d, depth %d: %v", c.period, c.depth, err)
+		}
+	}
+}

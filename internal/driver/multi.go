@@ -96,6 +96,10 @@ func (mr *multiRun) openDevices(o RunOptions) (parts int, err error) {
 				return m.GPUs, nil
 			}
 			errs = append(errs, err)
+			if !errors.Is(err, gpu.ErrUnavailable) {
+				// CUDA is there but has too few devices: mixing in OpenCL ones would not do.
+				break
+			}
 		}
 		return 0, fmt.Errorf("--gpus %d: %w", m.GPUs, errors.Join(errs...))
 	case m.Subdomains > 0:
