@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 )
@@ -68,9 +69,24 @@ func LoadNCCL() (*NCCL, error) {
 		if _, ok := os.LookupEnv("NCCL_NVLS_ENABLE"); !ok {
 			os.Setenv("NCCL_NVLS_ENABLE", "0")
 		}
-		ncclLib, ncclErr = loadNCCL(ncclLibNames)
+		ncclLib, ncclErr = loadNCCL(append(ncclLibNames, pythonNCCL()...))
 	})
 	return ncclLib, ncclErr
+}
+
+// pythonNCCL is where the active Python environment (a virtualenv, a conda environment, the
+// user's site-packages) would keep the nvidia-nccl wheel's library.
+func pythonNCCL() []string {
+	var out []string
+	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if dir := os.Getenv(env); dir != "" {
+			out = append(out, filepath.Join(dir, "lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"))
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		out = append(out, filepath.Join(home, ".local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"))
+	}
+	return out
 }
 
 func loadNCCL(names []string) (*NCCL, error) {
