@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"tempest/internal/ir"
@@ -114,5 +115,8 @@ func TestSplitTableAN5D(t *testing.T) {
 	}
 	if string(want) != got {
 		t.Errorf("the table differs from %s (run with -update):\n%s", golden, got)
+	}
+	if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), got) {
+		t.Errorf("README.md's section Several GPUs does not hold the table of %s (%v)", golden, err)
 	}
 }
