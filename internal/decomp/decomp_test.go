@@ -406,69 +406,103 @@ func freeAddr(t *testing.T) string {
 }
 
 // TestRelayRanks runs three ranks (goroutines standing for processes) that meet at a
-// coordinator, exchange halos through it and gather on rank 0: bitwise the single run.
+// coordinator, exchange halos through it and gather on rank 0: bitwise the single run. The
+// CPU engine's parts exchange host rows; one OpenCL case reads and writes device slabs.
 func TestRelayRanks(t *testing.T) {
-	const steps, ranks = 9, 3
+	host := func(i int, s *state.State) (Part, error) { return NewHostPart(s), nil }
 	for _, name := range []string{"periodic", "wave_two_level", "input_grid"} {
-		t.Run(name, func(t *testing.T) {
-			var src string
-			for _, pr := range progs {
-				if pr.name == name {
-					src = pr.src
-				}
-			}
-			p := mustProgram(t, name, src)
-			want := initial(t, p)
-			e := cpu.New(want)
-			e.Run(steps, nil)
-			e.Sync()
-			addr := freeAddr(t)
-			var wg sync.WaitGroup
-			errs := make([]error, ranks)
-			var got *state.State
-			for r := 0; r < ranks; r++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[r] = func() error {
-						c, err := Connect(addr, r, ranks, 20*time.Second)
-						if err != nil {
-							return err
-						}
-						g := initial(t, p)
-						l, err := NewLayout(p, g.Shape, ranks, 2)
-						if err != nil {
-							return err
-						}
-						d, err := Split(g, l, func(i int) bool { return i == r }, func(i int, s *state.State) (Part, error) { return NewHostPart(s), nil }, c)
-						if err != nil {
-							return err
-						}
-						defer d.Close()
-						if err := d.Run(steps); err != nil {
-							return err
-						}
-						if err := c.GatherState(l, g, d.Parts[r]); err != nil {
-							return err
-						}
-						if r == 0 {
-							g.Steps = d.Parts[0].State().Steps
-							got = g
-						}
-						return nil
-					}()
-				}()
-			}
-			wg.Wait()
-			for r, err := range errs {
+		t.Run(name, func(t *testing.T) { testRelay(t, name, host, nil) })
+	}
+	t.Run("wave_two_level/opencl", func(t *testing.T) {
+		dev := openOrSkip(t, "opencl")
+		cache := gpurun.NewModules(dev)
+		cache.Extra = []string{"-cl-opt-disable"}
+		defer cache.Close()
+		pl, err := plan.Parse("naive", mustProgram(t, "wave", progs[6].src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testRelay(t, "wave_two_level", func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, &pl)
+	})
+}
+
+// testRelay runs program name on three relayed ranks with parts from build and compares with
+// the whole domain on the CPU engine (pl nil) or on one device part built the same way.
+func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Part, error), pl *plan.Plan) {
+	const steps, ranks = 9, 3
+	var src string
+	for _, pr := range progs {
+		if pr.name == name {
+			src = pr.src
+		}
+	}
+	p := mustProgram(t, name, src)
+	want := initial(t, p)
+	if pl == nil {
+		e := cpu.New(want)
+		e.Run(steps, nil)
+		e.Sync()
+	} else {
+		one, err := build(0, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := one.Run(steps); err != nil {
+			t.Fatal(err)
+		}
+		if err := one.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		one.Close()
+	}
+	addr := freeAddr(t)
+	var wg sync.WaitGroup
+	errs := make([]error, ranks)
+	var got *state.State
+	for r := 0; r < ranks; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = func() error {
+				c, err := Connect(addr, r, ranks, 20*time.Second)
 				if err != nil {
-					t.Fatalf("rank %d: %v", r, err)
+					return err
 				}
-			}
-			if err := sameBits(want, got); err != nil {
-				t.Error(err)
-			}
-		})
+				g := initial(t, p)
+				l, err := NewLayout(p, g.Shape, ranks, 2)
+				if err != nil {
+					return err
+				}
+				d, err := Split(g, l, func(i int) bool { return i == r }, build, c)
+				if err != nil {
+					return err
+				}
+				defer d.Close()
+				if err := d.Run(steps); err != nil {
+					return err
+				}
+				if err := d.Parts[r].Sync(); err != nil {
+					return err
+				}
+				if err := c.GatherState(l, g, d.Parts[r]); err != nil {
+					return err
+				}
+				if r == 0 {
+					g.Steps = d.Parts[0].State().Steps
+					got = g
+				}
+				return nil
+			}()
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if err := sameBits(want, got); err != nil {
+		t.Error(err)
 	}
 }
 

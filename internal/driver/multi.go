@@ -155,15 +155,7 @@ func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport,
 		}
 	}
 	if m.Ranks > 0 {
-		timeout := m.Timeout
-		if timeout == 0 {
-			timeout = 5 * time.Minute
-		}
-		c, err := decomp.Connect(m.Coordinator, m.Rank, m.Ranks, timeout)
-		if err != nil {
-			return nil, "", err
-		}
-		mr.coord = c
+		c := mr.coord
 		if !cuda {
 			return c, "relayed by the coordinator (TCP)", nil
 		}
@@ -224,6 +216,15 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.Ranks > 0 {
+		timeout := m.Timeout
+		if timeout == 0 {
+			timeout = 5 * time.Minute
+		}
+		if mr.coord, err = decomp.Connect(m.Coordinator, m.Rank, m.Ranks, timeout); err != nil {
+			return nil, err
+		}
+	}
 	copies := 3.0 // the global state, the parts' states and their engines' buffers
 	if o.Verify {
 		copies++
@@ -251,8 +252,17 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	depth := 1
 	if dev != nil {
 		name := o.Plan
-		if name == "" {
+		if name == "" && m.Rank == 0 {
 			name = ChoosePlanName(dev, pr, o.Tune, o.FastMath, stderr)
+		}
+		if mr.coord != nil {
+			// Every process runs rank 0's plan: tuning caches of other hosts may differ, and
+			// the exchange period follows from the plan.
+			b, err := mr.coord.Broadcast([]byte(name))
+			if err != nil {
+				return nil, fmt.Errorf("sharing the plan: %w", err)
+			}
+			name = string(b)
 		}
 		if pl, err = parsePlan(name, pr.Prog, o.FastMath); err != nil {
 			return nil, fmt.Errorf("--plan: %w", err)
