@@ -540,3 +540,135 @@ func TestPeriodMultiple(t *testing.T) {
 		}
 	}
 }
+
+// fakeHub stands for NCCL between ranks of one process: each rank's group waits for every
+// rank's, then the k-th send from a to b fills the k-th receive on b from a, as NCCL pairs
+// them. It checks the NCCL transport's order, offsets and sizes without NCCL.
+type fakeHub struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	ranks  int
+	posted [][]gpu.P2P
+	in     int
+	gen    int
+	err    error
+}
+
+type fakeComm struct {
+	h    *fakeHub
+	rank int
+}
+
+func (c fakeComm) Close() error { return nil }
+
+func (c fakeComm) Exchange(ops []gpu.P2P) error {
+	h := c.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	gen := h.gen
+	h.posted[c.rank] = ops
+	h.in++
+	if h.in < h.ranks {
+		for gen == h.gen {
+			h.cond.Wait()
+		}
+		return h.err
+	}
+	h.err = nil
+	for a := 0; a < h.ranks; a++ {
+		for b := 0; b < h.ranks; b++ {
+			var sends, recvs []gpu.P2P
+			for _, o := range h.posted[a] {
+				if o.Send && o.Peer == b {
+					sends = append(sends, o)
+				}
+			}
+			for _, o := range h.posted[b] {
+				if !o.Send && o.Peer == a {
+					recvs = append(recvs, o)
+				}
+			}
+			if len(sends) != len(recvs) {
+				h.err = fmt.Errorf("%d sends from %d to %d, %d receives", len(sends), a, b, len(recvs))
+			}
+			for k := range min(len(sends), len(recvs)) {
+				s, r := sends[k], recvs[k]
+				if s.Bytes != r.Bytes {
+					h.err = fmt.Errorf("send %d from %d to %d of %d bytes meets a receive of %d", k, a, b, s.Bytes, r.Bytes)
+					continue
+				}
+				if err := gpu.CopyRange(r.Buf, r.Off, s.Buf, s.Off, s.Bytes); err != nil {
+					h.err = err
+				}
+			}
+		}
+	}
+	h.in = 0
+	h.gen++
+	h.cond.Broadcast()
+	return h.err
+}
+
+// TestNCCLTransportOrder runs the NCCL transport over a fake communicator on OpenCL device
+// parts (3 ranks; 2 periodic ranks, each sending both halos to the other): bitwise equal to
+// the whole domain.
+func TestNCCLTransportOrder(t *testing.T) {
+	dev := openOrSkip(t, "opencl")
+	cache := gpurun.NewModules(dev)
+	cache.Extra = []string{"-cl-opt-disable"}
+	defer cache.Close()
+	const steps = 9
+	for _, c := range []struct {
+		prog  int
+		parts int
+	}{{6, 3}, {2, 2}} { // wave_two_level (constant edges, two levels), periodic
+		pr := progs[c.prog]
+		p := mustProgram(t, pr.name, pr.src)
+		pl, err := plan.Parse("pyramid:ph=2", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("%s/%d", pr.name, c.parts), func(t *testing.T) {
+			want := initial(t, p)
+			r, err := gpurun.PrepareWith(dev, want, pl, cache)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Run(steps); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Download(); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
+			h.cond = sync.NewCond(&h.mu)
+			tr := &NCCL{Comms: make([]Comm, c.parts)}
+			for i := range tr.Comms {
+				tr.Comms[i] = fakeComm{h, i}
+			}
+			g := initial(t, p)
+			l, err := NewLayout(p, g.Shape, c.parts, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if err := d.Run(steps); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Gather(g); err != nil {
+				t.Fatal(err)
+			}
+			if err := sameBits(want, g); err != nil {
+				t.Error(err)
+			}
+			if d.Exchanges != 4 {
+				t.Errorf("%d exchanges, want 4", d.Exchanges)
+			}
+		})
+	}
+}

@@ -11,13 +11,20 @@ import (
 // and its halos travel device to device as grouped sends and receives on the stream its
 // kernels run on, ordered after the launches before them.
 type NCCL struct {
-	Comms []*gpu.NCCLComm // by part number; nil for parts of other processes
+	Comms []Comm // by part number; nil for parts of other processes
+}
+
+// Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
+// pair up with the other ranks' in order.
+type Comm interface {
+	Exchange(ops []gpu.P2P) error
+	Close() error
 }
 
 // NewNCCL joins the communicator of ranks ranks for each local part (devs[i] not nil), all
 // from one id; each joins from its own goroutine, since joining blocks until all have.
 func NewNCCL(n *gpu.NCCL, id gpu.NCCLID, devs []gpu.Device) (*NCCL, error) {
-	t := &NCCL{Comms: make([]*gpu.NCCLComm, len(devs))}
+	t := &NCCL{Comms: make([]Comm, len(devs))}
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
 	for i, d := range devs {
@@ -27,7 +34,11 @@ func NewNCCL(n *gpu.NCCL, id gpu.NCCLID, devs []gpu.Device) (*NCCL, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.Comms[i], errs[i] = n.NewComm(d, len(devs), i, id)
+			c, err := n.NewComm(d, len(devs), i, id)
+			if err == nil {
+				t.Comms[i] = c
+			}
+			errs[i] = err
 		}()
 	}
 	wg.Wait()
