@@ -315,7 +315,12 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		where += fmt.Sprintf(" in %d processes (this is rank %d)", m.Ranks, m.Rank)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, %s on %s (%s), %s along %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, res.Plan, res.Device, res.Backend, where, pr.Prog.Axes[decomp.Axis])
-	fmt.Fprintf(stdout, "halos: %d rows (reach %d x exchange period %d steps), exchanged %d times, %s\n", l.Halo, l.Reach, l.Period, max(0, (o.Steps+l.Period-1)/l.Period-1)*btoi(len(l.Exchanges()) > 0), how)
+	if len(l.Exchanges()) == 0 {
+		fmt.Fprintf(stdout, "halos: none (one sub-domain without a wrap)\n")
+	} else {
+		exchanges := max(0, (o.Steps+l.Period-1)/l.Period-1)
+		fmt.Fprintf(stdout, "halos: %d rows (reach %d x exchange period %d steps), exchanged %d times, %s\n", l.Halo, l.Reach, l.Period, exchanges, how)
+	}
 	for _, p := range d.Parts {
 		if dp, ok := p.(interface{ Runner() *gpurun.Runner }); ok && report {
 			for _, line := range dp.Runner().KernelReport() {
@@ -382,11 +387,4 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
