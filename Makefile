@@ -14,7 +14,7 @@ test:
 # Static binaries for the GPU machine (it has no Go): the CLI and the test binaries of the
 # packages that touch a GPU, stripped (-s -w: 40 MiB instead of 54 MiB unstripped; the
 # carried folder and the working tree must stay under 64 MiB together).
-GPU_TESTS = gpu gpurun gen tune probe driver
+GPU_TESTS = gpu gpurun gen tune probe driver decomp
 GPU_LDFLAGS = -ldflags="-s -w"
 gpu:
 	mkdir -p .gpu

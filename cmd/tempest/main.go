@@ -50,7 +50,9 @@ func runCmd() *cobra.Command {
   tempest run examples/demos/wave.stencil --steps 2000 --snapshot-every 100 --snapshots frames --gif wave.gif
   tempest run examples/demos/poisson2d.stencil --steps 100000 --check-every 500 --observables poisson.csv
   tempest run examples/demos/grayscott.stencil --steps 100000 --checkpoint gs.npz --checkpoint-every 5000
-  tempest run examples/demos/grayscott.stencil --steps 100000 --checkpoint gs.npz --checkpoint-every 5000 --resume gs.npz`,
+  tempest run examples/demos/grayscott.stencil --steps 100000 --checkpoint gs.npz --checkpoint-every 5000 --resume gs.npz
+  tempest run examples/an5d/j2d5pt.stencil --gpus 4 --plan n5d:bt=8 --size 16384x16384 --steps 1000
+  tempest run examples/an5d/j2d5pt.stencil --ranks 2 --rank 0 --coordinator host0:29500 --plan n5d --out out.npy`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
@@ -93,6 +95,12 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.ObservablesPNG, "observables-png", "", "plot the program's observables over the steps as PNG")
 	f.IntVar(&o.ObserveEvery, "observe-every", 0, "steps between observations (default: the --check-every interval with an until test, else steps/100); rounded to a multiple of the plan's deepest launch")
 	f.IntVar(&o.CheckEvery, "check-every", 0, fmt.Sprintf("steps between evaluations of the program's until test (default %d); rounded to a multiple of the plan's deepest launch; --steps is then the most steps run", driver.DefaultCheckEvery))
+	f.IntVar(&o.Multi.GPUs, "gpus", 0, "split the grid along its slowest axis over this many devices of this host (CUDA ordinals 0..N-1 with NCCL, or OpenCL devices)")
+	f.IntVar(&o.Multi.Subdomains, "subdomains", 0, "split the grid into this many sub-domains on one device or the CPU engine (the exchanges of a multi-GPU run, by local copies)")
+	f.IntVar(&o.Multi.Exchange, "exchange", 0, "steps between halo exchanges of a split run, a multiple of the plan's temporal block (default: the temporal block); halos are this times the reach deep")
+	f.IntVar(&o.Multi.Rank, "rank", 0, "this process's rank in a multi-process run (0 to --ranks - 1)")
+	f.IntVar(&o.Multi.Ranks, "ranks", 0, "number of processes of a multi-process run, one sub-domain each")
+	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect")
 	return c
 }
 
@@ -245,7 +253,8 @@ func benchCmd() *cobra.Command {
 		Short: "Run a benchmark suite and report time, GCells/s, GFLOP/s, bandwidth, roofline share and speedups",
 		Example: `  tempest bench --suite an5d --backend cuda --json an5d.json --csv an5d.csv --report an5d.html
   tempest bench --suite all --size-scale 0.05 --steps 20 --reps 2 --report quick.html
-  tempest bench --suite schafer-fey --plan stream25d`,
+  tempest bench --suite schafer-fey --plan stream25d
+  tempest bench --suite an5d --gpus 4 --stencils j2d5pt,star3d1r --plan n5d --steps 200`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = append([]string{"tempest"}, os.Args[1:]...)
@@ -271,5 +280,7 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&o.JSON, "json", "", "write the report as JSON")
 	f.StringVar(&o.CSV, "csv", "", "write one CSV row per stencil")
 	f.StringVar(&o.Report, "report", "", "write a self-contained HTML report with charts (and the charts as PNG beside it)")
+	f.IntVar(&o.GPUs, "gpus", 0, "benchmark each stencil split over this many devices against one device, with the split model's prediction beside the measurement")
+	f.StringVar(&o.Link, "link", "nvlink4", "interconnect the split model assumes with --gpus: nvlink4, pcie5, pcie4 or ndr")
 	return c
 }

@@ -39,6 +39,11 @@ type BenchOptions struct {
 	// the scaling series), except a --plan that says fastmath=... itself.
 	FastMath bool
 	Command  []string
+
+	// GPUs, when positive, benchmarks runs split over this many devices against one
+	// (benchsplit.go); Link names the interconnect the split model assumes.
+	GPUs int
+	Link string
 }
 
 // benchDevice compiles each kernel source once: runners for repeated measurements get the
@@ -102,6 +107,9 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 	}
 	if o.Steps < 0 {
 		return nil, fmt.Errorf("--steps %d: the number of steps cannot be negative", o.Steps)
+	}
+	if o.GPUs > 0 {
+		return nil, benchSplit(o, stdout, stderr)
 	}
 	b := &bencher{o: o, log: stderr}
 	rep := &bench.Report{Schema: bench.SchemaVersion, Tempest: Version, CommandLine: o.Command, Suite: o.Suite, Tune: o.Tune, Reps: o.Reps,

@@ -77,6 +77,9 @@ type RunOptions struct {
 	Signals bool
 	// Events are more consumers of the run's state, called after Tempest's own at their steps.
 	Events []Event
+
+	// Multi splits the run into sub-domains (multi.go).
+	Multi MultiOptions
 }
 
 // DefaultCheckpoint is the checkpoint file of a run that names none.
@@ -361,6 +364,9 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	if err := checkEventOptions(o); err != nil {
 		return nil, err
+	}
+	if o.Multi.Active() {
+		return runMulti(o, stdout, stderr)
 	}
 	dev, err := openBackend(o.Backend, o.Plan)
 	if err != nil {

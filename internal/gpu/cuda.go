@@ -62,6 +62,7 @@ type cudaAPI struct {
 	cuMemFree                  func(dptr uint64) int32
 	cuMemcpyHtoD               func(dst uint64, src unsafe.Pointer, n uintptr) int32
 	cuMemcpyDtoH               func(dst unsafe.Pointer, src uint64, n uintptr) int32
+	cuMemcpyDtoD               func(dst, src uint64, n uintptr) int32
 	cuModuleLoadData           func(mod *uintptr, image unsafe.Pointer) int32
 	cuModuleGetFunction        func(fn *uintptr, mod uintptr, name string) int32
 	cuModuleUnload             func(mod uintptr) int32
@@ -104,6 +105,7 @@ func loadCUDA() (*cudaAPI, error) {
 	b.fn(&a.cuMemFree, "cuMemFree_v2", "cuMemFree")
 	b.fn(&a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", "cuMemcpyHtoD")
 	b.fn(&a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH")
+	b.fn(&a.cuMemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD")
 	b.fn(&a.cuModuleLoadData, "cuModuleLoadData")
 	b.fn(&a.cuModuleGetFunction, "cuModuleGetFunction")
 	b.fn(&a.cuModuleUnload, "cuModuleUnload")
@@ -177,7 +179,10 @@ type cudaDevice struct {
 	closeErr  error
 }
 
-func openCUDA() (Device, error) {
+func openCUDA() (Device, error) { return openCUDAAt(-1) }
+
+// openCUDAAt opens device ordinal (-1: TEMPEST_CUDA_DEVICE, else 0).
+func openCUDAAt(ordinal int) (Device, error) {
 	api, err := loadCUDA()
 	if err != nil {
 		return nil, err
@@ -186,13 +191,13 @@ func openCUDA() (Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	ordinal := 0
-	if s := os.Getenv("TEMPEST_CUDA_DEVICE"); s != "" {
+	if s := os.Getenv("TEMPEST_CUDA_DEVICE"); s != "" && ordinal < 0 {
 		ordinal, err = strconv.Atoi(s)
 		if err != nil {
 			return nil, fmt.Errorf("cuda backend: TEMPEST_CUDA_DEVICE=%q is not a device number", s)
 		}
 	}
+	ordinal = max(ordinal, 0)
 	d := &cudaDevice{api: api, nvrtc: nv, ex: newExecutor()}
 	err = d.ex.do(func() error {
 		if res := api.cuInit(0); res != cuSuccess {

@@ -57,6 +57,24 @@ func TestFakeCUDA(t *testing.T) {
 				}
 			})
 			testBackend(t, "cuda")
+			t.Run("nccl", func(t *testing.T) { testFakeNCCL(t, cc) })
 		})
 	}
+}
+
+// testFakeNCCL runs the one-rank NCCL test against a fake NCCL (testdata/fakenccl.c) on the
+// fake driver: the 128-byte unique id passed by value, the group's sends and receives.
+func testFakeNCCL(t *testing.T, cc string) {
+	lib := filepath.Join(t.TempDir(), "libfakenccl.so")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", lib, "testdata/fakenccl.c").CombinedOutput(); err != nil {
+		t.Skipf("cannot build the fake NCCL: %v\n%s", err, out)
+	}
+	n, err := loadNCCL([]string{lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Version != "NCCL 2.20.5" {
+		t.Errorf("version %q", n.Version)
+	}
+	testNCCLOneRank(t, n)
 }

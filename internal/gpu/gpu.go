@@ -20,7 +20,8 @@
 //     them by their plain name.
 //
 // Library locations can be overridden with the environment variables
-// TEMPEST_LIBCUDA, TEMPEST_NVRTC and TEMPEST_LIBOPENCL (a path tried first).
+// TEMPEST_LIBCUDA, TEMPEST_NVRTC, TEMPEST_LIBOPENCL and TEMPEST_LIBNCCL (a path
+// tried first). NCCL (nccl.go) carries halo exchanges between CUDA devices.
 // TEMPEST_CUDA_DEVICE picks a CUDA device ordinal (default 0) and
 // TEMPEST_OPENCL_PLATFORM keeps only OpenCL platforms whose name or vendor
 // contains the given text (case-insensitive).

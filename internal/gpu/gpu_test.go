@@ -401,8 +401,60 @@ func testBackend(t *testing.T, backend string) {
 		}
 	})
 
+	t.Run("ranges", func(t *testing.T) { testRanges(t, d) })
 	if backend == "cuda" {
 		t.Run("large_shared", func(t *testing.T) { testLargeShared(t, d) })
+	}
+}
+
+// testRanges checks the partial reads, writes and device-to-device copies that halo
+// exchanges use, including their bounds checks.
+func testRanges(t *testing.T, d Device) {
+	a, err := AllocSlice(d, []int32{0, 1, 2, 3, 4, 5, 6, 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	b, err := AllocSlice(d, []int32{10, 11, 12, 13, 14, 15, 16, 17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	ra, rb := a.(RangeBuffer), b.(RangeBuffer)
+	if !SameDevice(a, b) {
+		t.Fatal("two buffers of one device are not on the same device")
+	}
+	// b[1:3] = a[5:7] on the device; a[0:2] = {20, 21} from the host; b[6:8] = a[0:2] through CopyRange.
+	if err := rb.CopyFrom(a, 20, 4, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.WriteAt(bytesOf([]int32{20, 21}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyRange(b, 24, a, 0, 8); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int32, 3)
+	if err := rb.ReadAt(bytesOf(got), 4); err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int32, 8)
+	if err := ReadSlice(b, all); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int32{10, 5, 6, 13, 14, 15, 20, 21}; fmt.Sprint(all) != fmt.Sprint(want) || fmt.Sprint(got) != fmt.Sprint(want[1:4]) {
+		t.Errorf("after range copies b = %v (ReadAt %v), want %v", all, got, want)
+	}
+	if err := ra.ReadAt(make([]byte, 8), 28); err == nil {
+		t.Error("ReadAt past the end succeeded")
+	}
+	if err := rb.CopyFrom(a, 0, -4, 4); err == nil {
+		t.Error("CopyFrom to a negative offset succeeded")
+	}
+	if pb, ok := a.(PointerBuffer); ok {
+		if p, err := pb.DevicePtr(); err != nil || p == 0 {
+			t.Errorf("DevicePtr = %#x, %v", p, err)
+		}
 	}
 }
 

@@ -118,6 +118,7 @@ type clAPI struct {
 	clCreateBuffer                     func(ctx uintptr, flags uint64, size uintptr, host unsafe.Pointer, errcode *int32) uintptr
 	clEnqueueWriteBuffer               func(q, mem uintptr, blocking uint32, offset, size uintptr, ptr unsafe.Pointer, nWait uint32, wait unsafe.Pointer, ev *uintptr) int32
 	clEnqueueReadBuffer                func(q, mem uintptr, blocking uint32, offset, size uintptr, ptr unsafe.Pointer, nWait uint32, wait unsafe.Pointer, ev *uintptr) int32
+	clEnqueueCopyBuffer                func(q, src, dst uintptr, srcOff, dstOff, size uintptr, nWait uint32, wait unsafe.Pointer, ev *uintptr) int32
 	clCreateProgramWithSource          func(ctx uintptr, count uint32, strs **byte, lengths *uintptr, errcode *int32) uintptr
 	clBuildProgram                     func(prog uintptr, n uint32, devices *uintptr, options string, notify, user uintptr) int32
 	clGetProgramBuildInfo              func(prog, dev uintptr, param uint32, size uintptr, value unsafe.Pointer, sizeRet *uintptr) int32
@@ -157,6 +158,7 @@ func loadOpenCL() (*clAPI, error) {
 	b.fn(&a.clCreateBuffer, "clCreateBuffer")
 	b.fn(&a.clEnqueueWriteBuffer, "clEnqueueWriteBuffer")
 	b.fn(&a.clEnqueueReadBuffer, "clEnqueueReadBuffer")
+	b.fn(&a.clEnqueueCopyBuffer, "clEnqueueCopyBuffer")
 	b.fn(&a.clCreateProgramWithSource, "clCreateProgramWithSource")
 	b.fn(&a.clBuildProgram, "clBuildProgram")
 	b.fn(&a.clGetProgramBuildInfo, "clGetProgramBuildInfo")
@@ -262,7 +264,10 @@ func (d *clDevice) devInfo() clInfoFn {
 // run from two goroutines at once (the second one finds no device).
 var clOpenMu sync.Mutex
 
-func openOpenCL() (Device, error) {
+func openOpenCL() (Device, error) { return openOpenCLAt(0) }
+
+// openOpenCLAt opens the index-th device in openOpenCL's order (GPUs first).
+func openOpenCLAt(index int) (Device, error) {
 	clOpenMu.Lock()
 	defer clOpenMu.Unlock()
 	api, err := loadOpenCL()
@@ -320,7 +325,10 @@ func openOpenCL() (Device, error) {
 		}
 		return nil, unavailable("opencl backend: no OpenCL device (platforms: %s)", strings.Join(seen, ", "))
 	}
-	d := &clDevice{api: api, platform: all[0].p, dev: all[0].d}
+	if index < 0 || index >= len(all) {
+		return nil, fmt.Errorf("opencl backend: device %d requested, %d present", index, len(all))
+	}
+	d := &clDevice{api: api, platform: all[index].p, dev: all[index].d}
 	if err := d.init(); err != nil {
 		d.release()
 		return nil, err

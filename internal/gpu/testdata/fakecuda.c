@@ -76,6 +76,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { NEED_CTX(); if (n == 0) retur
 CUresult cuMemFree_v2(CUdeviceptr p) { NEED_CTX(); free((void *)(uintptr_t)p); return OK; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { NEED_CTX(); memcpy((void *)(uintptr_t)dst, src, n); return OK; }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { NEED_CTX(); memcpy(dst, (const void *)(uintptr_t)src, n); return OK; }
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) { NEED_CTX(); memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n); return OK; }
 
 // ---- NVRTC ----
 typedef struct { char *src, *name, *log, *cubin; size_t cubinSize; } prog;

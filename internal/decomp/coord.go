@@ -1,0 +1,322 @@
+package decomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"time"
+	"unsafe"
+
+	"tempest/internal/gpu"
+	"tempest/internal/gridio"
+	"tempest/internal/state"
+)
+
+// Coordinator links the processes of a multi-process run over TCP: rank 0 listens at the
+// coordinator address and every other rank connects to it. It carries what NCCL needs before
+// it exists (the unique id) and what is gathered once at the end (owned rows for --out and
+// the measured times); halos never pass through it.
+type Coordinator struct {
+	Rank, Ranks int
+	peers       []net.Conn // rank 0: by rank (nil for itself)
+	up          net.Conn   // other ranks: the connection to rank 0
+}
+
+// Connect joins the run as rank of ranks through addr (HOST:PORT). Rank 0 waits up to
+// timeout for every other rank; the others retry connecting for as long.
+func Connect(addr string, rank, ranks int, timeout time.Duration) (*Coordinator, error) {
+	if ranks < 1 || rank < 0 || rank >= ranks {
+		return nil, fmt.Errorf("--rank %d --ranks %d: ranks are numbered 0 to ranks-1", rank, ranks)
+	}
+	c := &Coordinator{Rank: rank, Ranks: ranks}
+	deadline := time.Now().Add(timeout)
+	if rank == 0 {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator %s: %w", addr, err)
+		}
+		defer ln.Close()
+		c.peers = make([]net.Conn, ranks)
+		for joined := 1; joined < ranks; joined++ {
+			ln.(*net.TCPListener).SetDeadline(deadline)
+			conn, err := ln.Accept()
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("coordinator %s: waiting for %d more ranks: %w", addr, ranks-joined, err)
+			}
+			var hello [8]byte
+			conn.SetDeadline(deadline)
+			if _, err := io.ReadFull(conn, hello[:]); err != nil {
+				conn.Close()
+				c.Close()
+				return nil, fmt.Errorf("coordinator %s: %w", addr, err)
+			}
+			r, n := int(binary.LittleEndian.Uint32(hello[:4])), int(binary.LittleEndian.Uint32(hello[4:]))
+			if n != ranks || r <= 0 || r >= ranks || c.peers[r] != nil {
+				conn.Close()
+				c.Close()
+				return nil, fmt.Errorf("coordinator %s: a process joined as rank %d of %d; this run has ranks 1 to %d to join once each", addr, r, n, ranks-1)
+			}
+			conn.SetDeadline(time.Time{})
+			c.peers[r] = conn
+		}
+		return c, nil
+	}
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			var hello [8]byte
+			binary.LittleEndian.PutUint32(hello[:4], uint32(rank))
+			binary.LittleEndian.PutUint32(hello[4:], uint32(ranks))
+			if _, err := conn.Write(hello[:]); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("coordinator %s: %w", addr, err)
+			}
+			c.up = conn
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("rank %d: cannot reach the coordinator (rank 0) at %s: %w", rank, addr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Broadcast sends b from rank 0 to every rank and returns it on each.
+func (c *Coordinator) Broadcast(b []byte) ([]byte, error) {
+	if c.Rank == 0 {
+		for _, p := range c.peers {
+			if p != nil {
+				if err := writeMsg(p, b); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return b, nil
+	}
+	return readMsg(c.up)
+}
+
+// Gather sends each rank's b to rank 0, which gets them by rank (nil on other ranks).
+func (c *Coordinator) Gather(b []byte) ([][]byte, error) {
+	if c.Rank != 0 {
+		return nil, writeMsg(c.up, b)
+	}
+	out := make([][]byte, c.Ranks)
+	out[0] = b
+	for r, p := range c.peers {
+		if p == nil {
+			continue
+		}
+		m, err := readMsg(p)
+		if err != nil {
+			return nil, fmt.Errorf("gathering from rank %d: %w", r, err)
+		}
+		out[r] = m
+	}
+	return out, nil
+}
+
+// GatherState brings every rank's owned rows of the state grids (both levels) into the
+// global state g on rank 0; on rank 0 part is its own part, already synced.
+func (c *Coordinator) GatherState(l *Layout, g *state.State, part Part) error {
+	s := part.State()
+	own := l.Own[c.Rank][1] - l.Own[c.Rank][0]
+	var mine []byte
+	for _, lv := range Exchanged(g.Prog) {
+		a := levelArray(s, lv)
+		rb := int(rowBytes(s, lv.Grid))
+		mine = append(mine, arrayBytes(a)[l.Below[c.Rank]*rb:(l.Below[c.Rank]+own)*rb]...)
+	}
+	all, err := c.Gather(mine)
+	if err != nil || c.Rank != 0 {
+		return err
+	}
+	for r, b := range all {
+		lo, hi := l.Own[r][0], l.Own[r][1]
+		for _, lv := range Exchanged(g.Prog) {
+			a := levelArray(g, lv)
+			rb := int(rowBytes(g, lv.Grid))
+			n := (hi - lo) * rb
+			if len(b) < n {
+				return fmt.Errorf("rank %d sent %d bytes of rows, %d expected", r, len(b), n)
+			}
+			copy(arrayBytes(a)[lo*rb:hi*rb], b[:n])
+			b = b[n:]
+		}
+	}
+	return nil
+}
+
+// Close closes the connections.
+func (c *Coordinator) Close() error {
+	for _, p := range c.peers {
+		if p != nil {
+			p.Close()
+		}
+	}
+	if c.up != nil {
+		c.up.Close()
+	}
+	return nil
+}
+
+func levelArray(s *state.State, lv Level) *gridio.Array {
+	if lv.Level == 1 {
+		return s.Prev[lv.Grid]
+	}
+	return s.Cur[lv.Grid]
+}
+
+// arrayBytes views an array's data as bytes (no copy).
+func arrayBytes(a *gridio.Array) []byte {
+	switch d := a.Data.(type) {
+	case []float32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
+	case []float64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
+	case []int32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
+	case []int64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
+	}
+	panic(fmt.Sprintf("internal error: array data %T", a.Data))
+}
+
+func writeMsg(w io.Writer, b []byte) error {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func readMsg(r io.Reader) ([]byte, error) {
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > 1<<40 {
+		return nil, fmt.Errorf("coordinator message of %d bytes: not a Tempest peer?", size)
+	}
+	b := make([]byte, size)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+// Exchange implements Transport for runs without NCCL (the CPU engine, OpenCL): halos travel
+// over the coordinator's connections, through rank 0. Each rank sends rank 0 its outgoing
+// slabs in schedule order; rank 0 sends each rank its incoming ones, in the same order.
+func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) error {
+	p := parts[c.Rank]
+	if p == nil {
+		return fmt.Errorf("internal error: rank %d holds no part", c.Rank)
+	}
+	var out []byte
+	for _, cp := range copies {
+		if cp.From != c.Rank {
+			continue
+		}
+		for _, lv := range levels {
+			b, err := readSlab(p, lv, cp.FromRow, cp.Rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, b...)
+		}
+	}
+	size := func(cp Copy, lv Level) int { return cp.Rows * int(rowBytes(p.State(), lv.Grid)) }
+	var in []byte
+	if c.Rank != 0 {
+		if err := writeMsg(c.up, out); err != nil {
+			return fmt.Errorf("halo exchange: %w", err)
+		}
+		m, err := readMsg(c.up)
+		if err != nil {
+			return fmt.Errorf("halo exchange: %w", err)
+		}
+		in = m
+	} else {
+		sent := make([][]byte, c.Ranks)
+		sent[0] = out
+		for r, pc := range c.peers {
+			if pc == nil {
+				continue
+			}
+			m, err := readMsg(pc)
+			if err != nil {
+				return fmt.Errorf("halo exchange with rank %d: %w", r, err)
+			}
+			sent[r] = m
+		}
+		// Route: each copy's slabs go, in schedule order, to the rank of its target.
+		to := make([][]byte, c.Ranks)
+		for _, cp := range copies {
+			for _, lv := range levels {
+				n := size(cp, lv)
+				if len(sent[cp.From]) < n {
+					return fmt.Errorf("halo exchange: rank %d sent too few bytes", cp.From)
+				}
+				to[cp.To] = append(to[cp.To], sent[cp.From][:n]...)
+				sent[cp.From] = sent[cp.From][n:]
+			}
+		}
+		for r, pc := range c.peers {
+			if pc != nil {
+				if err := writeMsg(pc, to[r]); err != nil {
+					return fmt.Errorf("halo exchange with rank %d: %w", r, err)
+				}
+			}
+		}
+		in = to[0]
+	}
+	for _, cp := range copies {
+		if cp.To != c.Rank {
+			continue
+		}
+		for _, lv := range levels {
+			n := size(cp, lv)
+			if len(in) < n {
+				return fmt.Errorf("halo exchange: rank %d received too few bytes", c.Rank)
+			}
+			if err := writeSlab(p, lv, cp.ToRow, in[:n]); err != nil {
+				return err
+			}
+			in = in[n:]
+		}
+	}
+	return nil
+}
+
+// readSlab copies rows [row, row+rows) of a part's grid level out.
+func readSlab(p Part, lv Level, row, rows int) ([]byte, error) {
+	rb := int(rowBytes(p.State(), lv.Grid))
+	out := make([]byte, rows*rb)
+	if buf := p.Buffer(lv.Grid, lv.Level); buf != nil {
+		rbuf, ok := buf.(gpu.RangeBuffer)
+		if !ok {
+			return nil, fmt.Errorf("internal error: %T cannot read part of itself", buf)
+		}
+		return out, rbuf.ReadAt(out, int64(row*rb))
+	}
+	copy(out, arrayBytes(levelArray(p.State(), lv))[row*rb:])
+	return out, nil
+}
+
+// writeSlab writes b into a part's grid level from row on.
+func writeSlab(p Part, lv Level, row int, b []byte) error {
+	rb := int(rowBytes(p.State(), lv.Grid))
+	if buf := p.Buffer(lv.Grid, lv.Level); buf != nil {
+		rbuf, ok := buf.(gpu.RangeBuffer)
+		if !ok {
+			return fmt.Errorf("internal error: %T cannot write part of itself", buf)
+		}
+		return rbuf.WriteAt(b, int64(row*rb))
+	}
+	copy(arrayBytes(levelArray(p.State(), lv))[row*rb:], b)
+	return nil
+}

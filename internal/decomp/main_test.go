@@ -1,0 +1,9 @@
+package decomp
+
+import (
+	"testing"
+
+	"tempest/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.PoCLMain(m) }

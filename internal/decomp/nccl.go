@@ -1,0 +1,106 @@
+package decomp
+
+import (
+	"fmt"
+	"sync"
+
+	"tempest/internal/gpu"
+)
+
+// NCCL is the transport between ranks through NCCL: each part is a rank (part i is rank i),
+// and its halos travel device to device as grouped sends and receives on the stream its
+// kernels run on, ordered after the launches before them.
+type NCCL struct {
+	Comms []Comm // by part number; nil for parts of other processes
+}
+
+// Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
+// pair up with the other ranks' in order.
+type Comm interface {
+	Exchange(ops []gpu.P2P) error
+	Close() error
+}
+
+// NewNCCL joins the communicator of ranks ranks for each local part (devs[i] not nil), all
+// from one id; each joins from its own goroutine, since joining blocks until all have.
+func NewNCCL(n *gpu.NCCL, id gpu.NCCLID, devs []gpu.Device) (*NCCL, error) {
+	t := &NCCL{Comms: make([]Comm, len(devs))}
+	errs := make([]error, len(devs))
+	var wg sync.WaitGroup
+	for i, d := range devs {
+		if d == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := n.NewComm(d, len(devs), i, id)
+			if err == nil {
+				t.Comms[i] = c
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Exchange implements Transport: each local rank posts, in schedule order, a send for every
+// copy it is the source of and a receive for every copy it is the target of, so that sends
+// and receives between two ranks pair up in the same order on both sides.
+func (t *NCCL) Exchange(parts []Part, copies []Copy, levels []Level) error {
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if p == nil {
+			continue
+		}
+		if t.Comms[i] == nil {
+			return fmt.Errorf("internal error: part %d has no NCCL communicator", i)
+		}
+		var ops []gpu.P2P
+		for _, c := range copies {
+			for _, lv := range levels {
+				rb := rowBytes(p.State(), lv.Grid)
+				buf := p.Buffer(lv.Grid, lv.Level)
+				if c.From == i {
+					ops = append(ops, gpu.P2P{Send: true, Buf: buf, Off: int64(c.FromRow) * rb, Bytes: int64(c.Rows) * rb, Peer: c.To})
+				}
+				if c.To == i {
+					ops = append(ops, gpu.P2P{Buf: buf, Off: int64(c.ToRow) * rb, Bytes: int64(c.Rows) * rb, Peer: c.From})
+				}
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = t.Comms[i].Exchange(ops)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("halo exchange: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close destroys the communicators.
+func (t *NCCL) Close() error {
+	var first error
+	for _, c := range t.Comms {
+		if c != nil {
+			if err := c.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}

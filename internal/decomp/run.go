@@ -1,0 +1,143 @@
+package decomp
+
+import (
+	"fmt"
+
+	"tempest/internal/lower"
+	"tempest/internal/plan"
+	"tempest/internal/state"
+)
+
+// Domain is a decomposed run: the layout, the parts this process holds and the transport
+// between them and the others.
+type Domain struct {
+	L         *Layout
+	Parts     []Part // by part number; nil where another process holds the part
+	T         Transport
+	levels    []Level
+	copies    []Copy
+	Exchanges int // exchanges performed so far
+}
+
+// NewDomain checks the parts against the layout: every exchange period must be a multiple of
+// each part's deepest launch, or a launch would run past an exchange.
+func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
+	if len(parts) != l.Parts {
+		panic(fmt.Sprintf("internal error: %d parts for a layout of %d", len(parts), l.Parts))
+	}
+	var prog *state.State
+	for i, p := range parts {
+		if p == nil {
+			continue
+		}
+		prog = p.State()
+		if d := p.Depth(); l.Period%d != 0 {
+			return nil, fmt.Errorf("exchange period %d is not a multiple of the plan's deepest launch (%d steps) in sub-domain %d: choose a multiple of %d", l.Period, d, i, d)
+		}
+	}
+	if prog == nil {
+		panic("internal error: a domain without local parts")
+	}
+	return &Domain{L: l, Parts: parts, T: t, levels: Exchanged(prog.Prog), copies: l.Exchanges()}, nil
+}
+
+// Run advances every part by steps: runs of at most one period, with an exchange between
+// runs (none after the last: only owned rows are read afterwards).
+func (d *Domain) Run(steps int) error {
+	for done := 0; done < steps; {
+		n := min(d.L.Period, steps-done)
+		for i, p := range d.Parts {
+			if p == nil {
+				continue
+			}
+			if err := p.Run(n); err != nil {
+				return fmt.Errorf("sub-domain %d: %w", i, err)
+			}
+		}
+		done += n
+		if done < steps && len(d.copies) > 0 {
+			if err := d.T.Exchange(d.Parts, d.copies, d.levels); err != nil {
+				return err
+			}
+			d.Exchanges++
+		}
+	}
+	return nil
+}
+
+// Gather syncs the local parts and copies their owned rows into the global state g.
+func (d *Domain) Gather(g *state.State) error {
+	for i, p := range d.Parts {
+		if p == nil {
+			continue
+		}
+		if err := p.Sync(); err != nil {
+			return fmt.Errorf("sub-domain %d: %w", i, err)
+		}
+		d.L.Gather(g, p.State(), i)
+		g.Steps = p.State().Steps
+	}
+	return nil
+}
+
+// Close frees the parts and the transport.
+func (d *Domain) Close() {
+	for _, p := range d.Parts {
+		if p != nil {
+			p.Close()
+		}
+	}
+	if d.T != nil {
+		d.T.Close()
+	}
+}
+
+// PlanDepth is the deepest launch of a plan for a program and shape, in steps: the smallest
+// exchange period the plan allows (every period must be a multiple of it).
+func PlanDepth(s *state.State, pl plan.Plan) (int, error) {
+	low, err := lower.Lower(s.Prog, s.Shape, s.Layers, pl)
+	if err != nil {
+		return 0, err
+	}
+	d := 1
+	for _, l := range low.Launches {
+		d = max(d, l.Steps)
+	}
+	return d, nil
+}
+
+// Split scatters the global state g over the parts of layout l that this process holds
+// (mine(i)), builds each with build and joins them with transport t.
+func Split(g *state.State, l *Layout, mine func(i int) bool, build func(i int, s *state.State) (Part, error), t Transport) (*Domain, error) {
+	parts := make([]Part, l.Parts)
+	fail := func(err error) (*Domain, error) {
+		for _, p := range parts {
+			if p != nil {
+				p.Close()
+			}
+		}
+		return nil, err
+	}
+	for i := range parts {
+		if !mine(i) {
+			continue
+		}
+		s, err := l.Scatter(g, i)
+		if err != nil {
+			return fail(err)
+		}
+		p, err := build(i, s)
+		if err != nil {
+			return fail(fmt.Errorf("sub-domain %d: %w", i, err))
+		}
+		parts[i] = p
+	}
+	d, err := NewDomain(l, parts, t)
+	if err != nil {
+		return fail(err)
+	}
+	return d, nil
+}
+
+// All is a mine function for a process that holds every part.
+func All(int) bool { return true }

@@ -1,0 +1,70 @@
+package decomp
+
+import (
+	"fmt"
+
+	"tempest/internal/gpu"
+	"tempest/internal/ir"
+)
+
+// Transport carries out an exchange schedule between parts. Every transport moves the same
+// copies (Layout.Exchanges) for every exchanged grid level (Exchanged); they differ only in
+// how the bytes travel.
+type Transport interface {
+	// Exchange performs the copies whose source or target part this process holds; parts is
+	// indexed by part number, nil where another process holds the part.
+	Exchange(parts []Part, copies []Copy, levels []Level) error
+	Close() error
+}
+
+// Level is one grid level that exchanges carry.
+type Level struct{ Grid, Level int }
+
+// Exchanged lists the levels halo exchanges carry: both levels of every state grid. Input
+// grids never change, so their halos are scattered once.
+func Exchanged(p *ir.Program) []Level {
+	var out []Level
+	for _, u := range p.Updates {
+		for l := 0; l < u.Grid.Levels; l++ {
+			out = append(out, Level{u.Grid.Index, l})
+		}
+	}
+	return out
+}
+
+// Local is the transport between parts of one process: device-to-device copies for parts of
+// one device, copies through host memory between devices, and row copies between host parts.
+type Local struct{}
+
+// Exchange implements Transport.
+func (Local) Exchange(parts []Part, copies []Copy, levels []Level) error {
+	for _, c := range copies {
+		src, dst := parts[c.From], parts[c.To]
+		if src == nil || dst == nil {
+			return fmt.Errorf("internal error: local exchange %d -> %d with a part of another process", c.From, c.To)
+		}
+		for _, lv := range levels {
+			sb, db := src.Buffer(lv.Grid, lv.Level), dst.Buffer(lv.Grid, lv.Level)
+			switch {
+			case sb != nil && db != nil:
+				rb := rowBytes(src.State(), lv.Grid)
+				if err := gpu.CopyRange(db, int64(c.ToRow)*rb, sb, int64(c.FromRow)*rb, int64(c.Rows)*rb); err != nil {
+					return fmt.Errorf("halo exchange %d -> %d: %w", c.From, c.To, err)
+				}
+			case sb == nil && db == nil:
+				ss, ds := src.State(), dst.State()
+				sa, da := ss.Cur[lv.Grid], ds.Cur[lv.Grid]
+				if lv.Level == 1 {
+					sa, da = ss.Prev[lv.Grid], ds.Prev[lv.Grid]
+				}
+				copyRows(da, c.ToRow, sa, c.FromRow, c.Rows, rowElems(ss.Shape))
+			default:
+				return fmt.Errorf("internal error: halo exchange between a host part and a device part")
+			}
+		}
+	}
+	return nil
+}
+
+// Close implements Transport.
+func (Local) Close() error { return nil }

@@ -1,0 +1,411 @@
+package driver
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"tempest/internal/cpu"
+	"tempest/internal/decomp"
+	"tempest/internal/gpu"
+	"tempest/internal/gpurun"
+	"tempest/internal/plan"
+	"tempest/internal/ref"
+	"tempest/internal/state"
+)
+
+// MultiOptions are the settings of a run split into sub-domains (internal/decomp): over the
+// GPUs of one host, over processes on several hosts, or over parts of one device.
+type MultiOptions struct {
+	GPUs       int // devices of this host, one sub-domain each: CUDA ordinals 0..N-1 or OpenCL devices
+	Subdomains int // sub-domains on one device (or the CPU engine), exchanging by local copies
+	Exchange   int // steps between halo exchanges (0: the plan's deepest launch)
+	// Rank and Ranks place this process in a multi-process run (Ranks > 0): one sub-domain
+	// per process, halos through NCCL (CUDA) or relayed by the coordinator otherwise.
+	Rank, Ranks int
+	Coordinator string // HOST:PORT where rank 0 listens
+	// Timeout bounds the wait for the other processes at the start (0: 5 minutes).
+	Timeout time.Duration
+}
+
+// Active says whether the run is split at all.
+func (m MultiOptions) Active() bool {
+	return m.GPUs != 0 || m.Subdomains != 0 || m.Ranks != 0 || m.Rank != 0 || m.Coordinator != "" || m.Exchange != 0
+}
+
+func (m MultiOptions) check() error {
+	switch {
+	case m.GPUs < 0 || m.Subdomains < 0 || m.Ranks < 0 || m.Exchange < 0:
+		return fmt.Errorf("--gpus, --subdomains, --ranks and --exchange take positive numbers")
+	case m.GPUs > 0 && m.Subdomains > 0:
+		return fmt.Errorf("--gpus %d --subdomains %d: choose one (--gpus puts one sub-domain on each device; --subdomains splits one device)", m.GPUs, m.Subdomains)
+	case m.Ranks > 0 && (m.GPUs > 0 || m.Subdomains > 0):
+		return fmt.Errorf("--ranks: each process runs one sub-domain on one device (TEMPEST_CUDA_DEVICE picks it); drop --gpus and --subdomains")
+	case m.Ranks > 0 && m.Coordinator == "":
+		return fmt.Errorf("--ranks %d: give --coordinator HOST:PORT (where rank 0 listens)", m.Ranks)
+	case m.Ranks > 0 && (m.Rank < 0 || m.Rank >= m.Ranks):
+		return fmt.Errorf("--rank %d --ranks %d: ranks are numbered 0 to %d", m.Rank, m.Ranks, m.Ranks-1)
+	case m.Ranks == 0 && (m.Rank != 0 || m.Coordinator != ""):
+		return fmt.Errorf("--rank and --coordinator belong to multi-process runs: give --ranks too")
+	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0:
+		return fmt.Errorf("--exchange %d belongs to split runs: give --gpus, --subdomains or --ranks too", m.Exchange)
+	}
+	return nil
+}
+
+// multiRun is a split run being set up: its devices, transport and caches.
+type multiRun struct {
+	devs   []gpu.Device // per part; nil for host parts and parts of other processes
+	opened []gpu.Device
+	caches map[gpu.Device]*gpurun.Modules
+	coord  *decomp.Coordinator
+}
+
+func (mr *multiRun) close() {
+	for _, c := range mr.caches {
+		c.Close()
+	}
+	if mr.coord != nil {
+		mr.coord.Close()
+	}
+	for _, d := range mr.opened {
+		d.Close()
+	}
+}
+
+// openDevices opens the devices of a split run: parts is the number of sub-domains.
+func (mr *multiRun) openDevices(o RunOptions) (parts int, err error) {
+	m := o.Multi
+	switch {
+	case m.GPUs > 0:
+		backends := []string{o.Backend}
+		switch o.Backend {
+		case "", "auto":
+			backends = []string{"cuda", "opencl"}
+		case "cpu":
+			return 0, fmt.Errorf("--gpus %d --backend cpu: the CPU engine has no devices; use --subdomains to split it", m.GPUs)
+		}
+		var errs []error
+		for _, b := range backends {
+			devs, err := openOrdinals(b, m.GPUs)
+			if err == nil {
+				mr.devs, mr.opened = devs, devs
+				return m.GPUs, nil
+			}
+			errs = append(errs, err)
+			if !errors.Is(err, gpu.ErrUnavailable) {
+				// CUDA is there but has too few devices: mixing in OpenCL ones would not do.
+				break
+			}
+		}
+		return 0, fmt.Errorf("--gpus %d: %w", m.GPUs, errors.Join(errs...))
+	case m.Subdomains > 0:
+		dev, err := openBackend(o.Backend, o.Plan)
+		if err != nil {
+			return 0, err
+		}
+		if dev != nil {
+			mr.opened = []gpu.Device{dev}
+		}
+		mr.devs = make([]gpu.Device, m.Subdomains)
+		for i := range mr.devs {
+			mr.devs[i] = dev
+		}
+		return m.Subdomains, nil
+	}
+	dev, err := openBackend(o.Backend, o.Plan)
+	if err != nil {
+		return 0, err
+	}
+	mr.devs = make([]gpu.Device, m.Ranks)
+	if dev != nil {
+		mr.opened = []gpu.Device{dev}
+		mr.devs[m.Rank] = dev
+	}
+	return m.Ranks, nil
+}
+
+// openOrdinals opens devices 0..n-1 of a backend.
+func openOrdinals(backend string, n int) ([]gpu.Device, error) {
+	var devs []gpu.Device
+	for i := 0; i < n; i++ {
+		d, err := gpu.OpenOrdinal(backend, i)
+		if err != nil {
+			for _, d := range devs {
+				d.Close()
+			}
+			return nil, fmt.Errorf("%s device %d: %w", backend, i, err)
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+// transport picks how halos travel: NCCL between CUDA devices (in one process or several),
+// the coordinator's relay between processes without it, local copies within a process.
+func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport, string, error) {
+	m := o.Multi
+	cuda := false
+	for _, d := range mr.devs {
+		if d != nil && d.Props().Backend == "cuda" {
+			cuda = true
+		}
+	}
+	if m.Ranks > 0 {
+		c := mr.coord
+		if !cuda {
+			return c, "relayed by the coordinator (TCP)", nil
+		}
+		n, err := gpu.LoadNCCL()
+		if err != nil {
+			return nil, "", fmt.Errorf("--ranks: halos between CUDA processes travel through NCCL: %w", err)
+		}
+		var id gpu.NCCLID
+		if m.Rank == 0 {
+			if id, err = n.UniqueID(); err != nil {
+				return nil, "", err
+			}
+		}
+		b, err := c.Broadcast(id[:])
+		if err != nil {
+			return nil, "", fmt.Errorf("sharing the NCCL id: %w", err)
+		}
+		copy(id[:], b)
+		t, err := decomp.NewNCCL(n, id, mr.devs)
+		if err != nil {
+			return nil, "", err
+		}
+		return t, n.Version, nil
+	}
+	if m.GPUs > 0 && cuda {
+		n, err := gpu.LoadNCCL()
+		if err == nil {
+			var id gpu.NCCLID
+			if id, err = n.UniqueID(); err == nil {
+				var t *decomp.NCCL
+				if t, err = decomp.NewNCCL(n, id, mr.devs); err == nil {
+					return t, n.Version, nil
+				}
+			}
+		}
+		if !errors.Is(err, gpu.ErrUnavailable) {
+			return nil, "", err
+		}
+		fmt.Fprintf(stderr, "note: %v; halos go through host memory\n", err)
+		return decomp.Local{}, "host copies", nil
+	}
+	if mr.devs[0] != nil && m.GPUs == 0 {
+		return decomp.Local{}, "device-to-device copies", nil
+	}
+	return decomp.Local{}, "host copies", nil
+}
+
+// runMulti carries out `tempest run` split into sub-domains. Rank 0 (or the only process)
+// reports, verifies and writes the outputs.
+func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
+	m := o.Multi
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	if err := splitUnsupported(o); err != nil {
+		return nil, err
+	}
+	mr := &multiRun{caches: map[gpu.Device]*gpurun.Modules{}}
+	defer mr.close()
+	parts, err := mr.openDevices(o)
+	if err != nil {
+		return nil, err
+	}
+	if m.Ranks > 0 {
+		timeout := m.Timeout
+		if timeout == 0 {
+			timeout = 5 * time.Minute
+		}
+		if mr.coord, err = decomp.Connect(m.Coordinator, m.Rank, m.Ranks, timeout); err != nil {
+			return nil, err
+		}
+	}
+	copies := 3.0 // the global state, the parts' states and their engines' buffers
+	if o.Verify {
+		copies++
+	}
+	pr, err := Prepare(o, copies)
+	if err != nil {
+		return nil, err
+	}
+	if err := decomp.Splittable(pr.Prog); err != nil {
+		return nil, err
+	}
+	s := pr.State
+	var initial *state.State
+	if o.Verify {
+		initial = s.Clone()
+	}
+	var dev gpu.Device
+	for _, d := range mr.devs {
+		if d != nil && dev == nil {
+			dev = d
+		}
+	}
+	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: o.Steps, Type: pr.Prog.DefaultType.String(), Backend: "cpu", Device: cpuName(), Plan: "cpu engine"}
+	var pl plan.Plan
+	depth := 1
+	if dev != nil {
+		name := o.Plan
+		if name == "" && m.Rank == 0 {
+			name = ChoosePlanName(dev, pr, o.Tune, o.FastMath, stderr)
+		}
+		if mr.coord != nil {
+			// Every process runs rank 0's plan: tuning caches of other hosts may differ, and
+			// the exchange period follows from the plan.
+			b, err := mr.coord.Broadcast([]byte(name))
+			if err != nil {
+				return nil, fmt.Errorf("sharing the plan: %w", err)
+			}
+			name = string(b)
+		}
+		if pl, err = parsePlan(name, pr.Prog, o.FastMath); err != nil {
+			return nil, fmt.Errorf("--plan: %w", err)
+		}
+		if depth, err = decomp.PlanDepth(s, pl); err != nil {
+			return nil, err
+		}
+		props := dev.Props()
+		res.Backend, res.Device, res.Plan = props.Backend, props.Name, pl.String()
+	}
+	period := depth
+	if m.Exchange > 0 {
+		period = m.Exchange
+	}
+	l, err := decomp.NewLayout(pr.Prog, s.Shape, parts, period)
+	if err != nil {
+		return nil, err
+	}
+	t, how, err := mr.transport(o, stderr)
+	if err != nil {
+		return nil, err
+	}
+	mine := decomp.All
+	if m.Ranks > 0 {
+		mine = func(i int) bool { return i == m.Rank }
+	}
+	d, err := decomp.Split(s, l, mine, func(i int, ps *state.State) (decomp.Part, error) {
+		dv := mr.devs[i]
+		if dv == nil {
+			return decomp.NewHostPart(ps), nil
+		}
+		c := mr.caches[dv]
+		if c == nil {
+			c = gpurun.NewModules(dv)
+			mr.caches[dv] = c
+		}
+		return decomp.NewDevicePart(dv, ps, pl, c)
+	}, t)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	defer d.Close()
+	report := m.Ranks == 0 || m.Rank == 0
+	where := fmt.Sprintf("%d sub-domains", parts)
+	switch {
+	case m.GPUs > 0:
+		where += fmt.Sprintf(" on %d %s devices", m.GPUs, res.Backend)
+	case m.Ranks > 0:
+		where += fmt.Sprintf(" in %d processes (this is rank %d)", m.Ranks, m.Rank)
+	}
+	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, %s on %s (%s), %s along %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, res.Plan, res.Device, res.Backend, where, pr.Prog.Axes[decomp.Axis])
+	if len(l.Exchanges()) == 0 {
+		fmt.Fprintf(stdout, "halos: none (one sub-domain without a wrap)\n")
+	} else {
+		exchanges := max(0, (o.Steps+l.Period-1)/l.Period-1)
+		fmt.Fprintf(stdout, "halos: %d rows (reach %d x exchange period %d steps), exchanged %d times, %s\n", l.Halo, l.Reach, l.Period, exchanges, how)
+	}
+	for _, p := range d.Parts {
+		if dp, ok := p.(interface{ Runner() *gpurun.Runner }); ok && report {
+			for _, line := range dp.Runner().KernelReport() {
+				fmt.Fprintln(stdout, line)
+			}
+			break
+		}
+	}
+	start := time.Now()
+	if err := d.Run(o.Steps); err != nil {
+		return nil, err
+	}
+	for i, p := range d.Parts {
+		if p != nil {
+			if err := p.Wait(); err != nil {
+				return nil, fmt.Errorf("sub-domain %d: %w", i, err)
+			}
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	if m.Ranks > 0 {
+		p := d.Parts[m.Rank]
+		if err := p.Sync(); err != nil {
+			return nil, err
+		}
+		// The run took as long as its slowest process.
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(res.Seconds))
+		all, err := mr.coord.Gather(b[:])
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range all {
+			if len(x) == 8 {
+				res.Seconds = max(res.Seconds, math.Float64frombits(binary.LittleEndian.Uint64(x)))
+			}
+		}
+		if err := mr.coord.GatherState(l, s, p); err != nil {
+			return nil, err
+		}
+		s.Steps = p.State().Steps
+	} else if err := d.Gather(s); err != nil {
+		return nil, err
+	}
+	cells := UpdatedCells(s) * float64(o.Steps)
+	if res.Seconds > 0 {
+		res.GCellsPerS = cells / res.Seconds / 1e9
+		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
+	}
+	if !report {
+		fmt.Fprintf(stdout, "rank %d done; rank 0 reports and writes the outputs\n", m.Rank)
+		return res, nil
+	}
+	fmt.Fprintf(stdout, "time %.3f s (wall clock, exchanges included), %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
+	if o.Verify {
+		eng := cpu.New(initial)
+		eng.Run(o.Steps, nil)
+		eng.Sync()
+		maxAbs, rms := ref.Compare(initial, s)
+		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
+		fmt.Fprintf(stdout, "verify against the reference (CPU engine on the whole domain): max abs error %.3g, RMS error %.3g\n", maxAbs, rms)
+	}
+	if err := writeOutputs(o, pr, stdout); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// splitUnsupported refuses the long-run options split runs do not carry out yet, rather than
+// ignoring them.
+func splitUnsupported(o RunOptions) error {
+	for _, f := range []struct {
+		set  bool
+		flag string
+	}{
+		{o.Observables != "" || o.ObservablesPNG != "" || o.ObserveEvery > 0 || o.CheckEvery > 0, "--observables/--observe-every/--check-every"},
+		{o.SnapshotEvery > 0 || o.Snapshots != "" || o.GIF != "", "--snapshot-every/--snapshots/--gif"},
+		{o.Checkpoint != "" || o.CheckpointEvery > 0 || o.Resume != "", "--checkpoint/--checkpoint-every/--resume"},
+	} {
+		if f.set {
+			return fmt.Errorf("%s: split runs (--gpus, --subdomains, --ranks) do not take these yet; run on one device", f.flag)
+		}
+	}
+	return nil
+}

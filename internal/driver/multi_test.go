@@ -1,0 +1,132 @@
+package driver
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRunSplit runs `tempest run` split into sub-domains on the CPU engine, in one process and
+// as two processes meeting at a coordinator, and holds the written grids byte-identical to
+// the run on one device.
+func TestRunSplit(t *testing.T) {
+	dir := t.TempDir()
+	base := RunOptions{File: "../../examples/demos/wave.stencil", Size: "40x24", Steps: 13, Backend: "cpu", Quiet: true}
+	one := base
+	one.Out = filepath.Join(dir, "one.npy")
+	if _, err := Run(one, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(one.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	split := base
+	split.Out = filepath.Join(dir, "split.npy")
+	split.Multi = MultiOptions{Subdomains: 3, Exchange: 2}
+	split.Verify = true
+	var out bytes.Buffer
+	res, err := Run(split, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "3 sub-domains along y") || !strings.Contains(out.String(), "halos: 2 rows (reach 1 x exchange period 2 steps), exchanged 6 times") {
+		t.Errorf("report:\n%s", out.String())
+	}
+	if res.MaxAbsErr == nil || *res.MaxAbsErr != 0 {
+		t.Errorf("verify: max abs error %v, want 0", res.MaxAbsErr)
+	}
+	if got, _ := os.ReadFile(split.Out); !bytes.Equal(got, want) {
+		t.Error("--subdomains 3 wrote other values than one device")
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no local TCP: %v", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for r := 0; r < 2; r++ {
+		o := base
+		o.Multi = MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second}
+		o.Out = filepath.Join(dir, fmt.Sprintf("rank%d.npy", r))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[r] = Run(o, io.Discard, io.Discard)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "rank0.npy")); !bytes.Equal(got, want) {
+		t.Error("two processes wrote other values than one device")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rank1.npy")); err == nil {
+		t.Error("rank 1 wrote an output; only rank 0 should")
+	}
+}
+
+func TestRunSplitErrors(t *testing.T) {
+	cases := []struct {
+		file string
+		m    MultiOptions
+		want string
+	}{
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{GPUs: 2, Subdomains: 2}, "choose one"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Ranks: 2}, "give --coordinator HOST:PORT"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Ranks: 2, Rank: 2, Coordinator: "127.0.0.1:1"}, "ranks are numbered 0 to 1"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Rank: 1}, "give --ranks too"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{GPUs: 2}, "--gpus 2 --backend cpu"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Exchange: 4}, "give --gpus, --subdomains or --ranks too"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 40}, "use at most 32"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 8, Exchange: 6}, "use fewer sub-domains, a shorter exchange period or a larger --size"},
+	}
+	for _, c := range cases {
+		o := RunOptions{File: c.file, Size: "32x32", Steps: 3, Backend: "cpu", Quiet: true, Multi: c.m}
+		_, err := Run(o, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.m, err, c.want)
+		}
+	}
+}
+
+// TestBenchSplit runs `tempest bench --gpus 1` on OpenCL (PoCL in CI) on a tiny j2d5pt and
+// checks that the row carries a measurement and both predictions.
+func TestBenchSplit(t *testing.T) {
+	o := BenchOptions{Suite: "an5d", Backend: "opencl", Plan: "n5d:bt=2", Stencils: []string{"j2d5pt"}, SizeScale: 0.004, Steps: 6, Reps: 1, Root: "../..", GPUs: 1, Link: "pcie5"}
+	var out bytes.Buffer
+	_, err := Bench(o, &out, io.Discard)
+	if err != nil && strings.Contains(err.Error(), "opencl") {
+		t.Skipf("no OpenCL: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "| j2d5pt |") {
+			row = line
+		}
+	}
+	if f := strings.Split(row, "|"); len(f) != 13 || strings.TrimSpace(f[8]) == "-" || !strings.Contains(out.String(), "PCIe 5.0 x16") {
+		t.Errorf("bench --gpus 1 printed:\n%s", out.String())
+	}
+	o.Link = "carrier-pigeon"
+	if _, err := Bench(o, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "choose ndr, nvlink4, pcie4, pcie5") {
+		t.Errorf("unknown link: %v", err)
+	}
+}

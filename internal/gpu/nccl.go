@@ -1,0 +1,254 @@
+package gpu
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+// NCCL library search list: the system's, then the copies inside Python environments
+// (PyTorch's nvidia-nccl wheel), where GPU machines often have their only one.
+var ncclLibNames = []string{
+	"libnccl.so.2", "libnccl.so",
+	"/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+	"/usr/local/cuda/lib64/libnccl.so.2",
+	"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/usr/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/opt/conda/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/opt/conda/envs/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/opt/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+}
+
+const (
+	envLibNCCL  = "TEMPEST_LIBNCCL"
+	ncclLibHint = "install NCCL (e.g. the nvidia-nccl-cu12 wheel) or set " + envLibNCCL + " to libnccl.so.2"
+	ncclInt8    = 0
+	ncclSuccess = 0
+	ncclIDBytes = 128
+)
+
+// NCCLID is NCCL's unique id (ncclUniqueId): rank 0 makes it and every rank passes it to
+// NewComm.
+type NCCLID [ncclIDBytes]byte
+
+// ncclUniqueID has ncclUniqueId's C layout, passed by value to ncclCommInitRank.
+type ncclUniqueID struct{ Internal [ncclIDBytes / 8]uint64 }
+
+// NCCL is the loaded NCCL library.
+type NCCL struct {
+	lib     *dylib
+	Version string
+
+	getVersion     func(v *int32) int32
+	getUniqueID    func(id *ncclUniqueID) int32
+	commInitRank   func(comm *uintptr, nranks int32, id ncclUniqueID, rank int32) int32
+	commDestroy    func(comm uintptr) int32
+	groupStart     func() int32
+	groupEnd       func() int32
+	send           func(buf uint64, count uintptr, dtype int32, peer int32, comm uintptr, stream uintptr) int32
+	recv           func(buf uint64, count uintptr, dtype int32, peer int32, comm uintptr, stream uintptr) int32
+	getErrorString func(res int32) *byte
+}
+
+var (
+	ncclOnce sync.Once
+	ncclLib  *NCCL
+	ncclErr  error
+)
+
+// LoadNCCL loads libnccl.so.2 (TEMPEST_LIBNCCL first). A missing library is an error naming
+// it, which wraps ErrUnavailable. It sets NCCL_NVLS_ENABLE=0 unless the environment says
+// otherwise: NVLink SHARP multicast needs fabric set-up that shared machines lack, and halo
+// exchanges are point-to-point anyway.
+func LoadNCCL() (*NCCL, error) {
+	ncclOnce.Do(func() {
+		if _, ok := os.LookupEnv("NCCL_NVLS_ENABLE"); !ok {
+			os.Setenv("NCCL_NVLS_ENABLE", "0")
+		}
+		ncclLib, ncclErr = loadNCCL(append(ncclLibNames, pythonNCCL()...))
+	})
+	return ncclLib, ncclErr
+}
+
+// pythonNCCL is where the active Python environment (a virtualenv, a conda environment, the
+// user's site-packages) would keep the nvidia-nccl wheel's library.
+func pythonNCCL() []string {
+	var out []string
+	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if dir := os.Getenv(env); dir != "" {
+			out = append(out, filepath.Join(dir, "lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"))
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		out = append(out, filepath.Join(home, ".local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"))
+	}
+	return out
+}
+
+func loadNCCL(names []string) (*NCCL, error) {
+	lib, err := loadLibrary("nccl", names, envLibNCCL, ncclLibHint)
+	if err != nil {
+		return nil, err
+	}
+	n := &NCCL{lib: lib}
+	b := &binder{l: lib}
+	b.fn(&n.getVersion, "ncclGetVersion")
+	b.fn(&n.getUniqueID, "ncclGetUniqueId")
+	b.fn(&n.commInitRank, "ncclCommInitRank")
+	b.fn(&n.commDestroy, "ncclCommDestroy")
+	b.fn(&n.groupStart, "ncclGroupStart")
+	b.fn(&n.groupEnd, "ncclGroupEnd")
+	b.fn(&n.send, "ncclSend")
+	b.fn(&n.recv, "ncclRecv")
+	b.fn(&n.getErrorString, "ncclGetErrorString")
+	if b.err != nil {
+		return nil, unavailable("%v (NCCL older than 2.7 has no point-to-point calls)", b.err)
+	}
+	var v int32
+	if n.getVersion(&v) == ncclSuccess {
+		n.Version = fmt.Sprintf("NCCL %d.%d.%d", v/10000, v/100%100, v%100)
+		if v < 10000 {
+			n.Version = fmt.Sprintf("NCCL %d.%d.%d", v/1000, v/100%10, v%100)
+		}
+	}
+	return n, nil
+}
+
+func (n *NCCL) check(res int32, op string, args ...any) error {
+	if res == ncclSuccess {
+		return nil
+	}
+	msg := cString(n.getErrorString(res))
+	return fmt.Errorf("nccl: %s: %s (ncclResult %d)", fmt.Sprintf(op, args...), msg, res)
+}
+
+// UniqueID makes the id that names a new communicator (on rank 0; the others receive it).
+func (n *NCCL) UniqueID() (NCCLID, error) {
+	var id ncclUniqueID
+	if err := n.check(n.getUniqueID(&id), "ncclGetUniqueId"); err != nil {
+		return NCCLID{}, err
+	}
+	var out NCCLID
+	for i, w := range id.Internal {
+		for b := 0; b < 8; b++ {
+			out[i*8+b] = byte(w >> (8 * b))
+		}
+	}
+	return out, nil
+}
+
+// NCCLComm is one rank's communicator, bound to a CUDA device.
+type NCCLComm struct {
+	n     *NCCL
+	d     *cudaDevice
+	comm  uintptr
+	Rank  int
+	Ranks int
+}
+
+// NewComm joins rank of a communicator of ranks ranks named by id, on dev (a CUDA device).
+// It blocks until every rank has joined: ranks of one process must call it from separate
+// goroutines.
+func (n *NCCL) NewComm(dev Device, ranks, rank int, id NCCLID) (*NCCLComm, error) {
+	d, ok := dev.(*cudaDevice)
+	if !ok {
+		return nil, fmt.Errorf("nccl: rank %d: NCCL needs a CUDA device, not %s", rank, dev.Props().Backend)
+	}
+	var uid ncclUniqueID
+	for i := range uid.Internal {
+		for b := 0; b < 8; b++ {
+			uid.Internal[i] |= uint64(id[i*8+b]) << (8 * b)
+		}
+	}
+	c := &NCCLComm{n: n, d: d, Rank: rank, Ranks: ranks}
+	err := d.ex.do(func() error {
+		return n.check(n.commInitRank(&c.comm, int32(ranks), uid, int32(rank)), "ncclCommInitRank(rank %d of %d)", rank, ranks)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// P2P is one point-to-point transfer of a group: Bytes bytes of Buf from byte Off, sent to
+// or received from rank Peer.
+type P2P struct {
+	Send  bool
+	Buf   Buffer
+	Off   int64
+	Bytes int64
+	Peer  int
+}
+
+// Exchange posts every transfer as one NCCL group on the stream the device's kernels use, so
+// that the transfers follow the launches before them and precede the launches after them.
+// Every rank must post its matching transfers (sends and receives between two ranks pair up
+// in order).
+func (c *NCCLComm) Exchange(ops []P2P) error {
+	type op struct {
+		send  bool
+		ptr   uint64
+		bytes uintptr
+		peer  int32
+		what  string
+		keep  Buffer
+	}
+	var list []op
+	for _, o := range ops {
+		pb, ok := o.Buf.(*cudaBuffer)
+		if !ok || pb.d != c.d {
+			return fmt.Errorf("nccl: rank %d: a transfer's buffer is not on the communicator's device", c.Rank)
+		}
+		if err := checkRange("nccl transfer", o.Off, o.Bytes, pb.size); err != nil {
+			return err
+		}
+		p, err := pb.devPtr()
+		if err != nil {
+			return err
+		}
+		what := "ncclRecv"
+		if o.Send {
+			what = "ncclSend"
+		}
+		list = append(list, op{o.Send, p + uint64(o.Off), uintptr(o.Bytes), int32(o.Peer), what, o.Buf})
+	}
+	err := c.d.ex.do(func() error {
+		n := c.n
+		if err := n.check(n.groupStart(), "ncclGroupStart"); err != nil {
+			return err
+		}
+		var first error
+		for _, o := range list {
+			f := n.recv
+			if o.send {
+				f = n.send
+			}
+			if err := n.check(f(o.ptr, o.bytes, ncclInt8, o.peer, c.comm, 0), "%s(%d bytes, peer %d)", o.what, o.bytes, o.peer); err != nil && first == nil {
+				first = err
+			}
+		}
+		if err := n.check(n.groupEnd(), "ncclGroupEnd"); err != nil && first == nil {
+			first = err
+		}
+		return first
+	})
+	runtime.KeepAlive(list)
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", c.Rank, err)
+	}
+	return nil
+}
+
+// Close destroys the communicator.
+func (c *NCCLComm) Close() error {
+	if c.comm == 0 {
+		return nil
+	}
+	comm := c.comm
+	c.comm = 0
+	return c.d.ex.do(func() error { return c.n.check(c.n.commDestroy(comm), "ncclCommDestroy") })
+}

@@ -1,0 +1,219 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"tempest/internal/ir"
+	"tempest/internal/plan"
+	"tempest/internal/probe"
+)
+
+// Link is the interconnect that halos cross between neighbouring sub-domains. Its numbers
+// are assumptions stated with their source, not measurements of this machine.
+type Link struct {
+	Name      string
+	GBs       float64 // sustained bandwidth per direction out of one device, GB/s
+	LatencyUs float64 // fixed cost of one exchange (a group of sends and receives), microseconds
+	Source    string
+}
+
+// Links are the interconnects the split model knows, by the names --link takes.
+var Links = map[string]Link{
+	"nvlink4": {Name: "NVLink 4 through NVSwitch (H100/H200 SXM)", GBs: 360, LatencyUs: 20,
+		Source: "assumed: 450 GB/s per direction per GPU nominal (900 GB/s bidirectional), 80% sustained by NCCL send/receive of MB-sized slabs; 20 us per grouped exchange (NCCL launch and handshake)"},
+	"pcie5": {Name: "PCIe 5.0 x16", GBs: 50, LatencyUs: 20,
+		Source: "assumed: 64 GB/s per direction nominal, 80% sustained; 20 us per exchange"},
+	"pcie4": {Name: "PCIe 4.0 x16", GBs: 25, LatencyUs: 20,
+		Source: "assumed: 32 GB/s per direction nominal, 80% sustained; 20 us per exchange"},
+	"ndr": {Name: "InfiniBand NDR (400 Gb/s per GPU, several hosts)", GBs: 45, LatencyUs: 30,
+		Source: "assumed: 50 GB/s per direction nominal, 90% sustained with GPUDirect RDMA; 30 us per exchange"},
+}
+
+// LinkNames lists Links' names, sorted.
+func LinkNames() []string {
+	var n []string
+	for k := range Links {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// SplitInput is a run split along its slowest axis into Parts sub-domains that exchange halos
+// every Period steps (internal/decomp).
+type SplitInput struct {
+	Prog   *ir.Program
+	Shape  []int // the global domain
+	Steps  int
+	Parts  int
+	Period int // E: steps between exchanges (the plan's temporal block or a multiple)
+	Link   Link
+	// Rate, when positive, is a measured single-device rate (cells per second over the whole
+	// domain) that prices compute; otherwise Plan's model on Dev does.
+	Rate float64
+	Plan plan.Plan
+	Dev  *probe.Profile
+}
+
+// SplitPrediction is the split model's answer.
+type SplitPrediction struct {
+	Parts         int
+	Halo          int   // halo rows on each inner side: E*R (plus a fixed rim's excess over R)
+	PartRows      int   // rows of the largest sub-domain, halos included
+	Exchanges     int   // exchanges in the run
+	ExchangeBytes int64 // bytes one device sends per exchange (as many arrive)
+	Compute       float64
+	Exchange      float64 // all exchanges, not overlapped with compute
+	Seconds       float64
+	Single        float64 // the same run on one device
+	Speedup       float64 // Single / Seconds
+	Efficiency    float64 // Speedup / Parts (strong scaling)
+}
+
+// PredictSplit prices a split run: the largest sub-domain's compute with its redundant halo
+// rows (from a measured rate or the plan's model), plus every exchange's latency and its
+// bytes over the link (each device sends a slab of every exchanged grid level to each
+// neighbour and receives as many; the two directions overlap, the two neighbours share the
+// device's bandwidth).
+func PredictSplit(in SplitInput) (SplitPrediction, error) {
+	p := in.Prog
+	if in.Parts < 1 || in.Period < 1 || in.Steps < 1 {
+		return SplitPrediction{}, fmt.Errorf("split model: %d parts, period %d, %d steps", in.Parts, in.Period, in.Steps)
+	}
+	if in.Link.GBs <= 0 {
+		return SplitPrediction{}, fmt.Errorf("split model: link %q has no bandwidth", in.Link.Name)
+	}
+	r := p.Reach()[0]
+	extra := 0
+	rowBytes := int64(0) // one row of every exchanged level
+	row := int64(1)
+	for _, d := range in.Shape[1:] {
+		row *= int64(d)
+	}
+	periodic := false
+	for _, g := range p.Grids {
+		if g.BC[0].Kind == ir.Periodic {
+			periodic = true
+		}
+		if g.Update == nil {
+			continue
+		}
+		if len(g.Rim) > 0 {
+			extra = max(extra, g.Rim[0]-r)
+		}
+		rowBytes += row * int64(g.Levels*g.Type.Size())
+	}
+	out := SplitPrediction{Parts: in.Parts, Halo: in.Period*r + extra}
+	n := in.Shape[0]
+	own := (n + in.Parts - 1) / in.Parts
+	neighbours := min(2, in.Parts-1)
+	if periodic {
+		neighbours = 2
+	}
+	if out.Halo == 0 {
+		neighbours = 0
+	}
+	out.PartRows = own + neighbours*out.Halo
+	if in.Parts == 1 && !periodic {
+		out.PartRows, out.Halo = n, 0
+	}
+	compute := func(rows int) (float64, error) {
+		shape := append([]int{rows}, in.Shape[1:]...)
+		if in.Rate > 0 {
+			cells := 1.0
+			for _, d := range shape {
+				cells *= float64(d)
+			}
+			return cells * float64(in.Steps) / in.Rate, nil
+		}
+		pr, err := Predict(Input{Prog: p, Plan: in.Plan, Shape: shape, Steps: in.Steps, Dev: in.Dev})
+		return pr.Seconds, err
+	}
+	var err error
+	if out.Single, err = compute(n); err != nil {
+		return out, err
+	}
+	if out.Compute, err = compute(out.PartRows); err != nil {
+		return out, err
+	}
+	if in.Parts > 1 || periodic {
+		out.Exchanges = (in.Steps+in.Period-1)/in.Period - 1
+	}
+	if neighbours > 0 {
+		out.ExchangeBytes = int64(neighbours*out.Halo) * rowBytes
+		per := in.Link.LatencyUs*1e-6 + float64(out.ExchangeBytes)/(in.Link.GBs*1e9)
+		out.Exchange = float64(out.Exchanges) * per
+	}
+	out.Seconds = out.Compute + out.Exchange
+	out.Speedup = out.Single / out.Seconds
+	out.Efficiency = out.Speedup / float64(in.Parts)
+	return out, nil
+}
+
+// WeakScaling prices the same run with the domain grown K-fold along the split axis on K
+// devices, against the original domain on one: the weak-scaling efficiency (1 is perfect).
+func WeakScaling(in SplitInput) (float64, error) {
+	one := in
+	one.Parts = 1
+	base, err := PredictSplit(one)
+	if err != nil {
+		return 0, err
+	}
+	grown := in
+	grown.Shape = append([]int{in.Shape[0] * in.Parts}, in.Shape[1:]...)
+	k, err := PredictSplit(grown)
+	if err != nil {
+		return 0, err
+	}
+	return base.Single / k.Seconds, nil
+}
+
+// SplitTable is a Markdown table of predicted scaling, one row per run: the time on each
+// device count, then speedups, strong and weak efficiencies (in the counts' order, the
+// first count's omitted when it is 1), the halo rows and what the exchanges cost on the
+// largest count.
+func SplitTable(rows []SplitInput, counts []int) (string, error) {
+	var b strings.Builder
+	b.WriteString("| stencil | size | E |")
+	var scaled []string
+	for _, k := range counts {
+		fmt.Fprintf(&b, " %d GPU ms |", k)
+		if k > 1 {
+			scaled = append(scaled, fmt.Sprint(k))
+		}
+	}
+	last := counts[len(counts)-1]
+	list := strings.Join(scaled, " / ")
+	fmt.Fprintf(&b, " speedup %s | strong eff. %s | weak eff. %s | halo rows | MB/exchange, exchanges ms (%d GPUs) |\n", list, list, list, last)
+	b.WriteString(strings.Repeat("|---", 8+len(counts)) + "|\n")
+	for _, in := range rows {
+		size := strings.Trim(strings.ReplaceAll(fmt.Sprint(in.Shape), " ", "x"), "[]")
+		fmt.Fprintf(&b, "| %s | %s | %d |", in.Prog.Name, size, in.Period)
+		var speed, strong, weak []string
+		var end SplitPrediction
+		for _, k := range counts {
+			x := in
+			x.Parts = k
+			pr, err := PredictSplit(x)
+			if err != nil {
+				return "", fmt.Errorf("%s on %d: %w", in.Prog.Name, k, err)
+			}
+			fmt.Fprintf(&b, " %.1f |", pr.Seconds*1e3)
+			if k > 1 {
+				w, err := WeakScaling(x)
+				if err != nil {
+					return "", err
+				}
+				speed = append(speed, fmt.Sprintf("%.2f", pr.Speedup))
+				strong = append(strong, fmt.Sprintf("%.2f", pr.Efficiency))
+				weak = append(weak, fmt.Sprintf("%.2f", w))
+			}
+			end = pr
+		}
+		fmt.Fprintf(&b, " %s | %s | %s | %d | %.2f, %.1f |\n", strings.Join(speed, " / "), strings.Join(strong, " / "), strings.Join(weak, " / "),
+			end.Halo, float64(end.ExchangeBytes)/1e6, end.Exchange*1e3)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,122 @@
+package model
+
+import (
+	"flag"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"tempest/internal/ir"
+	"tempest/internal/load"
+	"tempest/internal/plan"
+	"tempest/internal/probe"
+)
+
+var updateSplit = flag.Bool("update", false, "rewrite testdata/split_an5d_h100.md")
+
+func loadF32(t *testing.T, name string) *ir.Program {
+	t.Helper()
+	f32 := ir.F32
+	p, err := load.File("../../examples/an5d/"+name+".stencil", load.Options{DefaultType: &f32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPredictSplit checks the split model's arithmetic on j2d5pt (reach 1, fixed rim 1, one
+// f32 level) against numbers worked out by hand.
+func TestPredictSplit(t *testing.T) {
+	p := loadF32(t, "j2d5pt")
+	link := Link{Name: "test", GBs: 100, LatencyUs: 10}
+	in := SplitInput{Prog: p, Shape: []int{1000, 500}, Steps: 100, Period: 4, Link: link, Rate: 1e9}
+	cases := []struct {
+		parts                         int
+		halo, rows, exchanges         int
+		bytes                         int64
+		compute, exchange, efficiency float64
+	}{
+		// One part: the whole domain, no halos, no exchanges.
+		{1, 0, 1000, 0, 0, 0.05, 0, 1},
+		// Two parts: 500 rows + one halo of 4 rows; 24 exchanges of 4 rows x 500 x 4 B.
+		{2, 4, 504, 24, 8000, 0.0252, 24 * (10e-6 + 8000/100e9), 0.05 / 2 / (0.0252 + 24*(10e-6+8000/100e9))},
+		// Four parts: 250 rows + two halos; both neighbours share the link.
+		{4, 4, 258, 24, 16000, 0.0129, 24 * (10e-6 + 16000/100e9), 0.05 / 4 / (0.0129 + 24*(10e-6+16000/100e9))},
+	}
+	for _, c := range cases {
+		x := in
+		x.Parts = c.parts
+		pr, err := PredictSplit(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+		if pr.Halo != c.halo || pr.PartRows != c.rows || pr.Exchanges != c.exchanges || pr.ExchangeBytes != c.bytes ||
+			!near(pr.Compute, c.compute) || !near(pr.Exchange, c.exchange) || !near(pr.Efficiency, c.efficiency) {
+			t.Errorf("%d parts: %+v, want halo %d rows %d exchanges %d bytes %d compute %g exchange %g efficiency %g",
+				c.parts, pr, c.halo, c.rows, c.exchanges, c.bytes, c.compute, c.exchange, c.efficiency)
+		}
+	}
+	// Without a measured rate the plan's model prices compute.
+	pl, err := plan.Parse("n5d:bt=4", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := in
+	x.Rate, x.Plan, x.Dev, x.Parts = 0, pl, probe.H100(), 2
+	pr, err := PredictSplit(x)
+	if err != nil || !(pr.Compute > 0) || !(pr.Single > 0) || !(pr.Seconds > pr.Compute) {
+		t.Errorf("modelled compute: %+v, %v", pr, err)
+	}
+	if _, err := PredictSplit(SplitInput{Prog: p, Shape: []int{10, 10}, Steps: 1, Parts: 2, Period: 1}); err == nil {
+		t.Error("a link without bandwidth was accepted")
+	}
+}
+
+// an5dH100 is the AN5D table measured on one H100 (docs/performance.md, "n5d: aligned vector
+// accesses ...": tuned plans, fast math, 16384^2 / 512^3 interior, 1000 steps): each
+// stencil's GCells/s and temporal block bt, the shortest exchange period its plan allows.
+var an5dH100 = []struct {
+	stencil string
+	gcells  float64
+	bt      int
+}{
+	{"box2d1r", 1522.2, 8}, {"box2d2r", 723.3, 3}, {"box3d1r", 367.4, 2}, {"gradient2d", 1484.1, 10},
+	{"j2d5pt", 2129.5, 12}, {"j2d9pt-gol", 1405.9, 8}, {"j2d9pt", 1363.8, 7}, {"j3d27pt", 359.7, 2},
+	{"star2d1r", 2286.9, 10}, {"star2d2r", 1371.3, 8}, {"star3d1r", 587.1, 4},
+}
+
+// TestSplitTableAN5D writes the README's predicted scaling of the AN5D suite on 1, 2 and 4
+// H100-class GPUs over NVLink (golden file; -update rewrites it).
+func TestSplitTableAN5D(t *testing.T) {
+	var rows []SplitInput
+	for _, s := range an5dH100 {
+		p := loadF32(t, s.stencil)
+		shape := []int{16386, 16386}
+		if p.Dims() == 3 {
+			shape = []int{514, 514, 514}
+		}
+		rows = append(rows, SplitInput{Prog: p, Shape: shape, Steps: 1000, Period: s.bt, Link: Links["nvlink4"], Rate: s.gcells * 1e9})
+	}
+	got, err := SplitTable(rows, []int{1, 2, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/split_an5d_h100.md"
+	if *updateSplit {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("the table differs from %s (run with -update):\n%s", golden, got)
+	}
+	if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), got) {
+		t.Errorf("README.md's section Several GPUs does not hold the table of %s (%v)", golden, err)
+	}
+}
