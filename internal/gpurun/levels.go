@@ -15,4 +15,3 @@ func (r *Runner) Level(grid, level int) gpu.Buffer {
 
 // Device is the device the runner launches on.
 func (r *Runner) Device() gpu.Device { return r.dev }
-
