@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -83,6 +84,12 @@ func nvrtcOptions(arch string, opt CompileOptions) []string {
 	opts := []string{"--gpu-architecture=" + arch, "-default-device", "-std=c++17"}
 	if opt.FastMath {
 		opts = append(opts, "-use_fast_math")
+	} else if !slices.Contains(opt.Extra, "--fmad=false") {
+		// Without fast math every operation rounds as written: NVRTC's default contraction of
+		// a*b+c into FMAs depends on the surrounding code, so two kernels of one plan (a
+		// temporal plan's deep and remainder launches, interior and edge blocks) rounded the
+		// same cell differently, and resumed or split runs were not bitwise equal to whole ones.
+		opts = append(opts, "--fmad=false")
 	}
 	if opt.MaxRegs > 0 {
 		opts = append(opts, fmt.Sprintf("--maxrregcount=%d", opt.MaxRegs))

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -110,6 +111,13 @@ func TestOptions(t *testing.T) {
 	want := "--gpu-architecture=sm_90 -default-device -std=c++17 -use_fast_math --maxrregcount=64 -DA=1 -DB=2 -DF"
 	if got != want {
 		t.Errorf("nvrtc options:\n got %s\nwant %s", got, want)
+	}
+	exact := strings.Join(nvrtcOptions("sm_90", CompileOptions{}), " ")
+	if exact != "--gpu-architecture=sm_90 -default-device -std=c++17 --fmad=false" {
+		t.Errorf("exact nvrtc options: %s", exact)
+	}
+	if twice := nvrtcOptions("sm_90", CompileOptions{Extra: []string{"--fmad=false"}}); slices.Index(twice, "--fmad=false") != len(twice)-1 {
+		t.Errorf("--fmad=false given twice: %v", twice)
 	}
 	d := &clDevice{nvidia: true}
 	s, err := d.clBuildOptions(CompileOptions{FastMath: true, MaxRegs: 32, Defines: map[string]string{"N": "4"}})
