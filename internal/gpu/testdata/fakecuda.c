@@ -98,7 +98,7 @@ int nvrtcCompileProgram(prog *p, int n, const char *const *opts) {
 		const char *o = opts[i];
 		if (!strncmp(o, "--gpu-architecture=sm_", 22)) arch = 1;
 		else if (!strncmp(o, "-DSCALE=", 8)) scale = o + 8;
-		else if (!strcmp(o, "-default-device") || !strcmp(o, "-std=c++17") || !strcmp(o, "-use_fast_math") ||
+		else if (!strcmp(o, "-default-device") || !strcmp(o, "-std=c++17") || !strcmp(o, "-use_fast_math") || !strcmp(o, "--fmad=false") ||
 		         !strncmp(o, "--maxrregcount=", 15) || !strncmp(o, "-D", 2)) {
 		} else {
 			free(p->log);
