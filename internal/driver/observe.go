@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -60,6 +61,10 @@ type observations struct {
 	last      []float64 // the latest values, at step lastStep
 	lastStep  int
 	converged bool
+	// badStep is the first observation step at which an observable was NaN or Inf (-1: none),
+	// badName that observable: where a run's NaN appeared, as closely as the observations tell.
+	badStep int
+	badName string
 }
 
 // newObservations returns the observations of a run, or nil when it evaluates none.
@@ -68,7 +73,7 @@ func newObservations(o RunOptions, pr *Prepared) *observations {
 	if !observing(o, p) {
 		return nil
 	}
-	ob := &observations{o: o, p: p, record: o.Observables != "" || o.ObservablesPNG != "",
+	ob := &observations{o: o, p: p, badStep: -1, record: o.Observables != "" || o.ObservablesPNG != "",
 		series: &gridio.Series{Title: fmt.Sprintf("%s, %s", p.Name, sizeString(pr.State.Shape))}}
 	for _, v := range p.Observes {
 		ob.series.Names = append(ob.series.Names, v.Name)
@@ -106,6 +111,11 @@ func (ob *observations) events(granule int) []Event {
 // note keeps the values v of step: the latest, and a row of the series (once per step).
 func (ob *observations) note(step int, v []float64) {
 	ob.last, ob.lastStep = v, step
+	for i, x := range v {
+		if ob.badStep < 0 && (math.IsNaN(x) || math.IsInf(x, 0)) {
+			ob.badStep, ob.badName = step, ob.p.Observes[i].Name
+		}
+	}
 	if n := len(ob.series.Steps); ob.record && (n == 0 || ob.series.Steps[n-1] != step) {
 		ob.series.Steps = append(ob.series.Steps, step)
 		ob.series.Values = append(ob.series.Values, v)
@@ -134,6 +144,13 @@ func (ob *observations) check(p *Point) error {
 		p.EndRun()
 	}
 	return nil
+}
+
+// warnNonFinite says at which observation an observable first became NaN or Inf.
+func (ob *observations) warnNonFinite(stderr io.Writer) {
+	if ob != nil && ob.badStep >= 0 {
+		fmt.Fprintf(stderr, "warning: observable %s was first NaN or Inf at step %d (the first observation that saw it; --observe-every narrows it down)\n", ob.badName, ob.badStep)
+	}
 }
 
 // report prints the latest values: where the run converged, or that it did not.

@@ -141,6 +141,22 @@ func TestObservablesCSV(t *testing.T) {
 
 func fmtExact(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
+// TestObservedNaNStep: a NaN that appears in the state is reported with the first observation
+// that saw it, besides the final state's NaN cells.
+func TestObservedNaNStep(t *testing.T) {
+	o := RunOptions{File: "testdata/nan_at_step7.stencil", Size: "32x32", Steps: 20, ObserveEvery: 2,
+		Observables: filepath.Join(t.TempDir(), "o.csv"), Backend: "cpu", Quiet: true}
+	var out, errs bytes.Buffer
+	if _, err := Run(o, &out, &errs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"warning: grid u holds NaN or Inf", "warning: observable total was first NaN or Inf at step 8"} {
+		if !strings.Contains(errs.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs.String())
+		}
+	}
+}
+
 // TestObserveErrors: flags that cannot apply are refused with the reason.
 func TestObserveErrors(t *testing.T) {
 	for _, c := range []struct {

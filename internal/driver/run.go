@@ -493,6 +493,7 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	fmt.Fprintf(stdout, "time %.3f s, %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
 	warnNonFinite(s, stderr)
+	obs.warnNonFinite(stderr)
 
 	if o.Verify {
 		if err := verify(o, res, initial, s, dev != nil, stdout, stderr); err != nil {
