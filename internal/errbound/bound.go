@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"tempest/internal/gridio"
+	"tempest/internal/ref"
 	"tempest/internal/state"
 )
 
@@ -76,7 +77,7 @@ func (r *Result) step(s *state.State) {
 				}
 				for k, u := range p.Updates {
 					g := u.Grid
-					if inRim(c, s.Shape, g.Rim) {
+					if ref.InRim(c, s.Shape, g.Rim) {
 						state.Set(next[g.Index], i, state.Get(s.Cur[g.Index], g.Type, i))
 						nextB[g.Index][i] = r.Bound[g.Index][i]
 						continue
@@ -103,16 +104,6 @@ func (r *Result) step(s *state.State) {
 		r.Bound[g.Index] = nextB[g.Index]
 	}
 	s.Steps++
-}
-
-// inRim reports whether c lies in the band a fixed boundary leaves alone.
-func inRim(c, shape, rim []int) bool {
-	for a, n := range rim {
-		if n > 0 && (c[a] < n || c[a] >= shape[a]-n) {
-			return true
-		}
-	}
-	return false
 }
 
 // Verdict is the comparison of an engine's state with the bounded reference run.

@@ -260,8 +260,8 @@ func parallelCells(shape []int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// inRim reports whether c lies in the band a fixed boundary leaves alone.
-func inRim(c, shape, rim []int) bool {
+// InRim reports whether c lies in the band a fixed boundary leaves alone.
+func InRim(c, shape, rim []int) bool {
 	for a, r := range rim {
 		if r > 0 && (c[a] < r || c[a] >= shape[a]-r) {
 			return true
@@ -279,7 +279,7 @@ func Step(s *state.State) {
 		out := gridio.NewArray(state.DType(g.Type), s.Shape)
 		old := s.Cur[g.Index]
 		forEachCell(s.Shape, func(c []int, i int) {
-			if inRim(c, s.Shape, g.Rim) {
+			if InRim(c, s.Shape, g.Rim) {
 				state.Set(out, i, state.Get(old, g.Type, i))
 				return
 			}
