@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"time"
-	"unsafe"
 
 	"tempest/internal/gpu"
 	"tempest/internal/gridio"
@@ -127,7 +126,7 @@ func (c *Coordinator) GatherState(l *Layout, g *state.State, part Part) error {
 	for _, lv := range Exchanged(g.Prog) {
 		a := levelArray(s, lv)
 		rb := int(rowBytes(s, lv.Grid))
-		mine = append(mine, arrayBytes(a)[l.Below[c.Rank]*rb:(l.Below[c.Rank]+own)*rb]...)
+		mine = append(mine, a.Bytes()[l.Below[c.Rank]*rb:(l.Below[c.Rank]+own)*rb]...)
 	}
 	all, err := c.Gather(mine)
 	if err != nil || c.Rank != 0 {
@@ -142,7 +141,7 @@ func (c *Coordinator) GatherState(l *Layout, g *state.State, part Part) error {
 			if len(b) < n {
 				return fmt.Errorf("rank %d sent %d bytes of rows, %d expected", r, len(b), n)
 			}
-			copy(arrayBytes(a)[lo*rb:hi*rb], b[:n])
+			copy(a.Bytes()[lo*rb:hi*rb], b[:n])
 			b = b[n:]
 		}
 	}
@@ -167,21 +166,6 @@ func levelArray(s *state.State, lv Level) *gridio.Array {
 		return s.Prev[lv.Grid]
 	}
 	return s.Cur[lv.Grid]
-}
-
-// arrayBytes views an array's data as bytes (no copy).
-func arrayBytes(a *gridio.Array) []byte {
-	switch d := a.Data.(type) {
-	case []float32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
-	case []float64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
-	case []int32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
-	case []int64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
-	}
-	panic(fmt.Sprintf("internal error: array data %T", a.Data))
 }
 
 func writeMsg(w io.Writer, b []byte) error {
@@ -303,7 +287,7 @@ func readSlab(p Part, lv Level, row, rows int) ([]byte, error) {
 		}
 		return out, rbuf.ReadAt(out, int64(row*rb))
 	}
-	copy(out, arrayBytes(levelArray(p.State(), lv))[row*rb:])
+	copy(out, levelArray(p.State(), lv).Bytes()[row*rb:])
 	return out, nil
 }
 
@@ -317,6 +301,6 @@ func writeSlab(p Part, lv Level, row int, b []byte) error {
 		}
 		return rbuf.WriteAt(b, int64(row*rb))
 	}
-	copy(arrayBytes(levelArray(p.State(), lv))[row*rb:], b)
+	copy(levelArray(p.State(), lv).Bytes()[row*rb:], b)
 	return nil
 }

@@ -106,7 +106,7 @@ func observeOn(t *testing.T, backend string) {
 					before := make([]*gridio.Array, len(p.Grids))
 					for _, g := range p.PrevObserved() {
 						before[g.Index] = state.CopyArray(s.Cur[g.Index])
-						if err := r.slots[g.Index][1].Read(rawBytes(before[g.Index])); err != nil {
+						if err := r.slots[g.Index][1].Read(before[g.Index].Bytes()); err != nil {
 							t.Fatal(err)
 						}
 					}

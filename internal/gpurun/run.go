@@ -6,10 +6,8 @@ package gpurun
 import (
 	"fmt"
 	"sort"
-	"unsafe"
 
 	"tempest/internal/gpu"
-	"tempest/internal/gridio"
 	"tempest/internal/ir"
 	"tempest/internal/kir"
 	"tempest/internal/lower"
@@ -143,27 +141,13 @@ func NewWith(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 			if i == 1 && g.Levels > 1 {
 				src = s.Prev[g.Index]
 			}
-			if err := r.slots[g.Index][i].Write(rawBytes(src)); err != nil {
+			if err := r.slots[g.Index][i].Write(src.Bytes()); err != nil {
 				r.Close()
 				return nil, err
 			}
 		}
 	}
 	return r, nil
-}
-
-func rawBytes(a *gridio.Array) []byte {
-	switch d := a.Data.(type) {
-	case []float32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
-	case []float64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
-	case []int32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
-	case []int64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
-	}
-	panic("internal error: array data")
 }
 
 // Close frees device resources.
@@ -324,11 +308,11 @@ func (r *Runner) Download() error {
 	}
 	for _, u := range r.s.Prog.Updates {
 		g := u.Grid
-		if err := r.slots[g.Index][0].Read(rawBytes(r.s.Cur[g.Index])); err != nil {
+		if err := r.slots[g.Index][0].Read(r.s.Cur[g.Index].Bytes()); err != nil {
 			return err
 		}
 		if g.Levels > 1 {
-			if err := r.slots[g.Index][1].Read(rawBytes(r.s.Prev[g.Index])); err != nil {
+			if err := r.slots[g.Index][1].Read(r.s.Prev[g.Index].Bytes()); err != nil {
 				return err
 			}
 		}

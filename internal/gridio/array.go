@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 )
 
 // DType names an element type as the project spells it. It is a string
@@ -178,6 +179,22 @@ func (a *Array) Validate() error {
 
 // Len returns the number of elements in Data (0 when Data is not one of the
 // supported slice types). For a valid array it equals the product of Shape.
+// Bytes views the array's elements as bytes in memory order (no copy): what device buffers,
+// halo messages and checkpoints move.
+func (a *Array) Bytes() []byte {
+	switch d := a.Data.(type) {
+	case []float32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
+	case []float64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
+	case []int32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*4)
+	case []int64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8)
+	}
+	panic(fmt.Sprintf("internal error: array data %T", a.Data))
+}
+
 func (a *Array) Len() int {
 	if a == nil {
 		return 0
