@@ -2,7 +2,6 @@ package errbound
 
 import (
 	"math"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -56,44 +55,34 @@ func (r *Result) step(s *state.State) {
 		next[u.Grid.Index] = gridio.NewArray(state.DType(u.Grid.Type), s.Shape)
 		nextB[u.Grid.Index] = make([]float64, cells)
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if cells < 1<<12 {
-		workers = 1
-	}
-	amps := make([]float64, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		lo, hi := cells*w/workers, cells*(w+1)/workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ev := r.newEvaluator(s)
-			c := make([]int, len(s.Shape))
-			for i := lo; i < hi; i++ {
-				rest := i
-				for a := len(s.Shape) - 1; a >= 0; a-- {
-					c[a] = rest % s.Shape[a]
-					rest /= s.Shape[a]
-				}
-				for k, u := range p.Updates {
-					g := u.Grid
-					if ref.InRim(c, s.Shape, g.Rim) {
-						state.Set(next[g.Index], i, state.Get(s.Cur[g.Index], g.Type, i))
-						nextB[g.Index][i] = r.Bound[g.Index][i]
-						continue
-					}
-					v, e, amp := ev.update(k, c, i)
-					state.Set(next[g.Index], i, v)
-					nextB[g.Index][i] = e
-					amps[w] = max(amps[w], amp)
-				}
+	var mu sync.Mutex
+	ref.ParallelCells(s.Shape, func(lo, hi int) {
+		ev := r.newEvaluator(s)
+		c := make([]int, len(s.Shape))
+		amp := 0.0
+		for i := lo; i < hi; i++ {
+			rest := i
+			for a := len(s.Shape) - 1; a >= 0; a-- {
+				c[a] = rest % s.Shape[a]
+				rest /= s.Shape[a]
 			}
-		}()
-	}
-	wg.Wait()
-	for _, a := range amps {
-		r.Amplification = max(r.Amplification, a)
-	}
+			for k, u := range p.Updates {
+				g := u.Grid
+				if ref.InRim(c, s.Shape, g.Rim) {
+					state.Set(next[g.Index], i, state.Get(s.Cur[g.Index], g.Type, i))
+					nextB[g.Index][i] = r.Bound[g.Index][i]
+					continue
+				}
+				v, e, a := ev.update(k, c, i)
+				state.Set(next[g.Index], i, v)
+				nextB[g.Index][i] = e
+				amp = max(amp, a)
+			}
+		}
+		mu.Lock()
+		r.Amplification = max(r.Amplification, amp)
+		mu.Unlock()
+	})
 	for _, u := range p.Updates {
 		g := u.Grid
 		if g.Levels > 1 {

@@ -12,7 +12,7 @@ import (
 )
 
 // smallShapes are the sizes the example programs run at, by dimension.
-var smallShapes = map[int][]int{1: {41}, 2: {67, 70}, 3: {17, 16, 16}} // above the size where cells spread over cores
+var smallShapes = map[int][]int{1: {41}, 2: {131, 127}, 3: {26, 26, 25}} // above the size where cells spread over cores (ref.ParallelCells)
 
 // TestValuesAreTheReference: the bounded run's values are the reference interpreter's, bit for
 // bit, on every example program (all boundary kinds, two time levels, input grids, layers).

@@ -206,7 +206,7 @@ func forEachCell(shape []int, f func(c []int, i int)) {
 func Init(s *state.State) {
 	for _, g := range s.Prog.Grids {
 		set := func(arr *gridio.Array, e ir.Expr, level int) {
-			parallelCells(s.Shape, func(lo, hi int) {
+			ParallelCells(s.Shape, func(lo, hi int) {
 				ev := newEvaluator(s)
 				ev.grid, ev.level = g.Index, level
 				c := make([]int, len(s.Shape))
@@ -238,8 +238,9 @@ func Init(s *state.State) {
 	}
 }
 
-// parallelCells splits the cells of shape into one contiguous range per core.
-func parallelCells(shape []int, f func(lo, hi int)) {
+// ParallelCells splits the cells of shape into one contiguous range per core (a single range
+// for small shapes) and calls f on each concurrently.
+func ParallelCells(shape []int, f func(lo, hi int)) {
 	n := 1
 	for _, d := range shape {
 		n *= d
