@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"tempest/internal/decomp"
+	"tempest/internal/state"
 )
 
 // filesUnder reads every file under dir by its path relative to dir.
@@ -73,9 +77,8 @@ func in(t *testing.T, o RunOptions, dir string) RunOptions {
 
 // splitCases are the engines split runs are held to one device on: the CPU engine, and plans
 // deeper than one step on OpenCL (PoCL in CI: one plan, as its compiles are slow) and CUDA
-// (skipped without it). until is a
-// program with observables and an until test that the plan runs (n5d needs fixed boundaries),
-// wave whether it runs the wave demo (two time levels).
+// (skipped without it). until is a program with observables and an until test that the plan
+// runs (n5d needs fixed boundaries), wave whether it runs the wave demo (two time levels).
 var splitCases = []struct {
 	backend, plan string
 	split         MultiOptions
@@ -267,3 +270,101 @@ func TestSplitRanks(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopAgree: the run loops of two ranks joined by a coordinator take the same chunks and
+// stop at the same step, with onStop on both, when a signal reaches either rank, and end at
+// the same step when rank 0's event ends the run; each point with an event due syncs both.
+func TestLoopAgree(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		stopRank   int // the rank a signal reaches after 3 chunks; -1: none
+		endAt      int // rank 0's event ends the run here; 0: never
+		wantEnd    int
+		wantStop   bool
+		wantEvents string // on rank 0
+	}{
+		{"signal on rank 1", 1, 0, -1, true, "e@0"},
+		{"signal on rank 0", 0, 0, -1, true, "e@0"},
+		{"ended by rank 0", -1, 20, 20, false, "e@0 e@10 e@20"},
+		{"to the end", -1, 0, 35, false, "e@0 e@10 e@20 e@30 e@35"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Skipf("no local TCP: %v", err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			type rankRun struct {
+				f      *syncingStepper
+				log    []string
+				err    error
+				stopAt int
+			}
+			runs := []*rankRun{{stopAt: -1}, {stopAt: -1}}
+			var wg sync.WaitGroup
+			for r := range runs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rr := runs[r]
+					coord, err := decomp.Connect(addr, r, 2, 10*time.Second)
+					if err != nil {
+						rr.err = err
+						return
+					}
+					defer coord.Close()
+					rr.f = &syncingStepper{fakeStepper: fakeStepper{granule: 1, s: &state.State{}}}
+					l := &loop{eng: rr.f, s: rr.f.s, target: 35, agree: agreeOver(coord)}
+					l.events = []Event{{Name: "e", Every: 10, AtZero: true, AtEnd: true, Fire: func(p *Point) error {
+						rr.log = append(rr.log, fmt.Sprintf("e@%d", p.Step))
+						if r == 0 && c.endAt > 0 && p.Step == c.endAt {
+							p.EndRun()
+						}
+						return nil
+					}}}
+					if r == c.stopRank {
+						// Signals come at wall-clock moments, each rank between its own chunks.
+						l.stop = func() bool { return len(rr.f.chunks) >= 3 }
+					}
+					l.onStop = func(p *Point) error {
+						rr.stopAt = p.Step
+						_, err := p.State()
+						return err
+					}
+					_, rr.err = l.run()
+				}()
+			}
+			wg.Wait()
+			a, b := runs[0], runs[1]
+			for r, rr := range runs {
+				if c.wantStop != errors.Is(rr.err, ErrInterrupted) || rr.err != nil && !errors.Is(rr.err, ErrInterrupted) {
+					t.Fatalf("rank %d: %v", r, rr.err)
+				}
+			}
+			if fmt.Sprint(a.f.chunks) != fmt.Sprint(b.f.chunks) {
+				t.Errorf("chunks differ: rank 0 %v, rank 1 %v", a.f.chunks, b.f.chunks)
+			}
+			if a.f.s.Steps != b.f.s.Steps || a.stopAt != b.stopAt || c.wantStop && a.stopAt != a.f.s.Steps {
+				t.Errorf("rank 0 at step %d (stopped at %d), rank 1 at %d (stopped at %d)", a.f.s.Steps, a.stopAt, b.f.s.Steps, b.stopAt)
+			}
+			if !c.wantStop && a.f.s.Steps != c.wantEnd {
+				t.Errorf("ended at step %d, want %d", a.f.s.Steps, c.wantEnd)
+			}
+			if got := strings.Join(a.log, " "); got != c.wantEvents || got != strings.Join(b.log, " ") {
+				t.Errorf("events: rank 0 %q, rank 1 %q, want %q", got, strings.Join(b.log, " "), c.wantEvents)
+			}
+			if a.f.syncs != b.f.syncs || a.f.syncs < len(a.log) {
+				t.Errorf("syncs: rank 0 %d, rank 1 %d, for %d points with events", a.f.syncs, b.f.syncs, len(a.log))
+			}
+		})
+	}
+}
+
+// syncingStepper is a fakeStepper that counts its syncs.
+type syncingStepper struct {
+	fakeStepper
+	syncs int
+}
+
+func (f *syncingStepper) Sync() error { f.syncs++; return nil }
