@@ -88,7 +88,7 @@ var splitCases = []struct {
 	{"cpu", "", MultiOptions{Subdomains: 3, Exchange: 2}, poisson, true},
 	{"opencl", "n5d:bt=4", MultiOptions{Subdomains: 2}, fixedUntil, false},
 	{"cuda", "n5d:bt=4", MultiOptions{Subdomains: 2}, fixedUntil, false},
-	{"cuda", "pyramid:bx=32,by=32,ph=4", MultiOptions{Subdomains: 3, Exchange: 8}, poisson, true},
+	{"cuda", "pyramid:bx=32,by=32,ph=4", MultiOptions{Subdomains: 2, Exchange: 8}, poisson, true},
 }
 
 const (
