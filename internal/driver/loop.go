@@ -48,8 +48,8 @@ type Point struct {
 	Final bool // the run's last step (reached, or where an interruption stopped it)
 	// Interrupted says a signal ended the run here.
 	Interrupted bool
-	// Runner is the GPU runner, nil on the CPU engines: consumers that compute on the device
-	// (reductions, norms) use it without downloading the state.
+	// Runner is the GPU runner, nil on the CPU engines and split runs: consumers that compute
+	// on the device (reductions, norms) use it without downloading the state.
 	Runner *gpurun.Runner
 	eng    stepper
 	s      *state.State
