@@ -78,17 +78,26 @@ func checkpointStep(t *testing.T, path string) int {
 // TestSignalCheckpoint: SIGINT (and SIGTERM) during a run end it at the current chunk with a
 // complete checkpoint, exit code 130 and a message saying how to resume; no final output is
 // written and no temporary file is left. Resuming the checkpoint reaches bitwise the state of
-// an uninterrupted run.
+// an uninterrupted run; that of a split run resumes on one device.
 func TestSignalCheckpoint(t *testing.T) {
 	wave, err := filepath.Abs("../../examples/demos/wave.stencil")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		sig   syscall.Signal
+		split []string // a split run: its checkpoint resumes on one device
+	}{
+		{"interrupt", syscall.SIGINT, nil},
+		{"terminated", syscall.SIGTERM, nil},
+		{"interrupt_split", syscall.SIGINT, []string{"--subdomains", "3", "--exchange", "2"}},
+	} {
+		sig := c.sig
+		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := []string{"run", wave, "--backend", "cpu", "--size", "48x40", "--steps", "100000000", "--quiet",
-				"--checkpoint", "ck.npz", "--out", "final.npy", "--png", "final.png", "--snapshot-every", "200", "--snapshots", "snaps"}
+			args := append([]string{"run", wave, "--backend", "cpu", "--size", "48x40", "--steps", "100000000", "--quiet",
+				"--checkpoint", "ck.npz", "--out", "final.npy", "--png", "final.png", "--snapshot-every", "200", "--snapshots", "snaps"}, c.split...)
 			cmd, out := startCLI(t, dir, args...)
 			waitFor(t, "the first snapshots", func() bool { return exists(filepath.Join(dir, "snaps", "u_000000400.npy")) })
 			cmd.Process.Signal(sig)

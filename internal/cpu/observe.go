@@ -4,7 +4,9 @@ import (
 	"runtime"
 	"sync"
 
+	"tempest/internal/gridio"
 	"tempest/internal/ir"
+	"tempest/internal/state"
 )
 
 // levelBuf is grid g's padded buffer at level: a one-level grid's level 1 is the buffer the
@@ -151,4 +153,23 @@ func (w *worker) observe(o *ir.Observe, f fn, lo, hi int, fparts []float64, ipar
 			fparts[ch] = ir.ReduceTree(fv[:last-first], ir.IdentityF64(o.Op), func(a, b float64) float64 { return ir.CombineF64(o.Op, a, b) })
 		}
 	}
+}
+
+// ObserveState evaluates every observable on the values of s as they are, bit for bit what
+// ref.Observe(s, before) gives but compiled and spread over the cores (the interpreter takes
+// minutes on a large grid): what observes a state gathered from the sub-domains of a split run.
+// before holds, by grid index, the values before the last step of the one-level grids whose
+// .prev an observable reads (ir.Program.PrevObserved); where it holds none, .prev reads the
+// current values, as before a run's first step. It pads a copy of every grid.
+func ObserveState(s *state.State, before []*gridio.Array) []float64 {
+	if len(s.Prog.Observes) == 0 {
+		return make([]float64, 0)
+	}
+	e := New(s)
+	for _, g := range s.Prog.PrevObserved() {
+		if before != nil && before[g.Index] != nil {
+			e.next[g.Index] = e.pad(g, before[g.Index])
+		}
+	}
+	return e.Observe()
 }

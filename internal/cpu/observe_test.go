@@ -108,3 +108,36 @@ func TestObserveMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestObserveState: observing a state as it is (a split run's gathered state) equals the
+// reference's observation of it bit for bit, with the values before the last step and
+// without them (.prev then reads the current values).
+func TestObserveState(t *testing.T) {
+	for _, pr := range observePrograms {
+		p, err := load.Source(pr.name+".stencil", pr.src, load.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", pr.name, err)
+		}
+		for _, shape := range pr.shapes {
+			s, err := state.New(p, shape, state.DefaultParams(p), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref.Init(s)
+			ref.Run(s, 2)
+			before := make([]*gridio.Array, len(p.Grids))
+			for _, g := range p.PrevObserved() {
+				before[g.Index] = state.CopyArray(s.Cur[g.Index])
+			}
+			ref.Step(s)
+			for _, b := range [][]*gridio.Array{before, nil} {
+				got, want := ObserveState(s, b), ref.Observe(s, b)
+				for i, o := range p.Observes {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Errorf("%s %v (before given: %v): %s = %v, reference %v", pr.name, shape, b != nil, o.Name, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -14,8 +14,9 @@ import (
 
 // Coordinator links the processes of a multi-process run over TCP: rank 0 listens at the
 // coordinator address and every other rank connects to it. It carries what NCCL needs before
-// it exists (the unique id) and what is gathered once at the end (owned rows for --out and
-// the measured times); halos never pass through it.
+// it exists (the unique id), the owned rows gathered on rank 0 wherever the run looks at its
+// state (observations, snapshots, checkpoints, --out), small messages that keep the ranks in
+// step, and, for runs without NCCL, the halos (Exchange).
 type Coordinator struct {
 	Rank, Ranks int
 	peers       []net.Conn // rank 0: by rank (nil for itself)

@@ -233,7 +233,8 @@ update v = u[y-1]`, "some grids are periodic along y and others are not"},
 
 // TestCPUBitwise runs every program decomposed over the CPU engine with the local transport
 // and holds it bitwise equal to the CPU engine on the whole domain (which its own tests hold
-// bitwise equal to the reference interpreter): tolerance zero.
+// bitwise equal to the reference interpreter): tolerance zero. Chunked runs advance in calls
+// that ignore the exchange period, as a run loop stopping for events does.
 func TestCPUBitwise(t *testing.T) {
 	const steps = 7
 	for _, pr := range progs {
@@ -242,8 +243,15 @@ func TestCPUBitwise(t *testing.T) {
 		e := cpu.New(want)
 		e.Run(steps, nil)
 		e.Sync()
-		for _, c := range []struct{ parts, period int }{{1, 3}, {2, 1}, {3, 3}, {4, 2}} {
-			t.Run(fmt.Sprintf("%s/k%d_e%d", pr.name, c.parts, c.period), func(t *testing.T) {
+		for _, c := range []struct {
+			parts, period int
+			chunked       bool
+		}{{1, 3, false}, {2, 1, false}, {3, 3, false}, {4, 2, false}, {3, 3, true}, {2, 2, true}} {
+			name := fmt.Sprintf("%s/k%d_e%d", pr.name, c.parts, c.period)
+			if c.chunked {
+				name += "_chunked"
+			}
+			t.Run(name, func(t *testing.T) {
 				g := initial(t, p)
 				l, err := NewLayout(p, g.Shape, c.parts, c.period)
 				if err != nil {
@@ -254,11 +262,19 @@ func TestCPUBitwise(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer d.Close()
-				if err := d.Run(steps); err != nil {
-					t.Fatal(err)
+				// One call for all steps, or chunks that ignore the period with gathers between
+				// them (as the run loop's events do): the same exchanges, the same values.
+				chunks := []int{steps}
+				if c.chunked {
+					chunks = []int{1, 3, 2, 1}
 				}
-				if err := d.Gather(g); err != nil {
-					t.Fatal(err)
+				for _, n := range chunks {
+					if err := d.Run(n); err != nil {
+						t.Fatal(err)
+					}
+					if err := d.Gather(g); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if err := sameBits(want, g); err != nil {
 					t.Error(err)

@@ -17,6 +17,9 @@ type Domain struct {
 	levels    []Level
 	copies    []Copy
 	Exchanges int // exchanges performed so far
+	// since is the steps run since the last exchange (or since the split): the halos still
+	// hold Period-since steps of valid rows.
+	since int
 }
 
 // NewDomain checks the parts against the layout: every exchange period must be a multiple of
@@ -41,11 +44,23 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 	return &Domain{L: l, Parts: parts, T: t, levels: Exchanged(prog.Prog), copies: l.Exchanges()}, nil
 }
 
-// Run advances every part by steps: runs of at most one period, with an exchange between
-// runs (none after the last: only owned rows are read afterwards).
+// Run advances every part by steps: runs of at most one period, each preceded by an exchange
+// where the halos are used up (none after the last run: only owned rows are read afterwards).
+// The domain counts the steps since the last exchange across calls, so a run advanced in
+// chunks of any length exchanges at the same steps as one call for all of them (a multiple
+// of Period after the split) and gives the same values.
 func (d *Domain) Run(steps int) error {
 	for done := 0; done < steps; {
-		n := min(d.L.Period, steps-done)
+		if d.since == d.L.Period {
+			if len(d.copies) > 0 {
+				if err := d.T.Exchange(d.Parts, d.copies, d.levels); err != nil {
+					return err
+				}
+				d.Exchanges++
+			}
+			d.since = 0
+		}
+		n := min(d.L.Period-d.since, steps-done)
 		for i, p := range d.Parts {
 			if p == nil {
 				continue
@@ -55,12 +70,7 @@ func (d *Domain) Run(steps int) error {
 			}
 		}
 		done += n
-		if done < steps && len(d.copies) > 0 {
-			if err := d.T.Exchange(d.Parts, d.copies, d.levels); err != nil {
-				return err
-			}
-			d.Exchanges++
-		}
+		d.since += n
 	}
 	return nil
 }

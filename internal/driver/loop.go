@@ -48,8 +48,8 @@ type Point struct {
 	Final bool // the run's last step (reached, or where an interruption stopped it)
 	// Interrupted says a signal ended the run here.
 	Interrupted bool
-	// Runner is the GPU runner, nil on the CPU engines: consumers that compute on the device
-	// (reductions, norms) use it without downloading the state.
+	// Runner is the GPU runner, nil on the CPU engines and split runs: consumers that compute
+	// on the device (reductions, norms) use it without downloading the state.
 	Runner *gpurun.Runner
 	eng    stepper
 	s      *state.State
@@ -196,6 +196,18 @@ type loop struct {
 	stop    func() bool         // a signal arrived; nil: never
 	onStop  func(*Point) error  // writes the checkpoint of an interrupted run
 	advance func(done, all int) // progress; nil: none
+	// agree, in a multi-process run, gives every rank the same decisions at the same steps: a
+	// stop asked for on any rank, rank 0's chunk lengths and rank 0's EndRun. With it, every
+	// point where an event is due first brings the state up to date on every rank (a gather
+	// all ranks take part in), whatever the events then do. nil: one process.
+	agree func(decision) (decision, error)
+}
+
+// A decision is what every rank of a multi-process run must do alike.
+type decision struct {
+	Stop  bool // a signal arrived: end the run here with a checkpoint (any rank's)
+	End   bool // an event ended the run at this point (rank 0's)
+	Chunk int  // the steps of the next chunk (rank 0's)
 }
 
 // roundPeriods keeps event periods multiples of the engine's granule, so that stopping for an
@@ -253,15 +265,19 @@ func (l *loop) observedAt(t int) bool {
 // fire calls the events due at the point; with onlyEnd, those due at the end of a run alone
 // that the point's periodic calls did not already serve (a run ended early by EndRun).
 func (l *loop) fire(p *Point, onlyEnd bool) error {
+	var due []Event
 	for _, e := range l.events {
 		periodic := e.periodicAt(p.Step)
-		due := periodic || p.Final && e.AtEnd
-		if onlyEnd {
-			due = p.Final && e.AtEnd && !periodic
+		if onlyEnd && p.Final && e.AtEnd && !periodic || !onlyEnd && (periodic || p.Final && e.AtEnd) {
+			due = append(due, e)
 		}
-		if !due {
-			continue
+	}
+	if len(due) > 0 && l.agree != nil {
+		if _, err := p.State(); err != nil {
+			return err
 		}
+	}
+	for _, e := range due {
 		if err := e.Fire(p); err != nil {
 			return err
 		}
@@ -280,6 +296,13 @@ func (l *loop) run() (float64, error) {
 	}
 	// ended handles EndRun at a point: the run's end moves there.
 	ended := func(p *Point) (bool, error) {
+		if l.agree != nil {
+			d, err := l.agree(decision{End: p.ended})
+			if err != nil {
+				return false, err
+			}
+			p.ended = d.End
+		}
 		if !p.ended || p.Final {
 			return false, nil
 		}
@@ -300,7 +323,15 @@ func (l *loop) run() (float64, error) {
 	for t := start; t < l.target; {
 		end := l.nextStop(t)
 		for t < end {
-			if l.stop != nil && l.stop() {
+			stop := l.stop != nil && l.stop()
+			if l.agree != nil {
+				d, err := l.agree(decision{Stop: stop, Chunk: chunk})
+				if err != nil {
+					return total, err
+				}
+				stop, chunk = d.Stop, d.Chunk
+			}
+			if stop {
 				p := point(t)
 				p.Final, p.Interrupted = true, true
 				if err := l.onStop(p); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"time"
 
 	"tempest/internal/cpu"
@@ -203,15 +204,20 @@ func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport,
 	return decomp.Local{}, "host copies", nil
 }
 
-// runMulti carries out `tempest run` split into sub-domains. Rank 0 (or the only process)
-// reports, verifies and writes the outputs.
+// runMulti carries out `tempest run` split into sub-domains, with the run loop of a single
+// device over a splitStepper: observables, until, snapshots, GIFs, checkpoints, --resume and
+// signals work as on one device, from the state gathered at their steps. Rank 0 (or the only
+// process) reports, verifies and writes every file; the other ranks of a multi-process run
+// keep its schedule, take part in its gathers and stop where it stops.
 func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	m := o.Multi
 	if err := m.check(); err != nil {
 		return nil, err
 	}
-	if err := splitUnsupported(o); err != nil {
-		return nil, err
+	if o.Out != "" {
+		if _, err := outputFormat(o.Out); err != nil {
+			return nil, err
+		}
 	}
 	mr := &multiRun{caches: map[gpu.Device]*gpurun.Modules{}}
 	defer mr.close()
@@ -227,6 +233,14 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		if mr.coord, err = decomp.Connect(m.Coordinator, m.Rank, m.Ranks, timeout); err != nil {
 			return nil, err
 		}
+		if o.Resume != "" {
+			resume, remove, err := shareCheckpoint(mr.coord, o.Resume)
+			if err != nil {
+				return nil, err
+			}
+			defer remove()
+			o.Resume = resume
+		}
 	}
 	copies := 3.0 // the global state, the parts' states and their engines' buffers
 	if o.Verify {
@@ -236,10 +250,24 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkObserveFlags(o, pr.Prog); err != nil {
+		return nil, err
+	}
 	if err := decomp.Splittable(pr.Prog); err != nil {
 		return nil, err
 	}
+	report := m.Ranks == 0 || m.Rank == 0
+	if report {
+		for _, n := range pr.Notes {
+			fmt.Fprintln(stderr, n)
+		}
+	}
 	s := pr.State
+	start := s.Steps
+	if start > o.Steps {
+		return nil, fmt.Errorf("--resume %s: the checkpoint is at step %d, past --steps %d (with --resume, --steps is the step the run ends at)", o.Resume, start, o.Steps)
+	}
+	steps := o.Steps - start
 	var initial *state.State
 	if o.Verify {
 		initial = s.Clone()
@@ -250,7 +278,7 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 			dev = d
 		}
 	}
-	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: o.Steps, Type: pr.Prog.DefaultType.String(), Backend: "cpu", Device: cpuName(), Plan: "cpu engine"}
+	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: steps, StartStep: start, Type: pr.Prog.DefaultType.String(), Backend: "cpu", Device: cpuName(), Plan: "cpu engine"}
 	var pl plan.Plan
 	depth := 1
 	if dev != nil {
@@ -274,7 +302,7 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 			return nil, err
 		}
 		props := dev.Props()
-		res.Backend, res.Device, res.Plan = props.Backend, props.Name, pl.String()
+		res.Backend, res.Device, res.Plan, res.FastMath = props.Backend, props.Name, pl.String(), pl.FastMath
 	}
 	period := depth
 	if m.Exchange > 0 {
@@ -309,7 +337,6 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer d.Close()
-	report := m.Ranks == 0 || m.Rank == 0
 	where := fmt.Sprintf("%d sub-domains", parts)
 	switch {
 	case m.GPUs > 0:
@@ -317,11 +344,15 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	case m.Ranks > 0:
 		where += fmt.Sprintf(" in %d processes (this is rank %d)", m.Ranks, m.Rank)
 	}
-	fmt.Fprintf(stdout, "%s: %s, %s, %d steps, %s on %s (%s), %s along %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, o.Steps, res.Plan, res.Device, res.Backend, where, pr.Prog.Axes[decomp.Axis])
+	from := ""
+	if start > 0 {
+		from = fmt.Sprintf(" (from step %d of a checkpoint)", start)
+	}
+	fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, %s on %s (%s), %s along %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Plan, res.Device, res.Backend, where, pr.Prog.Axes[decomp.Axis])
 	if len(l.Exchanges()) == 0 {
 		fmt.Fprintf(stdout, "halos: none (one sub-domain without a wrap)\n")
 	} else {
-		exchanges := max(0, (o.Steps+l.Period-1)/l.Period-1)
+		exchanges := max(0, (steps+l.Period-1)/l.Period-1)
 		fmt.Fprintf(stdout, "halos: %d rows (reach %d x exchange period %d steps), exchanged %d times, %s\n", l.Halo, l.Reach, l.Period, exchanges, how)
 	}
 	for _, p := range d.Parts {
@@ -332,23 +363,27 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 			break
 		}
 	}
-	start := time.Now()
-	if err := d.Run(o.Steps); err != nil {
+	sp := &splitStepper{d: d, s: s, coord: mr.coord, depth: depth}
+	loop := &loop{eng: sp, s: s, target: o.Steps}
+	if mr.coord != nil {
+		loop.agree = agreeOver(mr.coord)
+	}
+	ss, err := newSession(o, pr, loop, report, stdout, stderr)
+	if err != nil {
 		return nil, err
 	}
-	for i, p := range d.Parts {
-		if p != nil {
-			if err := p.Wait(); err != nil {
-				return nil, fmt.Errorf("sub-domain %d: %w", i, err)
-			}
+	defer ss.abort()
+	if res.Seconds, err = ss.run(loop, steps, stdout, stderr); err != nil {
+		return nil, err
+	}
+	if s.Steps != o.Steps {
+		steps = s.Steps - start // an until test ended the run early
+		res.Steps = steps
+		if report {
+			fmt.Fprintf(stdout, "the run ended at step %d\n", s.Steps)
 		}
 	}
-	res.Seconds = time.Since(start).Seconds()
 	if m.Ranks > 0 {
-		p := d.Parts[m.Rank]
-		if err := p.Sync(); err != nil {
-			return nil, err
-		}
 		// The run took as long as its slowest process.
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], math.Float64bits(res.Seconds))
@@ -361,30 +396,29 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 				res.Seconds = max(res.Seconds, math.Float64frombits(binary.LittleEndian.Uint64(x)))
 			}
 		}
-		if err := mr.coord.GatherState(l, s, p); err != nil {
-			return nil, err
-		}
-		s.Steps = p.State().Steps
-	} else if err := d.Gather(s); err != nil {
-		return nil, err
 	}
-	cells := UpdatedCells(s) * float64(o.Steps)
+	cells := UpdatedCells(s) * float64(steps)
 	if res.Seconds > 0 {
 		res.GCellsPerS = cells / res.Seconds / 1e9
 		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
 	}
 	if !report {
-		fmt.Fprintf(stdout, "rank %d done; rank 0 reports and writes the outputs\n", m.Rank)
+		fmt.Fprintf(stdout, "rank %d done at step %d; rank 0 reports and writes the outputs\n", m.Rank, s.Steps)
 		return res, nil
 	}
 	fmt.Fprintf(stdout, "time %.3f s (wall clock, exchanges included), %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
+	warnNonFinite(s, stderr)
+	ss.obs.warnNonFinite(stderr)
 	if o.Verify {
 		eng := cpu.New(initial)
-		eng.Run(o.Steps, nil)
+		eng.Run(steps, nil)
 		eng.Sync()
 		maxAbs, rms := ref.Compare(initial, s)
 		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
 		fmt.Fprintf(stdout, "verify against the reference (CPU engine on the whole domain): max abs error %.3g, RMS error %.3g\n", maxAbs, rms)
+	}
+	if err := ss.finish(stdout); err != nil {
+		return nil, err
 	}
 	if err := writeOutputs(o, pr, stdout); err != nil {
 		return nil, err
@@ -392,20 +426,36 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	return res, nil
 }
 
-// splitUnsupported refuses the long-run options split runs do not carry out yet, rather than
-// ignoring them.
-func splitUnsupported(o RunOptions) error {
-	for _, f := range []struct {
-		set  bool
-		flag string
-	}{
-		{o.Observables != "" || o.ObservablesPNG != "" || o.ObserveEvery > 0 || o.CheckEvery > 0, "--observables/--observe-every/--check-every"},
-		{o.SnapshotEvery > 0 || o.Snapshots != "" || o.GIF != "", "--snapshot-every/--snapshots/--gif"},
-		{o.Checkpoint != "" || o.CheckpointEvery > 0 || o.Resume != "", "--checkpoint/--checkpoint-every/--resume"},
-	} {
-		if f.set {
-			return fmt.Errorf("%s: split runs (--gpus, --subdomains, --ranks) do not take these yet; run on one device", f.flag)
-		}
+// shareCheckpoint gives every rank of a multi-process run the checkpoint rank 0 reads, as
+// rank 0 alone writes them: the other ranks get its bytes through the coordinator, in a
+// temporary file (remove deletes it), so that their hosts need no copy.
+func shareCheckpoint(c *decomp.Coordinator, path string) (string, func(), error) {
+	var b []byte
+	var rerr error
+	if c.Rank == 0 {
+		b, rerr = os.ReadFile(path) // on failure, the empty message stops the other ranks
 	}
-	return nil
+	b, err := c.Broadcast(b)
+	switch {
+	case rerr != nil:
+		return "", nil, fmt.Errorf("--resume %s: %w", path, rerr)
+	case err != nil:
+		return "", nil, fmt.Errorf("--resume: receiving rank 0's checkpoint: %w", err)
+	case c.Rank == 0:
+		return path, func() {}, nil
+	}
+	if len(b) == 0 {
+		return "", nil, fmt.Errorf("--resume: rank 0 could not read its checkpoint %s", path)
+	}
+	f, err := os.CreateTemp("", "tempest-resume-*.npz")
+	if err != nil {
+		return "", nil, fmt.Errorf("--resume: %w", err)
+	}
+	remove := func() { os.Remove(f.Name()) }
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Close()); err != nil {
+		remove()
+		return "", nil, fmt.Errorf("--resume: %w", err)
+	}
+	return f.Name(), remove, nil
 }

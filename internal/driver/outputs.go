@@ -50,12 +50,9 @@ type outputs struct {
 }
 
 func newOutputs(o RunOptions, pr *Prepared, stdout, stderr io.Writer) (*outputs, error) {
-	out := &outputs{o: o, pr: pr, stdout: stdout, stderr: stderr, ckpt: o.Checkpoint}
-	if out.ckpt == "" && (o.CheckpointEvery > 0 || o.Signals) {
-		out.ckpt = DefaultCheckpoint(pr.Prog.Name)
-		if o.CheckpointEvery > 0 {
-			fmt.Fprintf(stderr, "checkpoints go to %s (--checkpoint FILE names another)\n", out.ckpt)
-		}
+	out := &outputs{o: o, pr: pr, stdout: stdout, stderr: stderr, ckpt: checkpointFile(o, pr)}
+	if o.Checkpoint == "" && o.CheckpointEvery > 0 {
+		fmt.Fprintf(stderr, "checkpoints go to %s (--checkpoint FILE names another)\n", out.ckpt)
 	}
 	out.digits = max(6, len(fmt.Sprint(o.Steps)))
 	if o.Snapshots != "" {
@@ -75,6 +72,15 @@ func newOutputs(o RunOptions, pr *Prepared, stdout, stderr io.Writer) (*outputs,
 		}
 	}
 	return out, nil
+}
+
+// checkpointFile is the checkpoint file of a run: --checkpoint, else the default where
+// checkpoints are written every so many steps or on a signal; empty: none.
+func checkpointFile(o RunOptions, pr *Prepared) string {
+	if o.Checkpoint == "" && (o.CheckpointEvery > 0 || o.Signals) {
+		return DefaultCheckpoint(pr.Prog.Name)
+	}
+	return o.Checkpoint
 }
 
 // events are the run loop's events for these outputs.

@@ -426,60 +426,13 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device)
 		l.eng = cpuStepper{cpu.New(s)}
 	}
-	out, err := newOutputs(o, pr, stdout, stderr)
+	ss, err := newSession(o, pr, l, true, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
-	defer out.abort()
-	// At a step, Tempest's own events fire first (observations, then the outputs), then
-	// o.Events; an until check that ends the run leaves the end's checkpoint to the outputs.
-	obs := newObservations(o, pr)
-	var events []Event
-	if obs != nil {
-		events = obs.events(l.eng.Granule())
-	}
-	events = append(append(events, out.events()...), o.Events...)
-	l.events = roundPeriods(events, l.eng.Granule(), stderr)
-	l.onStop = out.interrupted
-	if obs != nil {
-		// An interrupted run keeps the observations it made, as it keeps its GIF frames.
-		l.onStop = func(p *Point) error {
-			return errors.Join(out.interrupted(p), obs.write(stdout))
-		}
-	}
-	release := func() {}
-	if o.Signals {
-		// Caught only while the loop runs: a signal during verification or the final outputs
-		// ends the process as usual (the outputs are written atomically).
-		c := catchSignals()
-		release, l.stop = c.release, c.caught
-	}
-	bar := newBar(o, stderr, "running", steps)
-	if bar != nil {
-		l.advance = func(done, _ int) { bar.Set(done) }
-	}
-	res.Seconds, err = l.run()
-	release()
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
-	}
-	if errors.Is(err, ErrInterrupted) {
-		return nil, fmt.Errorf("%w at step %d of %d: checkpoint written to %s; to go on, run the same command with --resume %s",
-			ErrInterrupted, s.Steps, o.Steps, out.checkpointPath(), out.checkpointPath())
-	}
-	if err != nil {
+	defer ss.abort()
+	if res.Seconds, err = ss.run(l, steps, stdout, stderr); err != nil {
 		return nil, err
-	}
-	if obs != nil {
-		if obs.last == nil { // a resumed run with no step left
-			v, err := l.eng.(observer).Observe()
-			if err != nil {
-				return nil, err
-			}
-			obs.note(s.Steps, v)
-		}
-		obs.report(stdout)
 	}
 	if s.Steps != o.Steps {
 		steps = s.Steps - start // an event ended the run early
@@ -493,20 +446,15 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	fmt.Fprintf(stdout, "time %.3f s, %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
 	warnNonFinite(s, stderr)
-	obs.warnNonFinite(stderr)
+	ss.obs.warnNonFinite(stderr)
 
 	if o.Verify {
 		if err := verify(o, res, initial, s, dev != nil, stdout, stderr); err != nil {
 			return nil, err
 		}
 	}
-	if err := out.finish(); err != nil {
+	if err := ss.finish(stdout); err != nil {
 		return nil, err
-	}
-	if obs != nil {
-		if err := obs.write(stdout); err != nil {
-			return nil, err
-		}
 	}
 	if err := writeOutputs(o, pr, stdout); err != nil {
 		return nil, err
