@@ -55,14 +55,19 @@
 #
 # On the GPU machine (no Go, nvcc on PATH; .gpu/tempest from `make gpu`), with the artifact
 # carried as out/an5d-artifact, each line one call of at most 10 minutes (repeat a cut call
-# unchanged: it resumes; out/sbs stays while the machine is held):
-#   BUILD_ONLY=1 TYPES=float bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
-#   BUILD_ONLY=1 TYPES=double DERIVE_DOUBLE=1 bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
+# unchanged: it resumes; out/ stays while the machine is held; carry a previous
+# side_by_side.csv back to out/sbs/ to go on on a fresh machine):
+#   BUILD_ONLY=1 DERIVE_DOUBLE=1 bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
+#   TUNE_ONLY=1 TYPE=f64 TUNE_ARGS="--mode topk+beta" STENCILS="star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt" \
+#     bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
+#   TUNE_ONLY=1 TYPE=f64 TUNE_ARGS="--mode topk+beta" STENCILS="j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt" \
+#     bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
+#   SKIP_TUNE=1 TYPE=f64 BENCH_ARGS="--scaling none --no-naive --reps 1" bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
 #   SKIP_BUILD=1 TYPES=float RESULTS=$OUT bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
-#   TYPE=f64 TUNE_ARGS="--mode topk+beta" BENCH_ARGS="--scaling none --no-naive --reps 1" \
-#     bench/gpu/an5d-tuned.sh .gpu/tempest out/f64                        # tuned double plans
 #   SKIP_BUILD=1 TYPES=double DERIVE_DOUBLE=1 LIST_F64=out/f64/tuned-f64.txt RESULTS=$OUT \
 #     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
+# (the last two write one report with both types). With the artifact's 5 to 10 configurations
+# per stencil (CONFIGS=v100 takes 5), split the runs further with ROUNDS=1, ROUNDS=2, ROUNDS=3.
 set -u
 export LC_ALL=C
 ALL_STENCILS="star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt"
@@ -298,6 +303,7 @@ if [ -n "${REPORT_ONLY:-}" ]; then
 fi
 
 echo "AN5D: $nbin binaries ($TYPES; CONFIGS=$CONFIGS); sizes ${SIZE2D}^2 / ${SIZE3D}^3, $STEPS steps, fast math for both"
+echo "rounds $ROUNDS: each runs $nbin AN5D binaries and $(( $(wc -w <<< "$STENCILS") * $(wc -w <<< "$TYPES") )) Tempest plans (less what the CSV holds)"
 
 # 1. Derived double sources and builds.
 if [ -z "${SKIP_BUILD:-}" ]; then

@@ -9,8 +9,9 @@
 # (e.g. "--scaling none", which skips the depth-scaling curves and tuning surface). STENCILS
 # (space-separated) picks stencils. SKIP_TUNE=1 benchmarks the plans already in the tuning cache
 # (the second half alone, for machines whose commands are cut at 10 minutes: tuning all 11
-# stencils takes about 5.5 minutes on the H100, the benchmark about 4; split the tuning with
-# STENCILS, then run SKIP_TUNE=1 for all).
+# stencils takes about 5.5 minutes on the H100, the benchmark about 4); TUNE_ONLY=1 tunes and
+# benchmarks nothing, so that the tuning can be split with STENCILS and the benchmark of all
+# run after it with SKIP_TUNE=1.
 # Writes an5d.json, an5d.csv and an5d.html (with charts) to the output directory (an5d_f64.*
 # for TYPE=f64), and tuned-TYPE.txt: the benchmarked plan of each stencil, lines "stencil
 # plan", the list bench/gpu/an5d-plans.sh (LIST=) and bench/gpu/an5d-side-by-side.sh
@@ -38,6 +39,7 @@ for s in $([ -n "${SKIP_TUNE:-}" ] || echo "$STENCILS"); do
   # shellcheck disable=SC2086 # TUNE_ARGS holds several flags
   $T tune examples/an5d/$s.stencil --backend cuda --fastmath --type $TYPE --size $size ${TUNE_ARGS:-} --quiet 2>&1 | tail -2 || true
 done
+[ -n "${TUNE_ONLY:-}" ] && exit 0
 # shellcheck disable=SC2086 # BENCH_ARGS holds several flags
 $T bench --suite an5d --backend cuda --fastmath --type $TYPE --reps 3 --stencils "$(echo $STENCILS | tr ' ' ,)" ${BENCH_ARGS:-} \
   --json "$OUTDIR/$base.json" --csv "$OUTDIR/$base.csv" --report "$OUTDIR/$base.html"
