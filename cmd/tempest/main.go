@@ -254,6 +254,7 @@ func benchCmd() *cobra.Command {
 		Example: `  tempest bench --suite an5d --backend cuda --json an5d.json --csv an5d.csv --report an5d.html
   tempest bench --suite all --size-scale 0.05 --steps 20 --reps 2 --report quick.html
   tempest bench --suite schafer-fey --plan stream25d
+  tempest bench --suite an5d --type f64 --backend cuda --fastmath --reps 3
   tempest bench --suite an5d --gpus 4 --stencils j2d5pt,star3d1r --plan n5d --steps 200`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -267,6 +268,7 @@ func benchCmd() *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.Suite, "suite", "an5d", "suite: an5d, sl, lift, inplane, schafer-fey or all")
+	f.StringVar(&o.Type, "type", "", "element type of every program, replacing the suite's (an5d: f32, schafer-fey: f64) and the programs' own: f32, f64, i32 or i64; anchors (float) are compared in f32 only")
 	f.StringVar(&o.Backend, "backend", "auto", "engine: auto (CUDA, then OpenCL, then the CPU engine), cuda, opencl or cpu")
 	f.StringVar(&o.Plan, "plan", "", "force this GPU plan on every stencil (default: chosen by --tune)")
 	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none, cached, model or full (default: cached, else model)")

@@ -113,6 +113,34 @@ func TestBenchCPU(t *testing.T) {
 	if rep.Backend != "cpu" {
 		t.Errorf("backend %q", rep.Backend)
 	}
+	// No plan, no device: no peak and no shared memory (printed as "-").
+	for _, r := range rep.Results {
+		if r.PeakGFLOPs != 0 || r.PeakPct != 0 || r.Shared != nil {
+			t.Errorf("%s: CPU engine with peak %v (%v%%), shared %+v", r.Stencil, r.PeakGFLOPs, r.PeakPct, r.Shared)
+		}
+	}
+}
+
+// TestBenchType runs the AN5D suite in double with --type: every program in f64, no float
+// anchor to compare with, and a clear error for an unknown type.
+func TestBenchType(t *testing.T) {
+	o := driver.BenchOptions{Suite: "an5d", Backend: "cpu", Type: "f64", SizeScale: 0.004, Steps: 2, Reps: 1, Stencils: []string{"j2d5pt"},
+		Scaling: "none", Root: "../.."}
+	var stdout bytes.Buffer
+	rep, err := driver.Bench(o, &stdout, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Type != "f64" || rep.Results[0].Anchor != nil || rep.Results[0].Error != "" {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	if head, _, _ := strings.Cut(stdout.String(), "\n"); !strings.Contains(head, "type f64") || rep.Type != "f64" {
+		t.Errorf("the header does not state the type: %q", head)
+	}
+	o.Type = "f16"
+	if _, err := driver.Bench(o, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), `--type "f16"`) {
+		t.Errorf("--type f16: %v", err)
+	}
 }
 
 func TestBenchOpenCL(t *testing.T) {
@@ -134,6 +162,15 @@ func TestBenchOpenCL(t *testing.T) {
 		}
 		if r.BoundGCells <= 0 || r.RooflinePct <= 0 {
 			t.Errorf("%s: no roofline share", r.Stencil)
+		}
+		// OpenCL: no FP lanes known, no registers (so no resident blocks), but the plan's
+		// shared memory against the per-block limit.
+		if r.PeakGFLOPs != 0 || r.PeakPct != 0 {
+			t.Errorf("%s: OpenCL peak %v", r.Stencil, r.PeakGFLOPs)
+		}
+		if u := r.Shared; u == nil || u.Kernel == "" || u.BlockLimit <= 0 || u.BlockPercent == nil || u.SMPercent != nil ||
+			*u.BlockPercent != 100*float64(u.BytesPerBlock)/float64(u.BlockLimit) {
+			t.Errorf("%s: shared memory %+v", r.Stencil, u)
 		}
 	}
 }

@@ -426,6 +426,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"size": SizeText,
 	"f":    func(x float64, prec int) string { return f(x, prec) },
 	"g3":   g3,
+	"sh":   func(u *SharedUse) [4]string { return u.cells() },
 	"ms":   func(x float64) string { return f(x*1e3, 2) },
 	"join": func(s []string) string { return strings.Join(s, " ") },
 	"sorted": func(xs []Result) []Result {
@@ -444,12 +445,14 @@ th{background:#eee}td.l,th.l{text-align:left}img{max-width:100%;border:1px solid
 <h1>Tempest bench: suite {{.R.Suite}}</h1>
 <p>Tempest {{.R.Tempest}}; device {{.R.Device}} ({{.R.Backend}}; driver {{.R.Driver}}; compiler {{.R.Compiler}});
 command <code>{{join .R.CommandLine}}</code>; tune {{.R.Tune}}; {{if .R.FastMath}}fast math{{else}}exact math{{end}}; median of {{.R.Reps}} timed runs after a warm-up; size scale {{.R.SizeScale}}.</p>
-{{with .R.Profile}}<p>Device profile: DRAM copy {{f .DRAMGBs 0}} GB/s, FMA peak f32 {{f .FMAF32GFLOPs 0}} GFLOP/s, f64 {{f .FMAF64GFLOPs 0}} GFLOP/s{{if .Estimated}} (estimated){{end}}.</p>{{end}}
+{{with .R.Profile}}<p>Device profile: DRAM copy {{f .DRAMGBs 0}} GB/s, FMA peak f32 {{f .FMAF32GFLOPs 0}} GFLOP/s, f64 {{f .FMAF64GFLOPs 0}} GFLOP/s{{if .Estimated}} (estimated){{end}}; nominal peak f32 {{f .NominalF32GFLOPs 0}} GFLOP/s, f64 {{f .NominalF64GFLOPs 0}} GFLOP/s.</p>{{end}}
 <h2>Results</h2>
-<table><tr><th class="l">suite</th><th class="l">stencil</th><th>size</th><th>type</th><th>steps</th><th class="l">plan</th><th>ms</th><th>GCells/s</th><th>GFLOP/s</th><th>GB/s</th><th>FLOP/B</th><th>% roofline</th><th>x naive</th><th>anchor GCells/s</th><th>x anchor</th><th>predicted ms</th></tr>
-{{range .R.Results}}<tr><td class="l">{{.Suite}}</td><td class="l">{{.Stencil}}</td><td>{{size .Size}}</td><td>{{.Type}}</td><td>{{.Steps}}</td>{{if .Error}}<td class="l note" colspan="11">failed: {{.Error}}</td>{{else}}<td class="l">{{.Plan}}</td><td>{{ms .Seconds}}</td><td>{{f .GCellsPerS 2}}</td><td>{{f .GFLOPPerS 1}}</td><td>{{f .GBPerS 1}}</td><td>{{f .Intensity 2}}</td><td>{{f .RooflinePct 0}}</td><td>{{g3 .SpeedupNaive}}</td><td>{{if .Anchor}}{{f .Anchor.GCellsPerS 0}}{{else}}-{{end}}</td><td>{{g3 .SpeedupAnchor}}</td><td>{{ms .Predicted}}</td>{{end}}</tr>
+<table><tr><th class="l">suite</th><th class="l">stencil</th><th>size</th><th>type</th><th>steps</th><th class="l">plan</th><th>ms</th><th>GCells/s</th><th>GFLOP/s</th><th>GB/s</th><th>FLOP/B</th><th>% roofline</th><th>% peak</th><th>smem B/block</th><th>% block limit</th><th>blocks/SM</th><th>% SM smem</th><th>x naive</th><th>anchor GCells/s</th><th>x anchor</th><th>predicted ms</th></tr>
+{{range .R.Results}}<tr><td class="l">{{.Suite}}</td><td class="l">{{.Stencil}}</td><td>{{size .Size}}</td><td>{{.Type}}</td><td>{{.Steps}}</td>{{if .Error}}<td class="l note" colspan="16">failed: {{.Error}}</td>{{else}}<td class="l">{{.Plan}}</td><td>{{ms .Seconds}}</td><td>{{f .GCellsPerS 2}}</td><td>{{f .GFLOPPerS 1}}</td><td>{{f .GBPerS 1}}</td><td>{{f .Intensity 2}}</td><td>{{f .RooflinePct 0}}</td><td>{{f .PeakPct 1}}</td>{{range sh .Shared}}<td>{{.}}</td>{{end}}<td>{{g3 .SpeedupNaive}}</td><td>{{if .Anchor}}{{f .Anchor.GCellsPerS 0}}{{else}}-{{end}}</td><td>{{g3 .SpeedupAnchor}}</td><td>{{ms .Predicted}}</td>{{end}}</tr>
 {{end}}</table>
 <p>GCells/s: updated cells (fixed rims excluded) x steps / time. GB/s: compulsory bytes per cell x cells / time. % roofline: of min(DRAM bandwidth / bytes per cell, FMA peak / FLOPs per cell), the single-step bound, which temporal blocking can exceed.
+% peak: GFLOP/s of the device's nominal FP32 or FP64 peak (by the program's type: multiprocessors x FMA lanes x 2 x clock; "-" where unknown: OpenCL, the CPU engine, integer programs).
+Shared memory: the plan's kernel that takes the most per block, against the per-block limit (opt-in maximum) and, times its resident blocks, against a multiprocessor's ("-" where unknown).
 Anchors: {{range .R.Anchors}}{{end}}AN5D's generated code on an H100 (shared/design/benchmarks.md).</p>
 <h2>Charts</h2>
 {{range .Charts}}<h3>{{.Title}}</h3>{{if .Note}}<p class="note">{{.Note}}</p>{{end}}<p><img alt="{{.Title}}" src="{{.URI}}"><br><small>{{.File}}</small></p>

@@ -26,7 +26,8 @@ type Report struct {
 	Driver      string    `json:"driver"`
 	Compiler    string    `json:"compiler"`
 	Tune        string    `json:"tune"`
-	FastMath    bool      `json:"fastMath"` // plans compiled with fast math (tempest bench --fastmath)
+	FastMath    bool      `json:"fastMath"`       // plans compiled with fast math (tempest bench --fastmath)
+	Type        string    `json:"type,omitempty"` // --type: the element type of every program ("": each suite's)
 	Reps        int       `json:"reps"`
 	SizeScale   float64   `json:"sizeScale"`
 	Profile     *Profile  `json:"profile,omitempty"`
@@ -50,6 +51,10 @@ type Profile struct {
 	FMAF32GFLOPs float64 `json:"fmaF32GFLOPs"`
 	FMAF64GFLOPs float64 `json:"fmaF64GFLOPs"`
 	Estimated    bool    `json:"estimated"`
+	// NominalF32GFLOPs and NominalF64GFLOPs are the data-sheet peaks (probe.NominalPeakGFLOPs)
+	// that "% peak" is taken of, above the measured FMA rates; 0 where unknown.
+	NominalF32GFLOPs float64 `json:"nominalF32GFLOPs,omitempty"`
+	NominalF64GFLOPs float64 `json:"nominalF64GFLOPs,omitempty"`
 }
 
 // Peak is the FMA peak for an element type.
@@ -89,7 +94,66 @@ type Result struct {
 	SpeedupAnchor float64 `json:"speedupOverAnchor,omitempty"`
 	Predicted     float64 `json:"predictedSeconds,omitempty"`
 	Bottleneck    string  `json:"predictedBottleneck,omitempty"`
-	Error         string  `json:"error,omitempty"`
+	// PeakGFLOPs is the device's nominal FP32 or FP64 peak, by the program's type (0: unknown,
+	// as for OpenCL devices, the CPU engine and integer programs), and PeakPct the share of
+	// it that GFLOPPerS reaches.
+	PeakGFLOPs float64 `json:"peakGflopPerSecond,omitempty"`
+	PeakPct    float64 `json:"peakPercent,omitempty"`
+	// Shared is how close the plan comes to the shared-memory limits (nil: no plan, the CPU
+	// engine).
+	Shared *SharedUse `json:"sharedMemory,omitempty"`
+	Error  string     `json:"error,omitempty"`
+}
+
+// SharedUse is the shared memory of the plan's kernel that takes the most per block, against
+// the device's per-block limit (the opt-in maximum where there is one) and, with the blocks
+// of it that reside on one multiprocessor, against the multiprocessor's shared memory (the
+// bytes the kernel asks for, without the 1 KiB per block CUDA reserves besides). A percentage
+// is nil where its limit or the resident blocks are unknown (OpenCL reports no registers).
+type SharedUse struct {
+	Kernel        string   `json:"kernel"`
+	BytesPerBlock int      `json:"bytesPerBlock"`
+	BlockLimit    int      `json:"blockLimitBytes,omitempty"`
+	BlockPercent  *float64 `json:"blockPercent,omitempty"`
+	BlocksPerSM   int      `json:"blocksPerSM,omitempty"`
+	SMLimit       int      `json:"smLimitBytes,omitempty"`
+	SMPercent     *float64 `json:"smPercent,omitempty"`
+}
+
+// NewSharedUse fills in the percentages from a kernel's bytes per block, the per-block
+// limit, the resident blocks and the multiprocessor's shared memory (0: unknown).
+func NewSharedUse(kernel string, bytes, blockLimit, blocks, smLimit int) *SharedUse {
+	u := &SharedUse{Kernel: kernel, BytesPerBlock: bytes, BlockLimit: max(blockLimit, 0), BlocksPerSM: max(blocks, 0), SMLimit: max(smLimit, 0)}
+	if u.BlockLimit > 0 {
+		p := 100 * float64(bytes) / float64(u.BlockLimit)
+		u.BlockPercent = &p
+	}
+	if u.BlocksPerSM > 0 && u.SMLimit > 0 {
+		p := 100 * float64(bytes*u.BlocksPerSM) / float64(u.SMLimit)
+		u.SMPercent = &p
+	}
+	return u
+}
+
+// cells are the table's shared-memory cells: bytes per block, % of the block limit,
+// resident blocks per multiprocessor, % of the multiprocessor's ("-" where unknown).
+func (u *SharedUse) cells() [4]string {
+	if u == nil {
+		return [4]string{"-", "-", "-", "-"}
+	}
+	c := [4]string{strconv.Itoa(u.BytesPerBlock), pct(u.BlockPercent), "-", pct(u.SMPercent)}
+	if u.BlocksPerSM > 0 {
+		c[2] = strconv.Itoa(u.BlocksPerSM)
+	}
+	return c
+}
+
+// pct writes a known percentage with one decimal (a real 0 as "0.0"), "-" for unknown.
+func pct(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 1, 64)
 }
 
 // Point is one measured plan of a scaling series or tuning surface.
@@ -161,17 +225,25 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.FastMath {
 		mathMode = "fast math"
 	}
-	fmt.Fprintf(w, "tempest %s bench --suite %s on %s (%s), %s, reps %d\n", r.Tempest, r.Suite, r.Device, r.Backend, mathMode, r.Reps)
+	typ := ""
+	if r.Type != "" {
+		typ = ", type " + r.Type
+	}
+	fmt.Fprintf(w, "tempest %s bench --suite %s on %s (%s), %s%s, reps %d\n", r.Tempest, r.Suite, r.Device, r.Backend, mathMode, typ, r.Reps)
+	if p := r.Profile; p != nil && (p.NominalF32GFLOPs > 0 || p.NominalF64GFLOPs > 0) {
+		fmt.Fprintf(w, "nominal peak (%% peak): f32 %s GFLOP/s, f64 %s GFLOP/s\n", f(p.NominalF32GFLOPs, 0), f(p.NominalF64GFLOPs, 0))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "suite\tstencil\tsize\ttype\tsteps\tplan\tms\tGCells/s\tGFLOP/s\tGB/s\t% roof\tx naive\tx anchor\tpred ms\t")
+	fmt.Fprintln(tw, "suite\tstencil\tsize\ttype\tsteps\tplan\tms\tGCells/s\tGFLOP/s\tGB/s\t% roof\t% peak\tsmem B\t% blk\tblk/SM\t% SM\tx naive\tx anchor\tpred ms\t")
 	for _, x := range r.Results {
 		if x.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\tfailed: %s\t\t\t\t\t\t\t\t\t\n", x.Suite, x.Stencil, SizeText(x.Size), x.Type, x.Steps, firstLine(x.Error))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\tfailed: %s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", x.Suite, x.Stencil, SizeText(x.Size), x.Type, x.Steps, firstLine(x.Error))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Suite, x.Stencil, SizeText(x.Size), x.Type, x.Steps, x.Plan,
-			f(x.Seconds*1e3, 2), f(x.GCellsPerS, 2), f(x.GFLOPPerS, 1), f(x.GBPerS, 1), f(x.RooflinePct, 0), g3(x.SpeedupNaive),
-			g3(x.SpeedupAnchor), f(x.Predicted*1e3, 2))
+		sh := x.Shared.cells()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Suite, x.Stencil, SizeText(x.Size), x.Type, x.Steps, x.Plan,
+			f(x.Seconds*1e3, 2), f(x.GCellsPerS, 2), f(x.GFLOPPerS, 1), f(x.GBPerS, 1), f(x.RooflinePct, 0), f(x.PeakPct, 1),
+			sh[0], sh[1], sh[2], sh[3], g3(x.SpeedupNaive), g3(x.SpeedupAnchor), f(x.Predicted*1e3, 2))
 	}
 	tw.Flush()
 	for _, n := range r.Notes {
@@ -198,7 +270,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 var CSVHeader = []string{"suite", "stencil", "file", "size", "type", "steps", "plan", "seconds", "gcells_per_s", "gflop_per_s",
 	"effective_gb_per_s", "flops_per_cell", "bytes_per_cell", "flop_per_byte", "roofline_gcells_per_s", "roofline_percent",
 	"naive_plan", "naive_seconds", "speedup_over_naive", "anchor_gcells_per_s", "speedup_over_anchor", "predicted_seconds",
-	"predicted_bottleneck", "error"}
+	"predicted_bottleneck", "peak_gflop_per_s", "peak_percent", "shared_kernel", "shared_bytes_per_block", "shared_block_limit",
+	"shared_block_percent", "blocks_per_sm", "shared_sm_limit", "shared_sm_percent", "error"}
 
 // WriteCSV writes one row per result.
 func (r *Report) WriteCSV(w io.Writer) error {
@@ -212,9 +285,36 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		if x.Anchor != nil {
 			anchor = g(x.Anchor.GCellsPerS)
 		}
+		// Figures added with the peak and shared-memory columns are empty where unknown.
+		known := func(x float64) string {
+			if x == 0 {
+				return ""
+			}
+			return g(x)
+		}
+		var sh [7]string
+		if u := x.Shared; u != nil {
+			sh = [7]string{u.Kernel, strconv.Itoa(u.BytesPerBlock), "", "", "", "", ""}
+			if u.BlockLimit > 0 {
+				sh[2] = strconv.Itoa(u.BlockLimit)
+			}
+			if u.BlockPercent != nil {
+				sh[3] = g(*u.BlockPercent)
+			}
+			if u.BlocksPerSM > 0 {
+				sh[4] = strconv.Itoa(u.BlocksPerSM)
+			}
+			if u.SMLimit > 0 {
+				sh[5] = strconv.Itoa(u.SMLimit)
+			}
+			if u.SMPercent != nil {
+				sh[6] = g(*u.SMPercent)
+			}
+		}
 		row := []string{x.Suite, x.Stencil, x.File, SizeText(x.Size), x.Type, strconv.Itoa(x.Steps), x.Plan, g(x.Seconds), g(x.GCellsPerS),
 			g(x.GFLOPPerS), g(x.GBPerS), strconv.Itoa(x.FLOPsPerCell), strconv.Itoa(x.BytesPerCell), g(x.Intensity), g(x.BoundGCells),
-			g(x.RooflinePct), x.NaivePlan, g(x.NaiveSeconds), g(x.SpeedupNaive), anchor, g(x.SpeedupAnchor), g(x.Predicted), x.Bottleneck, x.Error}
+			g(x.RooflinePct), x.NaivePlan, g(x.NaiveSeconds), g(x.SpeedupNaive), anchor, g(x.SpeedupAnchor), g(x.Predicted), x.Bottleneck,
+			known(x.PeakGFLOPs), known(x.PeakPct), sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], sh[6], x.Error}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 // BenchOptions are the settings of `tempest bench`.
 type BenchOptions struct {
 	Suite     string  // an5d | sl | lift | inplane | schafer-fey | all
+	Type      string  // element type of every program ("" : each suite's, else the program's own)
 	Backend   string  // auto | cuda | opencl | cpu
 	Plan      string  // force a plan on every stencil ("" : chosen by Tune)
 	Tune      string  // none | cached | model | full ("" : cached, else model)
@@ -90,9 +91,29 @@ type bencher struct {
 	log  io.Writer
 }
 
+// selectSuites are the suites of --suite, each with --type replacing its element type.
+func selectSuites(o BenchOptions) ([]bench.Suite, error) {
+	suites, err := bench.Select(o.Suite)
+	if err != nil {
+		return nil, err
+	}
+	if o.Type == "" {
+		return suites, nil
+	}
+	if _, ok := ir.ParseType(o.Type); !ok {
+		return nil, fmt.Errorf("--type %q: element types are f32, f64, i32 and i64", o.Type)
+	}
+	out := make([]bench.Suite, len(suites))
+	for i, su := range suites {
+		su.Type = o.Type
+		out[i] = su
+	}
+	return out, nil
+}
+
 // Bench carries out `tempest bench`.
 func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
-	suites, err := bench.Select(o.Suite)
+	suites, err := selectSuites(o)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +134,7 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 	}
 	b := &bencher{o: o, log: stderr}
 	rep := &bench.Report{Schema: bench.SchemaVersion, Tempest: Version, CommandLine: o.Command, Suite: o.Suite, Tune: o.Tune, Reps: o.Reps,
-		SizeScale: o.SizeScale, FastMath: o.FastMath, Anchors: []bench.Anchor{}, Results: []bench.Result{}}
+		SizeScale: o.SizeScale, FastMath: o.FastMath, Type: o.Type, Anchors: []bench.Anchor{}, Results: []bench.Result{}}
 	if rep.Tune == "" {
 		rep.Tune = "cached, else model"
 	}
@@ -135,7 +156,8 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 		props := dev.Props()
 		rep.Backend, rep.Device, rep.Driver, rep.Compiler = props.Backend, props.Name, props.Driver, props.Compiler
 		b.prof = loadDeviceProfile(dev, false, nil)
-		rep.Profile = &bench.Profile{DRAMGBs: b.prof.DRAMCopyGBs, FMAF32GFLOPs: b.prof.FMAF32GFLOPs, FMAF64GFLOPs: b.prof.FMAF64GFLOPs, Estimated: b.prof.Estimated}
+		rep.Profile = &bench.Profile{DRAMGBs: b.prof.DRAMCopyGBs, FMAF32GFLOPs: b.prof.FMAF32GFLOPs, FMAF64GFLOPs: b.prof.FMAF64GFLOPs, Estimated: b.prof.Estimated,
+			NominalF32GFLOPs: probe.NominalPeakGFLOPs(props, 4), NominalF64GFLOPs: probe.NominalPeakGFLOPs(props, 8)}
 		if b.prof.Estimated {
 			rep.Notes = append(rep.Notes, "no measured profile of this device: roofline and model use estimated rates (run `tempest probe`)")
 		}
@@ -282,10 +304,11 @@ func (b *bencher) prepareAt(file, typ string, p *ir.Program, interior []int) (*P
 }
 
 // timeIt measures a plan (nil: the CPU engine): one warm-up run, then o.Reps timed runs, each
-// from the initial data.
-func (b *bencher) timeIt(pr *Prepared, pl *plan.Plan, steps, reps int) ([]float64, error) {
+// from the initial data. It also returns the plan's kernels as compiled (nil for the CPU engine).
+func (b *bencher) timeIt(pr *Prepared, pl *plan.Plan, steps, reps int) ([]float64, []gpurun.KernelUse, error) {
 	init := pr.State
 	var out []float64
+	var kernels []gpurun.KernelUse
 	for i := 0; i <= reps; i++ {
 		var sec float64
 		if pl == nil {
@@ -299,12 +322,15 @@ func (b *bencher) timeIt(pr *Prepared, pl *plan.Plan, steps, reps int) ([]float6
 			st.Steps = 0
 			r, err := gpurun.Prepare(b.dev, &st, *pl)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			if kernels == nil {
+				kernels = r.Kernels()
 			}
 			ms, err := r.Timed(steps)
 			r.Close()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			sec = ms / 1e3
 		}
@@ -312,11 +338,11 @@ func (b *bencher) timeIt(pr *Prepared, pl *plan.Plan, steps, reps int) ([]float6
 			out = append(out, sec)
 		}
 	}
-	return out, nil
+	return out, kernels, nil
 }
 
 func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior []int, steps int) bench.Result {
-	res := bench.Result{Suite: su.Name, Stencil: name, File: filepath.ToSlash(file), Steps: steps, Anchor: bench.AnchorFor(su.Name, name)}
+	res := bench.Result{Suite: su.Name, Stencil: name, File: filepath.ToSlash(file), Steps: steps}
 	pr, err := b.prepareAt(file, su.Type, p, interior)
 	if err != nil {
 		res.Error = err.Error()
@@ -324,6 +350,9 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 	}
 	s, sum := pr.State, pr.Summary
 	res.Size, res.Type = s.Shape, pr.Prog.DefaultType.String()
+	if res.Type == "f32" { // the anchors were measured in float
+		res.Anchor = bench.AnchorFor(su.Name, name)
+	}
 	res.CellsPerStep = UpdatedCells(s)
 	res.FLOPsPerCell, res.BytesPerCell = sum.FLOPs, sum.BytesRead+sum.BytesWritten
 	if res.BytesPerCell > 0 {
@@ -345,7 +374,7 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 	} else {
 		res.Plan = "cpu engine"
 	}
-	samples, err := b.timeIt(pr, pl, steps, b.o.Reps)
+	samples, kernels, err := b.timeIt(pr, pl, steps, b.o.Reps)
 	if err != nil {
 		res.Error = err.Error()
 		b.dev.releaseIf()
@@ -373,6 +402,14 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 			res.RooflinePct = 100 * res.GCellsPerS / bound
 		}
 	}
+	if b.dev != nil {
+		props := b.dev.Props()
+		res.PeakGFLOPs = typePeak(props, res.Type)
+		if res.PeakGFLOPs > 0 && res.GFLOPPerS > 0 {
+			res.PeakPct = 100 * res.GFLOPPerS / res.PeakGFLOPs
+		}
+		res.Shared = sharedUse(props, kernels)
+	}
 	if res.Anchor != nil && res.Anchor.GCellsPerS > 0 {
 		res.SpeedupAnchor = res.GCellsPerS / res.Anchor.GCellsPerS
 	}
@@ -386,7 +423,7 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 				res.NaivePlan = nv.String()
 				if nv.String() == pl.String() {
 					res.NaiveSeconds = res.Seconds
-				} else if ns, err := b.timeIt(pr, &nv, steps, b.o.Reps); err == nil {
+				} else if ns, _, err := b.timeIt(pr, &nv, steps, b.o.Reps); err == nil {
 					res.NaiveSeconds = probe.Median(ns)
 				}
 				if res.NaiveSeconds > 0 && res.Seconds > 0 {
@@ -397,6 +434,37 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 	}
 	b.dev.releaseIf()
 	return res
+}
+
+// typePeak is the device's nominal floating-point peak for a program's element type: FP32 for
+// f32, FP64 for f64, 0 (unknown) for integer types, whose operations no FP peak describes.
+func typePeak(props gpu.Props, typ string) float64 {
+	switch typ {
+	case "f32":
+		return probe.NominalPeakGFLOPs(props, 4)
+	case "f64":
+		return probe.NominalPeakGFLOPs(props, 8)
+	}
+	return 0
+}
+
+// sharedUse is the shared memory of the plan's kernel that takes the most per block (the first
+// in launch order among equals) against the device's limits; nil without kernels.
+func sharedUse(props gpu.Props, kernels []gpurun.KernelUse) *bench.SharedUse {
+	if len(kernels) == 0 {
+		return nil
+	}
+	top := kernels[0]
+	for _, k := range kernels[1:] {
+		if k.Shared > top.Shared {
+			top = k
+		}
+	}
+	limit := props.SharedPerBlockOptin
+	if limit <= 0 {
+		limit = props.SharedPerBlock
+	}
+	return bench.NewSharedUse(top.Kernel, top.Shared, limit, top.Blocks, props.SharedPerSM)
 }
 
 // releaseIf frees the compiled modules of the last stencil (nil-safe).
@@ -453,7 +521,7 @@ func (b *bencher) scaling(rep *bench.Report, suites []bench.Suite) {
 			return pt
 		}
 		pt.Plan = pl.String()
-		ts, err := b.timeIt(pr, &pl, pick.Steps, reps)
+		ts, _, err := b.timeIt(pr, &pl, pick.Steps, reps)
 		if err != nil {
 			pt.Error = firstLineOf(err.Error())
 			return pt

@@ -25,7 +25,7 @@ func benchSplit(o BenchOptions, stdout, stderr io.Writer) error {
 	if !ok {
 		return fmt.Errorf("--link %q: choose %s", o.Link, strings.Join(model.LinkNames(), ", "))
 	}
-	suites, err := bench.Select(o.Suite)
+	suites, err := selectSuites(o)
 	if err != nil {
 		return err
 	}

@@ -320,12 +320,24 @@ func (r *Runner) Download() error {
 	return nil
 }
 
-// KernelReport is a line per launched kernel with the resources that bound its occupancy:
-// registers, local (spilled) bytes, shared memory, threads and the resident blocks per
-// multiprocessor they allow. Kernels appear in launch order, each once.
-func (r *Runner) KernelReport() []string {
+// KernelUse is what one launched kernel of a plan takes of a multiprocessor.
+type KernelUse struct {
+	Kernel  string
+	Threads int // per block
+	Shared  int // bytes per block: the launch's dynamic shared memory plus the kernel's static
+	// Regs is registers per thread (0: the backend does not say, as OpenCL).
+	Regs       int
+	LocalBytes int // spilled (CUDA) or private (OpenCL) bytes per thread
+	// Blocks is the resident blocks per multiprocessor that threads, registers and shared
+	// memory allow (gpu.ResidentBlocks); 0 where the registers are unknown.
+	Blocks int
+}
+
+// Kernels are the plan's kernels in launch order, each once, with the resources that bound
+// their occupancy.
+func (r *Runner) Kernels() []KernelUse {
 	props := r.dev.Props()
-	var out []string
+	var out []KernelUse
 	seen := map[string]bool{}
 	for _, l := range r.low.Launches {
 		if seen[l.Kernel] {
@@ -333,13 +345,26 @@ func (r *Runner) KernelReport() []string {
 		}
 		seen[l.Kernel] = true
 		a := r.Attrs[l.Kernel]
-		threads, shared := l.Block[0]*l.Block[1]*l.Block[2], l.Shared+a.StaticShared
-		line := fmt.Sprintf("kernel %s: %d threads, %d B shared", l.Kernel, threads, shared)
+		k := KernelUse{Kernel: l.Kernel, Threads: l.Block[0] * l.Block[1] * l.Block[2], Shared: l.Shared + a.StaticShared, Regs: a.Regs, LocalBytes: a.LocalBytes}
 		if a.Regs > 0 {
-			blocks := gpu.ResidentBlocks(props, threads, shared, a.Regs)
-			line += fmt.Sprintf(", %d registers, %d B local; %d blocks (%d warps) per SM", a.Regs, a.LocalBytes, blocks, blocks*((threads+31)/32))
-		} else if a.LocalBytes > 0 {
-			line += fmt.Sprintf(", %d B private", a.LocalBytes)
+			k.Blocks = gpu.ResidentBlocks(props, k.Threads, k.Shared, a.Regs)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// KernelReport is a line per launched kernel with the resources that bound its occupancy:
+// registers, local (spilled) bytes, shared memory, threads and the resident blocks per
+// multiprocessor they allow. Kernels appear in launch order, each once.
+func (r *Runner) KernelReport() []string {
+	var out []string
+	for _, k := range r.Kernels() {
+		line := fmt.Sprintf("kernel %s: %d threads, %d B shared", k.Kernel, k.Threads, k.Shared)
+		if k.Regs > 0 {
+			line += fmt.Sprintf(", %d registers, %d B local; %d blocks (%d warps) per SM", k.Regs, k.LocalBytes, k.Blocks, k.Blocks*((k.Threads+31)/32))
+		} else if k.LocalBytes > 0 {
+			line += fmt.Sprintf(", %d B private", k.LocalBytes)
 		}
 		out = append(out, line)
 	}

@@ -3,6 +3,7 @@ package probe
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -93,6 +94,31 @@ func TestKeyAndEstimate(t *testing.T) {
 	empty.Device = h100
 	if empty.DRAMBytesPerSec() != e.DRAMCopyGBs*1e9 || empty.LaunchSeconds() <= 0 {
 		t.Error("accessors must fall back to the estimate")
+	}
+}
+
+// TestNominalPeak holds the peaks efficiencies are reported against to the data sheet
+// figures, and unknown (0) where the lanes per multiprocessor are not known.
+func TestNominalPeak(t *testing.T) {
+	h100 := H100().Device
+	a100 := gpu.Props{Backend: "cuda", ComputeMajor: 8, SMs: 108, ClockKHz: 1410000}
+	for _, c := range []struct {
+		name string
+		p    gpu.Props
+		word int
+		want float64
+	}{
+		{"H100 FP32", h100, 4, 132 * 128 * 2 * 1.98}, // 66.9 TFLOP/s
+		{"H100 FP64", h100, 8, 132 * 64 * 2 * 1.98},  // 33.5 TFLOP/s
+		{"A100 FP32", a100, 4, 108 * 64 * 2 * 1.41},  // 19.5 TFLOP/s
+		{"A100 FP64", a100, 8, 108 * 32 * 2 * 1.41},  // 9.7 TFLOP/s
+		{"OpenCL", gpu.Props{Backend: "opencl", SMs: 4, ClockKHz: 3000000}, 4, 0},
+		{"no clock", gpu.Props{Backend: "cuda", ComputeMajor: 9, SMs: 132}, 4, 0},
+		{"no SMs", gpu.Props{Backend: "cuda", ComputeMajor: 9, ClockKHz: 1980000}, 8, 0},
+	} {
+		if got := NominalPeakGFLOPs(c.p, c.word); math.Abs(got-c.want) > 1e-6*c.want {
+			t.Errorf("%s: %v GFLOP/s, want %v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -1,0 +1,487 @@
+#!/usr/bin/env bash
+# AN5D's own generated CUDA code and Tempest's plans side by side on one GPU, in float and
+# double: the 11 stencils of the AN5D table (shared/design/benchmarks.md, section 1), 16384^2
+# or 512^3 interior cells, 1000 steps, fast math for both (AN5D's own setting: its binaries are
+# built with --use_fast_math, Tempest's plans compiled with fastmath=true).
+#
+# It fetches nothing. AN5D's sources stay out of this repository; get the artifact elsewhere
+# and pass its directory (it holds common.h and compiled/{float,double}/STENCIL-BS1[xBS2]-BT-SL
+# _host.cu, _kernel.cu, _kernel.hu, and compiled/{v100,p100}_float.csv):
+#   git clone https://github.com/khaki3/AN5D-Artifact
+#   git -C AN5D-Artifact checkout ed5a9c0e4c96af52538ecefee65023d9f5d6b602
+#
+# Usage (from the repository root): bench/gpu/an5d-side-by-side.sh AN5D_DIR TEMPEST_BIN OUTDIR
+#
+# 1. Builds every configuration AN5D_DIR holds for the 11 stencils (CONFIGS=v100 or p100: only
+#    the rows of compiled/v100_float.csv or p100_float.csv, as the artifact's
+#    nvcc_compile_top5.sh builds them), for each type of TYPES ("float double"), from
+#    compiled/TYPE. Where only compiled/float exists, DERIVE_DOUBLE=1 makes the double sources
+#    as the artifact made its own (every "float" replaced by "double") in OUTDIR/src/double.
+#    nvcc for ARCH (sm_90), JOBS (16) at a time, with the artifact's flags less its
+#    sm_60/sm_70 gencodes: -D SB_TYPE=TYPE -arch=ARCH --use_fast_math -Xptxas -v
+#    -Xcompiler -fopenmp -O3 -I AN5D_DIR. Builds are incremental (a binary newer than its
+#    sources is kept; nvcc writes to a temporary name), so a build cut short goes on where it
+#    stopped.
+# 2. Runs them and Tempest's plans interleaved: each round of ROUNDS ("1 2 3") runs, stencil by
+#    stencil and type by type, every AN5D binary once and then Tempest's plan once, so that
+#    drift (clocks, temperature) hits both. Tempest's plans come from LIST_F32
+#    (bench/gpu/lists/tuned.txt) and LIST_F64 (bench/gpu/lists/tuned-f64.txt; a list of tuned
+#    double plans is what `TYPE=f64 bench/gpu/an5d-tuned.sh` writes), lines "stencil plan".
+#    AN5D: `BIN -s SIZE -t STEPS -n 1`; its common.h runs a warm-up, then the timed run, and
+#    prints "Average: G GFLOPS, T ms": T is host time (CLOCK_MONOTONIC_RAW) from a
+#    cudaDeviceSynchronize before its first launch to one after its last, transfers excluded.
+#    Tempest: `tempest bench --suite an5d --stencils S --plan P --type f32|f64 --fastmath
+#    --reps 1 --no-naive --scaling none --csv`: a warm-up run, then one run timed with device
+#    events around its launches, transfers excluded. Both compute the same SIZE^d interior
+#    cells (the fixed rim around it) for STEPS steps; GCells/s = SIZE^d x STEPS / time.
+# 3. Writes OUTDIR/side_by_side.csv (every run: round,type,stencil,tool,config,size,steps,
+#    status,ms,gcells_per_s,gflop_per_s,log; GFLOP/s as each tool counts FLOPs) and
+#    OUTDIR/side_by_side.md: per stencil and type, AN5D's best configuration on this GPU
+#    (lowest median over the rounds), Tempest's plan and median, the ratio (AN5D's time /
+#    Tempest's: above 1, Tempest is faster), the geometric mean per type, and every AN5D
+#    configuration's median.
+#
+# Environment: TYPES ("float double"), STENCILS (the 11), SIZE2D (16384), SIZE3D (512),
+# STEPS (1000), ROUNDS ("1 2 3"), JOBS (16), ARCH (sm_90), CONFIGS (all | v100 | p100),
+# LIST_F32, LIST_F64, RUN_TIMEOUT (300 s per run), TEMPEST_BACKEND (cuda).
+# For machines that cut a command at 10 minutes: BUILD_ONLY=1 stops after the builds,
+# SKIP_BUILD=1 builds nothing (a missing binary is recorded as not built), and a run skips
+# every measurement the CSV already holds as ok (same round, type, stencil, tool, config,
+# size and steps; FORCE=1 measures again), so the same command, run again, goes on where the
+# last one was cut; split further with STENCILS, TYPES and ROUNDS. The report is rewritten
+# from the whole CSV at the end of every call; REPORT_ONLY=1 only rewrites it. RESULTS=DIR
+# copies the CSV, the report, toolchain.txt and the logs there at the end (e.g. $OUT).
+# DRY_RUN=1 prints the commands it would run (nvcc, sed, the binaries, tempest) and runs none.
+#
+# On the GPU machine (no Go, nvcc on PATH; .gpu/tempest from `make gpu`), with the artifact
+# carried as out/an5d-artifact, each line one call of at most 10 minutes (repeat a cut call
+# unchanged: it resumes; out/ stays while the machine is held; carry a previous
+# side_by_side.csv back to out/sbs/ to go on on a fresh machine):
+#   BUILD_ONLY=1 DERIVE_DOUBLE=1 bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
+#   TUNE_ONLY=1 TYPE=f64 TUNE_ARGS="--mode topk+beta" STENCILS="star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt" \
+#     bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
+#   TUNE_ONLY=1 TYPE=f64 TUNE_ARGS="--mode topk+beta" STENCILS="j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt" \
+#     bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
+#   SKIP_TUNE=1 TYPE=f64 BENCH_ARGS="--scaling none --no-naive --reps 1" bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
+#   SKIP_BUILD=1 TYPES=float RESULTS=$OUT bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
+#   SKIP_BUILD=1 TYPES=double DERIVE_DOUBLE=1 LIST_F64=out/f64/tuned-f64.txt RESULTS=$OUT \
+#     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
+# (the last two write one report with both types). With the artifact's 5 to 10 configurations
+# per stencil (CONFIGS=v100 takes 5), split the runs further with ROUNDS=1, ROUNDS=2, ROUNDS=3.
+set -u
+export LC_ALL=C
+ALL_STENCILS="star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt"
+if [ $# -ne 3 ]; then
+  echo "usage: $0 AN5D_DIR TEMPEST_BIN OUTDIR   (see the header for the environment)" >&2
+  exit 2
+fi
+AN5D=$(cd "$1" 2>/dev/null && pwd) || { echo "$0: AN5D_DIR $1: no such directory" >&2; exit 2; }
+T=$2
+O=$3
+TYPES=${TYPES:-"float double"}
+STENCILS=${STENCILS:-$ALL_STENCILS}
+SIZE2D=${SIZE2D:-16384}
+SIZE3D=${SIZE3D:-512}
+STEPS=${STEPS:-1000}
+ROUNDS=${ROUNDS:-"1 2 3"}
+JOBS=${JOBS:-16}
+ARCH=${ARCH:-sm_90}
+CONFIGS=${CONFIGS:-all}
+LIST_F32=${LIST_F32:-bench/gpu/lists/tuned.txt}
+LIST_F64=${LIST_F64:-bench/gpu/lists/tuned-f64.txt}
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+TEMPEST_BACKEND=${TEMPEST_BACKEND:-cuda}
+DRY=${DRY_RUN:-}
+
+die() { echo "$0: $*" >&2; exit 2; }
+for t in $TYPES; do
+  case $t in float | double) ;; *) die "TYPES: $t: choose float and/or double" ;; esac
+done
+for s in $STENCILS; do
+  case " $ALL_STENCILS " in *" $s "*) ;; *) die "STENCILS: $s is not one of the AN5D table's: $ALL_STENCILS" ;; esac
+done
+for v in SIZE2D SIZE3D STEPS JOBS RUN_TIMEOUT; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v=${!v}: a positive integer, please"
+done
+for r in $ROUNDS; do [[ $r =~ ^[1-9][0-9]*$ ]] || die "ROUNDS: $r: positive integers, please"; done
+case $CONFIGS in all | v100 | p100) ;; *) die "CONFIGS=$CONFIGS: choose all, v100 or p100" ;; esac
+[ -f "$AN5D/common.h" ] || die "$AN5D/common.h missing: is $1 the AN5D artifact?"
+if [ -z "$DRY" ]; then
+  mkdir -p "$O" || exit 2
+  O=$(cd "$O" && pwd)
+fi
+CSV=$O/side_by_side.csv
+MD=$O/side_by_side.md
+
+# run CMD...: runs a command, or prints it under DRY_RUN.
+run() {
+  if [ -n "$DRY" ]; then
+    local a out=""
+    for a in "$@"; do
+      if [[ $a =~ ^[A-Za-z0-9_./=:,+^-]+$ ]]; then out+="$a "; else out+="$(printf '%q' "$a") "; fi
+    done
+    echo "${out% }"
+    return 0
+  fi
+  "$@"
+}
+
+is3d() { case $1 in *3d*) return 0 ;; esac; return 1; }
+sizeof() { if is3d "$1"; then echo "$SIZE3D"; else echo "$SIZE2D"; fi; }
+
+# origin TYPE: the artifact's directory whose configurations TYPE is built from
+# (compiled/double, else compiled/float under DERIVE_DOUBLE=1 for double); "" if none.
+has_sources() { compgen -G "$1/*_host.cu" >/dev/null; }
+origin() {
+  if has_sources "$AN5D/compiled/$1"; then
+    echo "$AN5D/compiled/$1"
+  elif [ "$1" = double ] && [ "${DERIVE_DOUBLE:-}" = 1 ] && has_sources "$AN5D/compiled/float"; then
+    echo "$AN5D/compiled/float"
+  fi
+}
+# srcdir TYPE: where the sources nvcc compiles for TYPE lie.
+srcdir() {
+  if has_sources "$AN5D/compiled/$1"; then echo "$AN5D/compiled/$1"; else echo "$O/src/$1"; fi
+}
+
+# in_csv STEM: whether CONFIGS=v100|p100 lists the configuration (named as
+# nvcc_compile_top5.sh names it: 2D s-bS1-bT-sl, 3D s-bS1xbS2-bT-sl).
+in_csv() {
+  [ "$CONFIGS" = all ] && return 0
+  awk -F, -v want="$1" '{
+    stem = ($1 ~ /3d/) ? $1 "-" $2 "x" $3 "-" $4 "-" $5 : $1 "-" $2 "-" $4 "-" $5
+    if (stem == want) { found = 1; exit } } END { exit !found }' "$AN5D/compiled/${CONFIGS}_float.csv"
+}
+
+# configs TYPE STENCIL: the stems of the stencil's configurations, sorted.
+configs() {
+  local dir f stem rest
+  dir=$(origin "$1")
+  [ -n "$dir" ] || return 0
+  for f in "$dir/$2"-*_host.cu; do
+    [ -e "$f" ] || continue
+    stem=$(basename "$f" _host.cu)
+    rest=${stem#"$2"-}
+    [[ $rest =~ ^[0-9]+(x[0-9]+)?-[0-9]+-[0-9]+$ ]] || continue # another stencil (j2d9pt-gol for j2d9pt)
+    if [ ! -f "$dir/${stem}_kernel.cu" ] || [ ! -f "$dir/${stem}_kernel.hu" ]; then
+      echo "warning: $stem: $dir lacks its _kernel.cu or _kernel.hu; skipped" >&2
+      continue
+    fi
+    in_csv "$stem" && echo "$stem"
+  done
+}
+
+if [ "$CONFIGS" != all ] && [ ! -f "$AN5D/compiled/${CONFIGS}_float.csv" ]; then
+  die "CONFIGS=$CONFIGS: $AN5D/compiled/${CONFIGS}_float.csv missing"
+fi
+declare -A CFG
+nbin=0
+for t in $TYPES; do
+  if [ -z "$(origin "$t")" ]; then
+    if [ "$t" = double ]; then
+      echo "note: $AN5D has no compiled/double: AN5D's double runs are left out (DERIVE_DOUBLE=1 makes them from compiled/float)"
+    else
+      echo "note: $AN5D has no compiled/float: AN5D's float runs are left out"
+    fi
+  fi
+  for s in $STENCILS; do
+    CFG[$t,$s]=$(configs "$t" "$s" | tr '\n' ' ')
+    n=$(wc -w <<< "${CFG[$t,$s]}")
+    nbin=$((nbin + n))
+  done
+done
+
+report() {
+  [ -f "$CSV" ] || { echo "no $CSV yet: nothing to report"; return 0; }
+  local tc=""
+  [ -f "$O/toolchain.txt" ] && tc=$(tr '\n' ';' < "$O/toolchain.txt" | sed 's/;*$//; s/;/; /g')
+  awk -v size2d="$SIZE2D" -v size3d="$SIZE3D" -v steps="$STEPS" -v order="$ALL_STENCILS" -v toolchain="$tc" '
+  # csv: splits a line of comma-separated fields, double-quoted where they hold commas.
+  function csv(line, f,   n, i, c, q, cur) {
+    n = 0; cur = ""; q = 0
+    for (i = 1; i <= length(line); i++) {
+      c = substr(line, i, 1)
+      if (q) { if (c == "\"") q = 0; else cur = cur c }
+      else if (c == "\"") q = 1
+      else if (c == ",") { f[++n] = cur; cur = "" }
+      else cur = cur c
+    }
+    f[++n] = cur
+    return n
+  }
+  function median(list,   v, n, i, j, x) {
+    n = split(list, v, " ")
+    for (i = 2; i <= n; i++) { x = v[i] + 0; for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+    return (n % 2) ? v[(n + 1) / 2] + 0 : (v[n / 2] + v[n / 2 + 1]) / 2
+  }
+  function gcells(s, ms,   n) { n = (s ~ /3d/) ? size3d * size3d * size3d : size2d * size2d; return n * steps / ms / 1e6 }
+  NR == 1 { next }
+  {
+    csv($0, f)
+    r = f[1]; t = f[2]; s = f[3]; tool = f[4]; cfg = f[5]
+    if (f[7] != steps || f[6] != ((s ~ /3d/) ? size3d : size2d)) { other++; next }
+    k = t SUBSEP s SUBSEP tool SUBSEP cfg
+    # The last row of a round wins (a measurement taken again).
+    val[k, r] = (f[8] == "ok") ? f[9] : ""
+    if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+    if (!((k, r) in hasr)) { hasr[k, r] = 1; rounds[k] = rounds[k] " " r }
+  }
+  END {
+    for (i = 1; i <= nk; i++) {
+      k = keys[i]; split(k, p, SUBSEP); list = ""; n = 0
+      m = split(rounds[k], rr, " ")
+      for (j = 1; j <= m; j++) if (val[k, rr[j]] != "") { list = list " " val[k, rr[j]]; n++ }
+      if (n == 0) continue
+      med[k] = median(list); cnt[k] = n
+      ts = p[1] SUBSEP p[2]
+      if (p[3] == "an5d") {
+        ncfg[ts]++
+        if (!(ts in best) || med[k] < med[best[ts]]) best[ts] = k
+      } else {
+        nplan[ts]++
+        if (!(ts in tbest) || med[k] < med[tbest[ts]]) tbest[ts] = k
+      }
+    }
+    print "# AN5D and Tempest side by side"
+    print ""
+    if (toolchain != "") print "Machine: " toolchain "."
+    print ""
+    printf "%d^2 (2D) or %d^3 (3D) interior cells plus the fixed rim, %d steps, fast math for both (AN5D: `--use_fast_math`, its own setting; Tempest: `fastmath=true`). ", size2d, size3d, steps
+    print "Rounds interleave the two tools (every AN5D binary, then Tempest'"'"'s plan, stencil by stencil); each figure is the median over the rounds (n). AN5D: host clock between synchronisations around its launches, after a warm-up run; Tempest: device events around its launches, after a warm-up run; transfers excluded in both. x AN5D = AN5D'"'"'s best time / Tempest'"'"'s (above 1: Tempest is faster). Made by `bench/gpu/an5d-side-by-side.sh`."
+    split("float double", types, " ")
+    ns = split(order, ss, " ")
+    for (ti = 1; ti <= 2; ti++) {
+      t = types[ti]; rows = 0; lsum = 0; nr = 0
+      for (si = 1; si <= ns; si++) if ((t SUBSEP ss[si]) in best || (t SUBSEP ss[si]) in tbest) rows++
+      if (rows == 0) continue
+      print ""
+      print "## " t
+      print ""
+      print "| stencil | AN5D best configuration (of n) | AN5D ms | AN5D GCells/s | Tempest plan | Tempest ms | Tempest GCells/s | x AN5D |"
+      print "|---|---|---|---|---|---|---|---|"
+      for (si = 1; si <= ns; si++) {
+        s = ss[si]; ts = t SUBSEP s
+        if (!(ts in best) && !(ts in tbest)) continue
+        a = "- | - | -"; b = "- | - | -"; x = "-"
+        if (ts in best) { k = best[ts]; split(k, p, SUBSEP); a = sprintf("%s (of %d; n=%d) | %.2f | %.1f", p[4], ncfg[ts], cnt[k], med[k], gcells(s, med[k])) }
+        if (ts in tbest) { k = tbest[ts]; split(k, p, SUBSEP); b = sprintf("`%s`%s (n=%d) | %.2f | %.1f", p[4], (nplan[ts] > 1) ? sprintf(" (best of %d plans)", nplan[ts]) : "", cnt[k], med[k], gcells(s, med[k])) }
+        if ((ts in best) && (ts in tbest)) { r = med[best[ts]] / med[tbest[ts]]; x = sprintf("%.2f", r); lsum += log(r); nr++ }
+        print "| " s " | " a " | " b " | " x " |"
+      }
+      if (nr > 0) printf "| geometric mean (%d stencils) | | | | | | | **%.2f** |\n", nr, exp(lsum / nr)
+    }
+    print ""
+    print "## Every AN5D configuration (median ms, n)"
+    for (ti = 1; ti <= 2; ti++) {
+      t = types[ti]; line = ""
+      for (si = 1; si <= ns; si++) {
+        s = ss[si]; cl = ""
+        for (i = 1; i <= nk; i++) {
+          k = keys[i]; split(k, p, SUBSEP)
+          if (p[1] == t && p[2] == s && p[3] == "an5d" && (k in med)) cl = cl sprintf("%s%s %.2f (%d)", (cl == "") ? "" : ", ", p[4], med[k], cnt[k])
+        }
+        if (cl != "") line = line "\n- " s ": " cl
+      }
+      if (line != "") print "\n" t ":" line
+    }
+    if (other > 0) printf "\n%d rows of other sizes or step counts in the CSV are left out.\n", other
+  }' "$CSV" > "$MD.tmp" && mv "$MD.tmp" "$MD"
+  echo "wrote $MD"
+}
+
+copy_results() {
+  [ -n "${RESULTS:-}" ] && [ -z "$DRY" ] || return 0
+  mkdir -p "$RESULTS" && for f in "$CSV" "$MD" "$O/toolchain.txt"; do [ -f "$f" ] && cp "$f" "$RESULTS/"; done
+  for d in logs build; do [ -d "$O/$d" ] && cp -r "$O/$d" "$RESULTS/"; done
+  echo "copied the results to $RESULTS"
+}
+
+if [ -n "${REPORT_ONLY:-}" ]; then
+  report
+  copy_results
+  exit 0
+fi
+
+echo "AN5D: $nbin binaries ($TYPES; CONFIGS=$CONFIGS); sizes ${SIZE2D}^2 / ${SIZE3D}^3, $STEPS steps, fast math for both"
+echo "rounds $ROUNDS: each runs $nbin AN5D binaries and $(( $(wc -w <<< "$STENCILS") * $(wc -w <<< "$TYPES") )) Tempest plans (less what the CSV holds)"
+
+# 1. Derived double sources and builds.
+if [ -z "${SKIP_BUILD:-}" ]; then
+  for t in $TYPES; do
+    src=$(srcdir "$t")
+    if [ "$t" = double ] && [ "$(origin double)" = "$AN5D/compiled/float" ]; then
+      echo "deriving double sources from compiled/float into $src (DERIVE_DOUBLE=1: every \"float\" replaced by \"double\", as the artifact made its compiled/double)"
+      run mkdir -p "$src"
+      for s in $STENCILS; do
+        for stem in ${CFG[double,$s]}; do
+          for x in _host.cu _kernel.cu _kernel.hu; do
+            if [ -n "$DRY" ] || [ ! "$src/$stem$x" -nt "$AN5D/compiled/float/$stem$x" ]; then
+              if [ -n "$DRY" ]; then
+                echo "sed s/float/double/g $AN5D/compiled/float/$stem$x > $src/$stem$x"
+              else
+                sed 's/float/double/g' "$AN5D/compiled/float/$stem$x" > "$src/$stem$x.tmp" && mv "$src/$stem$x.tmp" "$src/$stem$x"
+              fi
+            fi
+          done
+        done
+      done
+    fi
+  done
+  todo=()
+  for t in $TYPES; do
+    src=$(srcdir "$t")
+    run mkdir -p "$O/bin/$t" "$O/build/$t"
+    for s in $STENCILS; do
+      for stem in ${CFG[$t,$s]}; do
+        bin=$O/bin/$t/$stem
+        if [ -z "$DRY" ] && [ "$bin" -nt "$src/${stem}_host.cu" ] && [ "$bin" -nt "$src/${stem}_kernel.cu" ] && [ "$bin" -nt "$src/${stem}_kernel.hu" ]; then
+          continue
+        fi
+        todo+=("$t" "$src" "$stem")
+      done
+    done
+  done
+  build() { # TYPE SRCDIR STEM
+    local bin=$O/bin/$1/$3
+    nvcc -D SB_TYPE="$1" -arch="$ARCH" --use_fast_math -Xptxas -v -Xcompiler -fopenmp -O3 -I"$AN5D" \
+      "$2/$3_host.cu" "$2/$3_kernel.cu" -o "$bin.tmp" > "$O/build/$1/$3.log" 2>&1 && mv "$bin.tmp" "$bin" ||
+      echo "build failed: $1 $3 (see $O/build/$1/$3.log)"
+  }
+  if [ ${#todo[@]} -gt 0 ]; then
+    if [ -n "$DRY" ]; then
+      for ((i = 0; i < ${#todo[@]}; i += 3)); do
+        t=${todo[i]} src=${todo[i + 1]} stem=${todo[i + 2]}
+        run nvcc -D SB_TYPE="$t" -arch="$ARCH" --use_fast_math -Xptxas -v -Xcompiler -fopenmp -O3 -I"$AN5D" \
+          "$src/${stem}_host.cu" "$src/${stem}_kernel.cu" -o "$O/bin/$t/$stem"
+      done
+    else
+      command -v nvcc >/dev/null || die "nvcc is not on PATH"
+      echo "building $((${#todo[@]} / 3)) binaries for $ARCH with $JOBS jobs..."
+      export -f build
+      export O AN5D ARCH
+      printf '%s\n' "${todo[@]}" | xargs -d '\n' -n 3 -P "$JOBS" bash -c 'build "$@"' _
+    fi
+  fi
+fi
+if [ -n "${BUILD_ONLY:-}" ]; then
+  [ -z "$DRY" ] && for t in $TYPES; do echo "$t: $(find "$O/bin/$t" -maxdepth 1 -type f ! -name '*.tmp' 2>/dev/null | wc -l) binaries in $O/bin/$t"; done
+  copy_results
+  exit 0
+fi
+
+# 2. Interleaved rounds.
+for t in $TYPES; do
+  list=$LIST_F32
+  [ "$t" = double ] && list=$LIST_F64
+  [ -f "$list" ] || die "$t: the list of Tempest plans $list is missing (run from the repository root, or set LIST_F32/LIST_F64)"
+done
+if [ -z "$DRY" ]; then
+  [ -x "$T" ] || die "TEMPEST_BIN $T: not an executable (make gpu builds .gpu/tempest)"
+  { command -v nvcc >/dev/null && nvcc --version | tail -1
+    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | head -1
+    "$T" --version; } > "$O/toolchain.txt" 2>&1
+  [ -f "$CSV" ] || echo "round,type,stencil,tool,config,size,steps,status,ms,gcells_per_s,gflop_per_s,log" > "$CSV"
+fi
+# measured ROUND TYPE STENCIL TOOL CONFIG SIZE: whether the CSV holds the run as ok.
+measured() {
+  [ -z "${FORCE:-}" ] && [ -f "$CSV" ] && grep -qF "$1,$2,$3,$4,\"$5\",$6,$STEPS,ok," "$CSV"
+}
+# row ROUND TYPE STENCIL TOOL CONFIG SIZE STATUS MS GFLOPS LOG
+row() {
+  local gc="" st=${7//[\",]/ }
+  if [ -n "$8" ]; then
+    gc=$(awk -v n="$6" -v d="$(is3d "$3" && echo 3 || echo 2)" -v s="$STEPS" -v ms="$8" 'BEGIN { printf "%.2f", n ^ d * s / ms / 1e6 }')
+  fi
+  echo "$1,$2,$3,$4,\"$5\",$6,$STEPS,$st,$8,$gc,$9,${10#"$O"/}" >> "$CSV"
+  local what=$st
+  [ -n "$8" ] && what="$8 ms, $gc GCells/s"
+  printf '  %-3s %-6s %-10s %-7s %-60s %s\n' "r$1" "$2" "$3" "$4" "$5" "$what"
+}
+measure_an5d() { # ROUND TYPE STENCIL STEM
+  local size bin log rc ms gf st
+  size=$(sizeof "$3")
+  measured "$1" "$2" "$3" an5d "$4" "$size" && return 0
+  bin=$O/bin/$2/$4
+  log=$O/logs/r$1/$2/an5d-$4.log
+  if [ -n "$DRY" ]; then
+    run timeout "$RUN_TIMEOUT" "$bin" -s "$size" -t "$STEPS" -n 1
+    return 0
+  fi
+  if [ ! -x "$bin" ]; then
+    row "$1" "$2" "$3" an5d "$4" "$size" "not built (see build/$2/$4.log)" "" "" ""
+    return 0
+  fi
+  mkdir -p "$(dirname "$log")"
+  timeout "$RUN_TIMEOUT" "$bin" -s "$size" -t "$STEPS" -n 1 > "$log" 2>&1
+  rc=$?
+  ms=$(awk '/^Average:/ { print $4 }' "$log")
+  gf=$(awk '/^Average:/ { print $2 }' "$log")
+  st=ok
+  if [ $rc -ne 0 ]; then st="run failed rc=$rc"; ms=""; gf=""; elif [ -z "$ms" ]; then st="no Average line"; fi
+  row "$1" "$2" "$3" an5d "$4" "$size" "$st" "$ms" "$gf" "$log"
+}
+measure_tempest() { # ROUND TYPE STENCIL
+  local size list tt plan scale log out
+  size=$(sizeof "$3")
+  if [ "$2" = float ]; then list=$LIST_F32 tt=f32; else list=$LIST_F64 tt=f64; fi
+  plan=$(sed 's/#.*//' "$list" 2>/dev/null | awk -v s="$3" '$1 == s { print $2; exit }')
+  if [ -z "$plan" ]; then
+    if [ -n "$DRY" ]; then
+      echo "# $3 ($2): no plan in $list"
+    elif ! measured "$1" "$2" "$3" tempest "-" "$size"; then
+      row "$1" "$2" "$3" tempest "-" "$size" "no plan in $list" "" "" ""
+    fi
+    return 0
+  fi
+  measured "$1" "$2" "$3" tempest "$plan" "$size" && return 0
+  if is3d "$3"; then scale=$(awk -v n="$SIZE3D" 'BEGIN { printf "%.17g", n / 512 }'); else scale=$(awk -v n="$SIZE2D" 'BEGIN { printf "%.17g", n / 16384 }'); fi
+  log=$O/logs/r$1/$2/tempest-$3.log
+  if [ -n "$DRY" ]; then
+    run "$T" bench --suite an5d --backend "$TEMPEST_BACKEND" --fastmath --type $tt --stencils "$3" --plan "$plan" --size-scale "$scale" \
+      --steps "$STEPS" --reps 1 --no-naive --scaling none --csv "$log.csv"
+    return 0
+  fi
+  mkdir -p "$(dirname "$log")"
+  rm -f "$log.csv"
+  timeout "$RUN_TIMEOUT" "$T" bench --suite an5d --backend "$TEMPEST_BACKEND" --fastmath --type $tt --stencils "$3" --plan "$plan" \
+    --size-scale "$scale" --steps "$STEPS" --reps 1 --no-naive --scaling none --csv "$log.csv" > "$log" 2>&1
+  # seconds, GFLOP/s and error by column name (bench's CSV: the plan is quoted, holding commas).
+  out=$(awk '
+    function csv(line, f,   n, i, c, q, cur) {
+      n = 0; cur = ""; q = 0
+      for (i = 1; i <= length(line); i++) {
+        c = substr(line, i, 1)
+        if (q) { if (c == "\"") q = 0; else cur = cur c }
+        else if (c == "\"") q = 1
+        else if (c == ",") { f[++n] = cur; cur = "" }
+        else cur = cur c
+      }
+      f[++n] = cur
+      return n
+    }
+    NR == 1 { n = csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
+    NR == 2 { csv($0, f); printf "%s|%s|%s|%s\n", f[col["seconds"]], f[col["gflop_per_s"]], f[col["plan"]], f[col["error"]] }' "$log.csv" 2>/dev/null)
+  local sec gf got err st=ok ms=""
+  IFS='|' read -r sec gf got err <<< "$out"
+  if [ -z "$out" ]; then
+    st="no result (see $log)"; gf=""
+  elif [ -n "$err" ]; then
+    st="failed: $err"; gf=""
+  else
+    ms=$(awk -v s="$sec" 'BEGIN { printf "%.4f", s * 1e3 }')
+    [ "$got" = "$plan" ] || echo "  note: $3 ran as $got"
+  fi
+  row "$1" "$2" "$3" tempest "$plan" "$size" "$st" "$ms" "$gf" "$log"
+}
+
+for r in $ROUNDS; do
+  echo "round $r"
+  for s in $STENCILS; do
+    for t in $TYPES; do
+      for stem in ${CFG[$t,$s]}; do measure_an5d "$r" "$t" "$s" "$stem"; done
+      measure_tempest "$r" "$t" "$s"
+    done
+  done
+done
+[ -z "$DRY" ] && report
+copy_results
