@@ -562,6 +562,7 @@ type fakeHub struct {
 	in     int
 	gen    int
 	err    error
+	due    [][][2]gpu.P2P // per rank: the (send, receive) pairs a started exchange left to Wait
 }
 
 type fakeComm struct {
@@ -571,8 +572,29 @@ type fakeComm struct {
 
 func (c fakeComm) Close() error { return nil }
 
-func (c fakeComm) Exchange(ops []gpu.P2P) error {
+func (c fakeComm) Exchange(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, false) }
+
+// Start pairs the transfers as Exchange does but copies nothing until each receiving rank's
+// Wait, the latest a real transfer may land, reading the sources then: a domain that ran a
+// band over the exchanged rows before Wait would get other bits.
+func (c fakeComm) Start(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, true) }
+
+func (c fakeComm) Wait() error {
 	h := c.h
+	h.mu.Lock()
+	due := h.due[c.rank]
+	h.due[c.rank] = nil
+	h.mu.Unlock()
+	for _, sr := range due {
+		if err := gpu.CopyRange(sr[1].Buf, sr[1].Off, sr[0].Buf, sr[0].Off, sr[0].Bytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *fakeHub) exchange(rank int, ops []gpu.P2P, deferred bool) error {
+	c := fakeComm{h, rank}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	gen := h.gen
@@ -607,7 +629,9 @@ func (c fakeComm) Exchange(ops []gpu.P2P) error {
 					h.err = fmt.Errorf("send %d from %d to %d of %d bytes meets a receive of %d", k, a, b, s.Bytes, r.Bytes)
 					continue
 				}
-				if err := gpu.CopyRange(r.Buf, r.Off, s.Buf, s.Off, s.Bytes); err != nil {
+				if deferred {
+					h.due[b] = append(h.due[b], [2]gpu.P2P{s, r})
+				} else if err := gpu.CopyRange(r.Buf, r.Off, s.Buf, s.Off, s.Bytes); err != nil {
 					h.err = err
 				}
 			}
@@ -651,7 +675,7 @@ func TestNCCLTransportOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Close()
-			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
+			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts), due: make([][][2]gpu.P2P, c.parts)}
 			h.cond = sync.NewCond(&h.mu)
 			tr := &NCCL{Comms: make([]Comm, c.parts)}
 			for i := range tr.Comms {

@@ -42,21 +42,20 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 }
 
 // Run advances every part by steps: runs of at most one period, with an exchange between
-// runs (none after the last: only owned rows are read afterwards).
+// runs (none after the last: only owned rows are read afterwards). Where parts are split into
+// bands (SplitOverlapped), each run's interiors overlap the exchange before it.
 func (d *Domain) Run(steps int) error {
+	var pending Pending
 	for done := 0; done < steps; {
 		n := min(d.L.Period, steps-done)
-		for i, p := range d.Parts {
-			if p == nil {
-				continue
-			}
-			if err := p.Run(n); err != nil {
-				return fmt.Errorf("sub-domain %d: %w", i, err)
-			}
+		if err := d.advance(n, pending); err != nil {
+			return err
 		}
+		pending = nil
 		done += n
 		if done < steps && len(d.copies) > 0 {
-			if err := d.T.Exchange(d.Parts, d.copies, d.levels); err != nil {
+			var err error
+			if pending, err = d.exchange(); err != nil {
 				return err
 			}
 			d.Exchanges++
