@@ -278,10 +278,19 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 	return nil
 }
 
-// Start implements Transport: the relay is done when it returns.
+// Start implements Transport: the relay runs on a goroutine of its own, so that the
+// process computes (the interiors of its parts) while the slabs travel; Wait returns when
+// they have arrived.
 func (c *Coordinator) Start(parts []Part, copies []Copy, levels []Level) (Pending, error) {
-	return finished{}, c.Exchange(parts, copies, levels)
+	r := relayPending(make(chan error, 1))
+	go func() { r <- c.Exchange(parts, copies, levels) }()
+	return r, nil
 }
+
+// relayPending is a relay under way: its goroutine sends Exchange's result.
+type relayPending chan error
+
+func (r relayPending) Wait() error { return <-r }
 
 // readSlab copies rows [row, row+rows) of a part's grid level out.
 func readSlab(p Part, lv Level, row, rows int) ([]byte, error) {

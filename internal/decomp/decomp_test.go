@@ -421,7 +421,7 @@ func freeAddr(t *testing.T) string {
 func TestRelayRanks(t *testing.T) {
 	host := func(i int, s *state.State) (Part, error) { return NewHostPart(s), nil }
 	for _, name := range []string{"periodic", "wave_two_level", "input_grid"} {
-		t.Run(name, func(t *testing.T) { testRelay(t, name, host, nil) })
+		t.Run(name, func(t *testing.T) { testRelay(t, name, host, nil, Split) })
 	}
 	t.Run("wave_two_level/opencl", func(t *testing.T) {
 		dev := openOrSkip(t, "opencl")
@@ -432,13 +432,15 @@ func TestRelayRanks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testRelay(t, "wave_two_level", func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, &pl)
+		testRelay(t, "wave_two_level", func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, &pl, Split)
 	})
 }
 
 // testRelay runs program name on three relayed ranks with parts from build and compares with
-// the whole domain on the CPU engine (pl nil) or on one device part built the same way.
-func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Part, error), pl *plan.Plan) {
+// the whole domain on the CPU engine (pl nil) or on one device part built the same way;
+// split is Split or SplitOverlapped.
+func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Part, error), pl *plan.Plan,
+	split func(*state.State, *Layout, func(int) bool, func(int, *state.State) (Part, error), Transport) (*Domain, error)) {
 	const steps, ranks = 9, 3
 	var src string
 	for _, pr := range progs {
@@ -483,7 +485,7 @@ func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Par
 				if err != nil {
 					return err
 				}
-				d, err := Split(g, l, func(i int) bool { return i == r }, build, c)
+				d, err := split(g, l, func(i int) bool { return i == r }, build, c)
 				if err != nil {
 					return err
 				}

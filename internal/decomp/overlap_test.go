@@ -363,6 +363,28 @@ func TestNCCLOverlapOrder(t *testing.T) {
 	}
 }
 
+// TestRelayOverlap runs three relayed ranks (goroutines standing for processes) whose parts
+// are split into bands: the relay travels on its own goroutine while the interiors compute.
+// Bitwise the single run; host parts, and one OpenCL case whose relay reads and writes device
+// slabs while the interior's kernels are enqueued.
+func TestRelayOverlap(t *testing.T) {
+	host := func(i int, s *state.State) (Part, error) { return NewHostPart(s), nil }
+	for _, name := range []string{"periodic", "wave_two_level", "input_grid"} { // all with bands: 10 rows a part, H = 2
+		t.Run(name, func(t *testing.T) { testRelay(t, name, host, nil, SplitOverlapped) })
+	}
+	t.Run("wave_two_level/opencl", func(t *testing.T) {
+		dev := openOrSkip(t, "opencl")
+		cache := gpurun.NewModules(dev)
+		cache.Extra = []string{"-cl-opt-disable"}
+		defer cache.Close()
+		pl, err := plan.Parse("naive", mustProgram(t, "wave", progs[6].src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testRelay(t, "wave_two_level", func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, &pl, SplitOverlapped)
+	})
+}
+
 // TestBandedErrors: a banded part refuses plans whose launches do not divide the period, and
 // names the sub-part.
 func TestBandedErrors(t *testing.T) {

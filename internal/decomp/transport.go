@@ -15,8 +15,9 @@ type Transport interface {
 	// indexed by part number, nil where another process holds the part.
 	Exchange(parts []Part, copies []Copy, levels []Level) error
 	// Start begins the same copies and returns what Wait ends. NCCL's transfers run beside the
-	// kernels launched meanwhile; the other transports complete them in Start. Until Wait, no
-	// part may run over the rows the copies read or write.
+	// kernels launched meanwhile and the coordinator's relay beside the process's work; Local
+	// completes them in Start. Until Wait, no part may run over the rows the copies read or
+	// write.
 	Start(parts []Part, copies []Copy, levels []Level) (Pending, error)
 	Close() error
 }

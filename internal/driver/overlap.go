@@ -7,9 +7,10 @@ import (
 )
 
 // overlapFor decides whether a split run overlaps its exchanges with the sub-domains'
-// interiors, and says why. Auto overlaps where halos travel through NCCL, the one transport
-// whose transfers run beside the kernels; the others finish their copies before compute goes
-// on, so splitting parts into bands would only add their launches and redundant rows.
+// interiors, and says why. Auto overlaps where halos travel between devices or processes
+// beside the compute: through NCCL (on the communicators' streams) or relayed by the
+// coordinator (on a goroutine). Local copies finish before compute goes on, so splitting
+// parts into bands would only add their launches and redundant rows.
 func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
 	switch m.Overlap {
 	case "on":
@@ -17,8 +18,11 @@ func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
 	case "off":
 		return false, "--overlap off"
 	}
-	if _, ok := t.(*decomp.NCCL); ok {
+	switch t.(type) {
+	case *decomp.NCCL:
 		return true, "auto: halos travel through NCCL beside the kernels"
+	case *decomp.Coordinator:
+		return true, "auto: halos travel between processes while they compute"
 	}
 	return false, "auto: these halo copies finish before compute goes on, so there is nothing to hide; --overlap on splits the sub-domains anyway"
 }

@@ -268,6 +268,9 @@ func (c *NCCLComm) Exchange(ops []P2P) error {
 // stream: they follow the launches before them and overlap the launches after them, until
 // Wait. The buffers' ranges must stay untouched by kernels until then.
 func (c *NCCLComm) Start(ops []P2P) error {
+	if c.side == nil {
+		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrClosed)
+	}
 	list, err := c.resolve(ops)
 	if err != nil {
 		return err
@@ -290,6 +293,9 @@ func (c *NCCLComm) Start(ops []P2P) error {
 // Wait makes the launches after it wait for the transfers of the last Start; it does not
 // block the caller.
 func (c *NCCLComm) Wait() error {
+	if c.side == nil {
+		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrClosed)
+	}
 	if err := c.d.ex.do(c.side.join); err != nil {
 		return fmt.Errorf("rank %d: %w", c.Rank, err)
 	}
