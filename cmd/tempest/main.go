@@ -101,7 +101,7 @@ func runCmd() *cobra.Command {
 	f.IntVar(&o.Multi.Rank, "rank", 0, "this process's rank in a multi-process run (0 to --ranks - 1)")
 	f.IntVar(&o.Multi.Ranks, "ranks", 0, "number of processes of a multi-process run, one sub-domain each")
 	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect")
-	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on or off: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where halos go through NCCL)")
+	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on or off: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where halos go through NCCL or the coordinator's relay)")
 	return c
 }
 
