@@ -277,6 +277,9 @@ func (d *Domain) advance(n int, pending Pending) error {
 	for i, p := range d.Parts {
 		if b, ok := p.(*banded); ok {
 			if err := b.runInterior(n); err != nil {
+				if pending != nil {
+					pending.Wait() // no transfer may outlive the run; the interior's error says why it ended
+				}
 				return fmt.Errorf("sub-domain %d: %w", i, err)
 			}
 		}
