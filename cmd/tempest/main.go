@@ -101,6 +101,7 @@ func runCmd() *cobra.Command {
 	f.IntVar(&o.Multi.Rank, "rank", 0, "this process's rank in a multi-process run (0 to --ranks - 1)")
 	f.IntVar(&o.Multi.Ranks, "ranks", 0, "number of processes of a multi-process run, one sub-domain each")
 	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect")
+	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on or off: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where halos go through NCCL or the coordinator's relay)")
 	return c
 }
 
@@ -284,5 +285,6 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&o.Report, "report", "", "write a self-contained HTML report with charts (and the charts as PNG beside it)")
 	f.IntVar(&o.GPUs, "gpus", 0, "benchmark each stencil split over this many devices against one device, with the split model's prediction beside the measurement")
 	f.StringVar(&o.Link, "link", "nvlink4", "interconnect the split model assumes with --gpus: nvlink4, pcie5, pcie4 or ndr")
+	f.StringVar(&o.Overlap, "overlap", "auto", "with --gpus: auto, on or off: overlap halo exchanges with the sub-domains' interiors (auto: where halos go through NCCL); the model follows")
 	return c
 }

@@ -206,8 +206,9 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 		if cp.From != c.Rank {
 			continue
 		}
+		sp, row := slab(p, cp.FromRow, cp.Rows)
 		for _, lv := range levels {
-			b, err := readSlab(p, lv, cp.FromRow, cp.Rows)
+			b, err := readSlab(sp, lv, row, cp.Rows)
 			if err != nil {
 				return err
 			}
@@ -263,12 +264,13 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 		if cp.To != c.Rank {
 			continue
 		}
+		sp, row := slab(p, cp.ToRow, cp.Rows)
 		for _, lv := range levels {
 			n := size(cp, lv)
 			if len(in) < n {
 				return fmt.Errorf("halo exchange: rank %d received too few bytes", c.Rank)
 			}
-			if err := writeSlab(p, lv, cp.ToRow, in[:n]); err != nil {
+			if err := writeSlab(sp, lv, row, in[:n]); err != nil {
 				return err
 			}
 			in = in[n:]
@@ -276,6 +278,20 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 	}
 	return nil
 }
+
+// Start implements Transport: the relay runs on a goroutine of its own, so that the
+// process computes (the interiors of its parts) while the slabs travel; Wait returns when
+// they have arrived.
+func (c *Coordinator) Start(parts []Part, copies []Copy, levels []Level) (Pending, error) {
+	r := relayPending(make(chan error, 1))
+	go func() { r <- c.Exchange(parts, copies, levels) }()
+	return r, nil
+}
+
+// relayPending is a relay under way: its goroutine sends Exchange's result.
+type relayPending chan error
+
+func (r relayPending) Wait() error { return <-r }
 
 // readSlab copies rows [row, row+rows) of a part's grid level out.
 func readSlab(p Part, lv Level, row, rows int) ([]byte, error) {

@@ -437,7 +437,7 @@ func freeAddr(t *testing.T) string {
 func TestRelayRanks(t *testing.T) {
 	host := func(i int, s *state.State) (Part, error) { return NewHostPart(s), nil }
 	for _, name := range []string{"periodic", "wave_two_level", "input_grid"} {
-		t.Run(name, func(t *testing.T) { testRelay(t, name, host, nil) })
+		t.Run(name, func(t *testing.T) { testRelay(t, name, host, nil, Split) })
 	}
 	t.Run("wave_two_level/opencl", func(t *testing.T) {
 		dev := openOrSkip(t, "opencl")
@@ -448,13 +448,15 @@ func TestRelayRanks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testRelay(t, "wave_two_level", func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, &pl)
+		testRelay(t, "wave_two_level", func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, &pl, Split)
 	})
 }
 
 // testRelay runs program name on three relayed ranks with parts from build and compares with
-// the whole domain on the CPU engine (pl nil) or on one device part built the same way.
-func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Part, error), pl *plan.Plan) {
+// the whole domain on the CPU engine (pl nil) or on one device part built the same way;
+// split is Split or SplitOverlapped.
+func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Part, error), pl *plan.Plan,
+	split func(*state.State, *Layout, func(int) bool, func(int, *state.State) (Part, error), Transport) (*Domain, error)) {
 	const steps, ranks = 9, 3
 	var src string
 	for _, pr := range progs {
@@ -499,7 +501,7 @@ func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Par
 				if err != nil {
 					return err
 				}
-				d, err := Split(g, l, func(i int) bool { return i == r }, build, c)
+				d, err := split(g, l, func(i int) bool { return i == r }, build, c)
 				if err != nil {
 					return err
 				}
@@ -578,6 +580,7 @@ type fakeHub struct {
 	in     int
 	gen    int
 	err    error
+	due    [][][2]gpu.P2P // per rank: the (send, receive) pairs a started exchange left to Wait
 }
 
 type fakeComm struct {
@@ -587,8 +590,29 @@ type fakeComm struct {
 
 func (c fakeComm) Close() error { return nil }
 
-func (c fakeComm) Exchange(ops []gpu.P2P) error {
+func (c fakeComm) Exchange(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, false) }
+
+// Start pairs the transfers as Exchange does but copies nothing until each receiving rank's
+// Wait, the latest a real transfer may land, reading the sources then: a domain that ran a
+// band over the exchanged rows before Wait would get other bits.
+func (c fakeComm) Start(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, true) }
+
+func (c fakeComm) Wait() error {
 	h := c.h
+	h.mu.Lock()
+	due := h.due[c.rank]
+	h.due[c.rank] = nil
+	h.mu.Unlock()
+	for _, sr := range due {
+		if err := gpu.CopyRange(sr[1].Buf, sr[1].Off, sr[0].Buf, sr[0].Off, sr[0].Bytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *fakeHub) exchange(rank int, ops []gpu.P2P, deferred bool) error {
+	c := fakeComm{h, rank}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	gen := h.gen
@@ -623,7 +647,9 @@ func (c fakeComm) Exchange(ops []gpu.P2P) error {
 					h.err = fmt.Errorf("send %d from %d to %d of %d bytes meets a receive of %d", k, a, b, s.Bytes, r.Bytes)
 					continue
 				}
-				if err := gpu.CopyRange(r.Buf, r.Off, s.Buf, s.Off, s.Bytes); err != nil {
+				if deferred {
+					h.due[b] = append(h.due[b], [2]gpu.P2P{s, r})
+				} else if err := gpu.CopyRange(r.Buf, r.Off, s.Buf, s.Off, s.Bytes); err != nil {
 					h.err = err
 				}
 			}
@@ -667,7 +693,7 @@ func TestNCCLTransportOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Close()
-			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
+			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts), due: make([][][2]gpu.P2P, c.parts)}
 			h.cond = sync.NewCond(&h.mu)
 			tr := &NCCL{Comms: make([]Comm, c.parts)}
 			for i := range tr.Comms {

@@ -15,9 +15,12 @@ type NCCL struct {
 }
 
 // Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
-// pair up with the other ranks' in order.
+// pair up with the other ranks' in order, after the launches before it and before those after
+// it; Start posts it beside the launches after it, until Wait.
 type Comm interface {
 	Exchange(ops []gpu.P2P) error
+	Start(ops []gpu.P2P) error
+	Wait() error
 	Close() error
 }
 
@@ -55,6 +58,37 @@ func NewNCCL(n *gpu.NCCL, id gpu.NCCLID, devs []gpu.Device) (*NCCL, error) {
 // copy it is the source of and a receive for every copy it is the target of, so that sends
 // and receives between two ranks pair up in the same order on both sides.
 func (t *NCCL) Exchange(parts []Part, copies []Copy, levels []Level) error {
+	return t.post(parts, copies, levels, Comm.Exchange)
+}
+
+// Start implements Transport: the ranks post the same groups as Exchange on their
+// communicators' own streams; Wait orders each device's later launches after them.
+func (t *NCCL) Start(parts []Part, copies []Copy, levels []Level) (Pending, error) {
+	if err := t.post(parts, copies, levels, Comm.Start); err != nil {
+		return nil, err
+	}
+	return ncclPending{t, parts}, nil
+}
+
+type ncclPending struct {
+	t     *NCCL
+	parts []Part
+}
+
+func (p ncclPending) Wait() error {
+	for i, part := range p.parts {
+		if part != nil {
+			if err := p.t.Comms[i].Wait(); err != nil {
+				return fmt.Errorf("halo exchange: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// post has each local rank post its group through send, each from its own goroutine (a rank's
+// group may wait for its peers').
+func (t *NCCL) post(parts []Part, copies []Copy, levels []Level, send func(Comm, []gpu.P2P) error) error {
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
@@ -68,19 +102,20 @@ func (t *NCCL) Exchange(parts []Part, copies []Copy, levels []Level) error {
 		for _, c := range copies {
 			for _, lv := range levels {
 				rb := rowBytes(p.State(), lv.Grid)
-				buf := p.Buffer(lv.Grid, lv.Level)
 				if c.From == i {
-					ops = append(ops, gpu.P2P{Send: true, Buf: buf, Off: int64(c.FromRow) * rb, Bytes: int64(c.Rows) * rb, Peer: c.To})
+					sp, row := slab(p, c.FromRow, c.Rows)
+					ops = append(ops, gpu.P2P{Send: true, Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.To})
 				}
 				if c.To == i {
-					ops = append(ops, gpu.P2P{Buf: buf, Off: int64(c.ToRow) * rb, Bytes: int64(c.Rows) * rb, Peer: c.From})
+					sp, row := slab(p, c.ToRow, c.Rows)
+					ops = append(ops, gpu.P2P{Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.From})
 				}
 			}
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = t.Comms[i].Exchange(ops)
+			errs[i] = send(t.Comms[i], ops)
 		}()
 	}
 	wg.Wait()

@@ -48,12 +48,15 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 // where the halos are used up (none after the last run: only owned rows are read afterwards).
 // The domain counts the steps since the last exchange across calls, so a run advanced in
 // chunks of any length exchanges at the same steps as one call for all of them (a multiple
-// of Period after the split) and gives the same values.
+// of Period after the split) and gives the same values. Where parts are split into bands
+// (SplitOverlapped), the interiors of the run after an exchange overlap it.
 func (d *Domain) Run(steps int) error {
 	for done := 0; done < steps; {
+		var pending Pending
 		if d.since == d.L.Period {
 			if len(d.copies) > 0 {
-				if err := d.T.Exchange(d.Parts, d.copies, d.levels); err != nil {
+				var err error
+				if pending, err = d.exchange(); err != nil {
 					return err
 				}
 				d.Exchanges++
@@ -61,13 +64,8 @@ func (d *Domain) Run(steps int) error {
 			d.since = 0
 		}
 		n := min(d.L.Period-d.since, steps-done)
-		for i, p := range d.Parts {
-			if p == nil {
-				continue
-			}
-			if err := p.Run(n); err != nil {
-				return fmt.Errorf("sub-domain %d: %w", i, err)
-			}
+		if err := d.advance(n, pending); err != nil {
+			return err
 		}
 		done += n
 		d.since += n

@@ -14,8 +14,24 @@ type Transport interface {
 	// Exchange performs the copies whose source or target part this process holds; parts is
 	// indexed by part number, nil where another process holds the part.
 	Exchange(parts []Part, copies []Copy, levels []Level) error
+	// Start begins the same copies and returns what Wait ends. NCCL's transfers run beside the
+	// kernels launched meanwhile and the coordinator's relay beside the process's work; Local
+	// completes them in Start. Until Wait, no part may run over the rows the copies read or
+	// write.
+	Start(parts []Part, copies []Copy, levels []Level) (Pending, error)
 	Close() error
 }
+
+// Pending is a started exchange.
+type Pending interface {
+	// Wait orders the parts' later runs after the exchange (on a device it need not block).
+	Wait() error
+}
+
+// finished is the Pending of a transport that completes exchanges in Start.
+type finished struct{}
+
+func (finished) Wait() error { return nil }
 
 // Level is one grid level that exchanges carry.
 type Level struct{ Grid, Level int }
@@ -43,6 +59,8 @@ func (Local) Exchange(parts []Part, copies []Copy, levels []Level) error {
 		if src == nil || dst == nil {
 			return fmt.Errorf("internal error: local exchange %d -> %d with a part of another process", c.From, c.To)
 		}
+		src, c.FromRow = slab(src, c.FromRow, c.Rows)
+		dst, c.ToRow = slab(dst, c.ToRow, c.Rows)
 		for _, lv := range levels {
 			sb, db := src.Buffer(lv.Grid, lv.Level), dst.Buffer(lv.Grid, lv.Level)
 			switch {
@@ -64,6 +82,11 @@ func (Local) Exchange(parts []Part, copies []Copy, levels []Level) error {
 		}
 	}
 	return nil
+}
+
+// Start implements Transport: the copies are done when it returns.
+func (t Local) Start(parts []Part, copies []Copy, levels []Level) (Pending, error) {
+	return finished{}, t.Exchange(parts, copies, levels)
 }
 
 // Close implements Transport.

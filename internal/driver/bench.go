@@ -42,9 +42,11 @@ type BenchOptions struct {
 	Command  []string
 
 	// GPUs, when positive, benchmarks runs split over this many devices against one
-	// (benchsplit.go); Link names the interconnect the split model assumes.
-	GPUs int
-	Link string
+	// (benchsplit.go); Link names the interconnect the split model assumes; Overlap (auto, on,
+	// off) whether the split runs overlap exchanges with their interiors.
+	GPUs    int
+	Link    string
+	Overlap string
 }
 
 // benchDevice compiles each kernel source once: runners for repeated measurements get the
@@ -89,6 +91,9 @@ type bencher struct {
 	dev  *benchDevice
 	prof *probe.Profile
 	log  io.Writer
+	// overlap says whether split runs (--gpus) overlap exchanges with interiors, why says why.
+	overlap bool
+	why     string
 }
 
 // selectSuites are the suites of --suite, each with --type replacing its element type.

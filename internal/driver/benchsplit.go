@@ -34,7 +34,10 @@ func benchSplit(o BenchOptions, stdout, stderr io.Writer) error {
 	}
 	mr := &multiRun{caches: map[gpu.Device]*gpurun.Modules{}}
 	defer mr.close()
-	ro := RunOptions{Backend: o.Backend, Plan: o.Plan, Multi: MultiOptions{GPUs: o.GPUs}}
+	ro := RunOptions{Backend: o.Backend, Plan: o.Plan, Multi: MultiOptions{GPUs: o.GPUs, Overlap: o.Overlap}}
+	if err := ro.Multi.check(); err != nil {
+		return err
+	}
 	if _, err := mr.openDevices(ro); err != nil {
 		return err
 	}
@@ -46,8 +49,14 @@ func benchSplit(o BenchOptions, stdout, stderr io.Writer) error {
 	dev := mr.devs[0]
 	prof := loadDeviceProfile(dev, false, nil)
 	b := &bencher{o: o, log: stderr}
+	b.overlap, b.why = ro.Multi.overlapFor(t)
 	fmt.Fprintf(stdout, "%d x %s (%s), halos by %s; link assumed: %s, %.0f GB/s, %.0f us per exchange (%s)\n",
 		o.GPUs, dev.Props().Name, dev.Props().Backend, how, link.Name, link.GBs, link.LatencyUs, link.Source)
+	if b.overlap {
+		fmt.Fprintf(stdout, "exchanges overlapped with the sub-domains' interiors (%s); the model prices a period as max(interior, exchange) + bands (at least %.0f us a band), parts too thin for bands unsplit\n", b.why, model.BandLaunchUs)
+	} else {
+		fmt.Fprintf(stdout, "exchanges not overlapped (%s); the model prices compute + exchanges\n", b.why)
+	}
 	fmt.Fprintf(stdout, "| stencil | size | plan | E | 1 device ms | %d devices ms | predicted ms (measured rate) | predicted ms (plan model) | speedup | predicted speedup | efficiency |\n", o.GPUs)
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, su := range suites {
@@ -137,7 +146,11 @@ func (b *bencher) splitOne(mr *multiRun, t decomp.Transport, prof *probe.Profile
 	if err != nil {
 		return "", err
 	}
-	d, err := decomp.Split(pr.State, l, decomp.All, func(i int, s *state.State) (decomp.Part, error) {
+	splitter := decomp.Split
+	if b.overlap {
+		splitter = decomp.SplitOverlapped
+	}
+	d, err := splitter(pr.State, l, decomp.All, func(i int, s *state.State) (decomp.Part, error) {
 		return decomp.NewDevicePart(mr.devs[i], s, pl, mr.cache(mr.devs[i]))
 	}, t)
 	if err != nil {
@@ -162,7 +175,7 @@ func (b *bencher) splitOne(mr *multiRun, t decomp.Transport, prof *probe.Profile
 		return "", err
 	}
 	in := model.SplitInput{Prog: pr.Prog, Shape: pr.State.Shape, Steps: steps, Parts: len(mr.devs), Period: period, Link: link,
-		Rate: float64(pr.State.Cells()) * float64(steps) / single}
+		Rate: float64(pr.State.Cells()) * float64(steps) / single, Overlap: b.overlap}
 	byRate, err := model.PredictSplit(in)
 	if err != nil {
 		return "", err

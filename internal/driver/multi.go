@@ -30,11 +30,15 @@ type MultiOptions struct {
 	Coordinator string // HOST:PORT where rank 0 listens
 	// Timeout bounds the wait for the other processes at the start (0: 5 minutes).
 	Timeout time.Duration
+	// Overlap is auto ("" too), on or off: whether sub-domains split into bands and an
+	// interior that computes while the halos travel (overlap.go).
+	Overlap string
 }
 
 // Active says whether the run is split at all.
 func (m MultiOptions) Active() bool {
-	return m.GPUs != 0 || m.Subdomains != 0 || m.Ranks != 0 || m.Rank != 0 || m.Coordinator != "" || m.Exchange != 0
+	return m.GPUs != 0 || m.Subdomains != 0 || m.Ranks != 0 || m.Rank != 0 || m.Coordinator != "" || m.Exchange != 0 ||
+		(m.Overlap != "" && m.Overlap != "auto")
 }
 
 func (m MultiOptions) check() error {
@@ -51,6 +55,10 @@ func (m MultiOptions) check() error {
 		return fmt.Errorf("--rank %d --ranks %d: ranks are numbered 0 to %d", m.Rank, m.Ranks, m.Ranks-1)
 	case m.Ranks == 0 && (m.Rank != 0 || m.Coordinator != ""):
 		return fmt.Errorf("--rank and --coordinator belong to multi-process runs: give --ranks too")
+	case m.Overlap != "" && m.Overlap != "auto" && m.Overlap != "on" && m.Overlap != "off":
+		return fmt.Errorf("--overlap %q: choose auto, on or off", m.Overlap)
+	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0 && m.Exchange == 0:
+		return fmt.Errorf("--overlap %s belongs to split runs: give --gpus, --subdomains or --ranks too", m.Overlap)
 	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0:
 		return fmt.Errorf("--exchange %d belongs to split runs: give --gpus, --subdomains or --ranks too", m.Exchange)
 	}
@@ -320,7 +328,12 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if m.Ranks > 0 {
 		mine = func(i int) bool { return i == m.Rank }
 	}
-	d, err := decomp.Split(s, l, mine, func(i int, ps *state.State) (decomp.Part, error) {
+	overlap, why := m.overlapFor(t)
+	split := decomp.Split
+	if overlap {
+		split = decomp.SplitOverlapped
+	}
+	d, err := split(s, l, mine, func(i int, ps *state.State) (decomp.Part, error) {
 		dv := mr.devs[i]
 		if dv == nil {
 			return decomp.NewHostPart(ps), nil
@@ -354,9 +367,10 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	} else {
 		exchanges := max(0, (steps+l.Period-1)/l.Period-1)
 		fmt.Fprintf(stdout, "halos: %d rows (reach %d x exchange period %d steps), exchanged %d times, %s\n", l.Halo, l.Reach, l.Period, exchanges, how)
+		fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why))
 	}
 	for _, p := range d.Parts {
-		if dp, ok := p.(interface{ Runner() *gpurun.Runner }); ok && report {
+		if dp, ok := decomp.Interior(p).(interface{ Runner() *gpurun.Runner }); ok && report {
 			for _, line := range dp.Runner().KernelReport() {
 				fmt.Fprintln(stdout, line)
 			}

@@ -47,6 +47,26 @@ func TestRunSplit(t *testing.T) {
 	if got, _ := os.ReadFile(split.Out); !bytes.Equal(got, want) {
 		t.Error("--subdomains 3 wrote other values than one device")
 	}
+	if !strings.Contains(out.String(), "overlap: off (auto: these halo copies finish before compute goes on") {
+		t.Errorf("--subdomains without --overlap should not overlap:\n%s", out.String())
+	}
+
+	// The same split into bands and interiors.
+	split.Multi.Overlap = "on"
+	split.Out = filepath.Join(dir, "overlap.npy")
+	out.Reset()
+	if res, err = Run(split, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "overlap: on (--overlap on): 3 of 3 sub-domains split into bands of 2 rows") {
+		t.Errorf("report:\n%s", out.String())
+	}
+	if res.MaxAbsErr == nil || *res.MaxAbsErr != 0 {
+		t.Errorf("verify with --overlap on: max abs error %v, want 0", res.MaxAbsErr)
+	}
+	if got, _ := os.ReadFile(split.Out); !bytes.Equal(got, want) {
+		t.Error("--subdomains 3 --overlap on wrote other values than one device")
+	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,29 +74,31 @@ func TestRunSplit(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for r := 0; r < 2; r++ {
-		o := base
-		o.Multi = MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second}
-		o.Out = filepath.Join(dir, fmt.Sprintf("rank%d.npy", r))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[r] = Run(o, io.Discard, io.Discard)
-		}()
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
+	for _, overlap := range []string{"off", "auto"} { // auto overlaps relayed exchanges
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for r := 0; r < 2; r++ {
+			o := base
+			o.Multi = MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second, Overlap: overlap}
+			o.Out = filepath.Join(dir, fmt.Sprintf("rank%d_%s.npy", r, overlap))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[r] = Run(o, io.Discard, io.Discard)
+			}()
 		}
-	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "rank0.npy")); !bytes.Equal(got, want) {
-		t.Error("two processes wrote other values than one device")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "rank1.npy")); err == nil {
-		t.Error("rank 1 wrote an output; only rank 0 should")
+		wg.Wait()
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("--overlap %s, rank %d: %v", overlap, r, err)
+			}
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, "rank0_"+overlap+".npy")); !bytes.Equal(got, want) {
+			t.Errorf("two processes (--overlap %s) wrote other values than one device", overlap)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "rank1_"+overlap+".npy")); err == nil {
+			t.Error("rank 1 wrote an output; only rank 0 should")
+		}
 	}
 }
 
@@ -94,6 +116,8 @@ func TestRunSplitErrors(t *testing.T) {
 		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Exchange: 4}, "give --gpus, --subdomains or --ranks too"},
 		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 40}, "use at most 32"},
 		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 8, Exchange: 6}, "use fewer sub-domains, a shorter exchange period or a larger --size"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 2, Overlap: "maybe"}, `--overlap "maybe": choose auto, on or off`},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Overlap: "on"}, "--overlap on belongs to split runs"},
 	}
 	for _, c := range cases {
 		o := RunOptions{File: c.file, Size: "32x32", Steps: 3, Backend: "cpu", Quiet: true, Multi: c.m}
@@ -122,7 +146,8 @@ func TestBenchSplit(t *testing.T) {
 			row = line
 		}
 	}
-	if f := strings.Split(row, "|"); len(f) != 13 || strings.TrimSpace(f[8]) == "-" || !strings.Contains(out.String(), "PCIe 5.0 x16") {
+	if f := strings.Split(row, "|"); len(f) != 13 || strings.TrimSpace(f[8]) == "-" || !strings.Contains(out.String(), "PCIe 5.0 x16") ||
+		!strings.Contains(out.String(), "exchanges not overlapped (auto:") {
 		t.Errorf("bench --gpus 1 printed:\n%s", out.String())
 	}
 	o.Link = "carrier-pigeon"

@@ -36,6 +36,8 @@ const (
 	cuFuncAttrNumRegs               = 4
 	cuFuncAttrMaxDynamicSharedSize  = 8
 	cuEventDefault                  = 0
+	cuEventDisableTiming            = 2 // CU_EVENT_DISABLE_TIMING: an event only to order streams
+	cuStreamNonBlocking             = 1 // CU_STREAM_NON_BLOCKING: no implicit sync with stream 0
 	defaultDynamicSharedLimit       = 48 * 1024
 	cudaLibHint                     = "is the NVIDIA driver installed?"
 	nvrtcLibHint                    = "is the CUDA toolkit's NVRTC installed? set " + envNVRTC + " to its path"
@@ -74,6 +76,9 @@ type cudaAPI struct {
 	cuEventSynchronize         func(ev uintptr) int32
 	cuEventDestroy             func(ev uintptr) int32
 	cuEventElapsedTime         func(ms *float32, start, end uintptr) int32
+	cuStreamCreate             func(stream *uintptr, flags uint32) int32
+	cuStreamDestroy            func(stream uintptr) int32
+	cuStreamWaitEvent          func(stream, ev uintptr, flags uint32) int32
 	cuOccupancyMaxActiveBlocks func(n *int32, f uintptr, blockSize int32, dynShared uintptr) int32
 	cuGetErrorName             func(res int32, s **byte) int32
 	cuGetErrorString           func(res int32, s **byte) int32
@@ -117,6 +122,9 @@ func loadCUDA() (*cudaAPI, error) {
 	b.fn(&a.cuEventSynchronize, "cuEventSynchronize")
 	b.fn(&a.cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")
 	b.fn(&a.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime")
+	b.fn(&a.cuStreamCreate, "cuStreamCreate")
+	b.fn(&a.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy")
+	b.fn(&a.cuStreamWaitEvent, "cuStreamWaitEvent")
 	b.fn(&a.cuOccupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor")
 	b.fn(&a.cuGetErrorName, "cuGetErrorName")
 	b.fn(&a.cuGetErrorString, "cuGetErrorString")

@@ -46,11 +46,19 @@ func TestFakeCUDA(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var launches, retained func() int32
+				var launches, retained, streams, waits func() int32
 				purego.RegisterLibFunc(&launches, h, "fakeLaunches")
 				purego.RegisterLibFunc(&retained, h, "fakeRetained")
+				purego.RegisterLibFunc(&streams, h, "fakeStreams")
+				purego.RegisterLibFunc(&waits, h, "fakeStreamWaits")
 				if n := launches(); n < 4 {
 					t.Errorf("fake driver saw %d launches", n)
+				}
+				if n := streams(); n != 0 {
+					t.Errorf("%d streams left after the communicators closed", n)
+				}
+				if n := waits(); n < 2 {
+					t.Errorf("fake driver saw %d stream waits; a started exchange makes two", n)
 				}
 				if r := retained(); r != 0 {
 					t.Errorf("primary context retained %d times after Close", r)
@@ -63,7 +71,8 @@ func TestFakeCUDA(t *testing.T) {
 }
 
 // testFakeNCCL runs the one-rank NCCL test against a fake NCCL (testdata/fakenccl.c) on the
-// fake driver: the 128-byte unique id passed by value, the group's sends and receives.
+// fake driver: the 128-byte unique id passed by value, the group's sends and receives, and
+// started exchanges on the communicator's own stream.
 func testFakeNCCL(t *testing.T, cc string) {
 	lib := filepath.Join(t.TempDir(), "libfakenccl.so")
 	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", lib, "testdata/fakenccl.c").CombinedOutput(); err != nil {
@@ -77,4 +86,13 @@ func testFakeNCCL(t *testing.T, cc string) {
 		t.Errorf("version %q", n.Version)
 	}
 	testNCCLOneRank(t, n)
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var side func() int32
+	purego.RegisterLibFunc(&side, h, "fakeNCCLSideStream")
+	if side() == 0 {
+		t.Error("the started exchange's transfers ran on stream 0, not the communicator's stream")
+	}
 }

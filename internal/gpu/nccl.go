@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 )
 
@@ -146,6 +145,7 @@ type NCCLComm struct {
 	n     *NCCL
 	d     *cudaDevice
 	comm  uintptr
+	side  *sideStream // where Start posts transfers, beside the kernels
 	Rank  int
 	Ranks int
 }
@@ -166,7 +166,17 @@ func (n *NCCL) NewComm(dev Device, ranks, rank int, id NCCLID) (*NCCLComm, error
 	}
 	c := &NCCLComm{n: n, d: d, Rank: rank, Ranks: ranks}
 	err := d.ex.do(func() error {
-		return n.check(n.commInitRank(&c.comm, int32(ranks), uid, int32(rank)), "ncclCommInitRank(rank %d of %d)", rank, ranks)
+		if err := n.check(n.commInitRank(&c.comm, int32(ranks), uid, int32(rank)), "ncclCommInitRank(rank %d of %d)", rank, ranks); err != nil {
+			return err
+		}
+		side, err := d.newSideStream()
+		if err != nil {
+			n.commDestroy(c.comm)
+			c.comm = 0
+			return err
+		}
+		c.side = side
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -184,60 +194,109 @@ type P2P struct {
 	Peer  int
 }
 
-// Exchange posts every transfer as one NCCL group on the stream the device's kernels use, so
-// that the transfers follow the launches before them and precede the launches after them.
-// Every rank must post its matching transfers (sends and receives between two ranks pair up
-// in order).
-func (c *NCCLComm) Exchange(ops []P2P) error {
-	type op struct {
-		send  bool
-		ptr   uint64
-		bytes uintptr
-		peer  int32
-		what  string
-		keep  Buffer
-	}
-	var list []op
+// ncclOp is a transfer of a group, resolved to a device address.
+type ncclOp struct {
+	send  bool
+	ptr   uint64
+	bytes uintptr
+	peer  int32
+	what  string
+}
+
+// resolve checks the transfers against the communicator's device and their buffers' sizes.
+func (c *NCCLComm) resolve(ops []P2P) ([]ncclOp, error) {
+	var list []ncclOp
 	for _, o := range ops {
 		pb, ok := o.Buf.(*cudaBuffer)
 		if !ok || pb.d != c.d {
-			return fmt.Errorf("nccl: rank %d: a transfer's buffer is not on the communicator's device", c.Rank)
+			return nil, fmt.Errorf("nccl: rank %d: a transfer's buffer is not on the communicator's device", c.Rank)
 		}
 		if err := checkRange("nccl transfer", o.Off, o.Bytes, pb.size); err != nil {
-			return err
+			return nil, err
 		}
 		p, err := pb.devPtr()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		what := "ncclRecv"
 		if o.Send {
 			what = "ncclSend"
 		}
-		list = append(list, op{o.Send, p + uint64(o.Off), uintptr(o.Bytes), int32(o.Peer), what, o.Buf})
+		list = append(list, ncclOp{o.Send, p + uint64(o.Off), uintptr(o.Bytes), int32(o.Peer), what})
 	}
-	err := c.d.ex.do(func() error {
-		n := c.n
-		if err := n.check(n.groupStart(), "ncclGroupStart"); err != nil {
-			return err
+	return list, nil
+}
+
+// post issues the transfers as one group on stream (on the executor).
+func (c *NCCLComm) post(list []ncclOp, stream uintptr) error {
+	n := c.n
+	if err := n.check(n.groupStart(), "ncclGroupStart"); err != nil {
+		return err
+	}
+	var first error
+	for _, o := range list {
+		f := n.recv
+		if o.send {
+			f = n.send
 		}
-		var first error
-		for _, o := range list {
-			f := n.recv
-			if o.send {
-				f = n.send
-			}
-			if err := n.check(f(o.ptr, o.bytes, ncclInt8, o.peer, c.comm, 0), "%s(%d bytes, peer %d)", o.what, o.bytes, o.peer); err != nil && first == nil {
-				first = err
-			}
-		}
-		if err := n.check(n.groupEnd(), "ncclGroupEnd"); err != nil && first == nil {
+		if err := n.check(f(o.ptr, o.bytes, ncclInt8, o.peer, c.comm, stream), "%s(%d bytes, peer %d)", o.what, o.bytes, o.peer); err != nil && first == nil {
 			first = err
 		}
-		return first
-	})
-	runtime.KeepAlive(list)
+	}
+	if err := n.check(n.groupEnd(), "ncclGroupEnd"); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// Exchange posts every transfer as one NCCL group on the stream the device's kernels use, so
+// that the transfers follow the launches before them and precede the launches after them.
+// Every rank must post its matching transfers (sends and receives between two ranks pair up
+// in order).
+func (c *NCCLComm) Exchange(ops []P2P) error {
+	list, err := c.resolve(ops)
 	if err != nil {
+		return err
+	}
+	if err := c.d.ex.do(func() error { return c.post(list, 0) }); err != nil {
+		return fmt.Errorf("rank %d: %w", c.Rank, err)
+	}
+	return nil
+}
+
+// Start posts the transfers as Exchange does, but on the communicator's own non-blocking
+// stream: they follow the launches before them and overlap the launches after them, until
+// Wait. The buffers' ranges must stay untouched by kernels until then.
+func (c *NCCLComm) Start(ops []P2P) error {
+	if c.side == nil {
+		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrClosed)
+	}
+	list, err := c.resolve(ops)
+	if err != nil {
+		return err
+	}
+	err = c.d.ex.do(func() error {
+		if err := c.side.follow(); err != nil {
+			return err
+		}
+		if err := c.post(list, c.side.stream); err != nil {
+			return err
+		}
+		return c.side.end()
+	})
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", c.Rank, err)
+	}
+	return nil
+}
+
+// Wait makes the launches after it wait for the transfers of the last Start; it does not
+// block the caller.
+func (c *NCCLComm) Wait() error {
+	if c.side == nil {
+		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrClosed)
+	}
+	if err := c.d.ex.do(c.side.join); err != nil {
 		return fmt.Errorf("rank %d: %w", c.Rank, err)
 	}
 	return nil
@@ -248,7 +307,15 @@ func (c *NCCLComm) Close() error {
 	if c.comm == 0 {
 		return nil
 	}
-	comm := c.comm
-	c.comm = 0
-	return c.d.ex.do(func() error { return c.n.check(c.n.commDestroy(comm), "ncclCommDestroy") })
+	comm, side := c.comm, c.side
+	c.comm, c.side = 0, nil
+	return c.d.ex.do(func() error {
+		err := c.n.check(c.n.commDestroy(comm), "ncclCommDestroy")
+		if side != nil {
+			if e := side.destroy(); err == nil {
+				err = e
+			}
+		}
+		return err
+	})
 }

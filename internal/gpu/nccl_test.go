@@ -78,4 +78,30 @@ func testNCCLOneRank(t *testing.T, n *NCCL) {
 	if err := c.Exchange([]P2P{{Send: true, Buf: b, Off: 30, Bytes: 8, Peer: 0}}); err == nil {
 		t.Error("a transfer past the buffer's end was accepted")
 	}
+	// The same through the communicator's own stream: Start posts, Wait orders stream 0 after
+	// it. Elements 2..3 go to 0..1 and 6..7 to 4..5.
+	err = c.Start([]P2P{
+		{Send: true, Buf: b, Off: 8, Bytes: 8, Peer: 0},
+		{Send: false, Buf: b, Off: 0, Bytes: 8, Peer: 0},
+		{Send: true, Buf: b, Off: 24, Bytes: 8, Peer: 0},
+		{Send: false, Buf: b, Off: 16, Bytes: 8, Peer: 0},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadSlice(b, got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[5 6 5 6 1 2 1 2]"; fmt.Sprint(got) != want {
+		t.Errorf("after the started self exchange %v, want %s", got, want)
+	}
+	if err := c.Start([]P2P{{Send: true, Buf: b, Off: 30, Bytes: 8, Peer: 0}}); err == nil {
+		t.Error("a started transfer past the buffer's end was accepted")
+	}
 }

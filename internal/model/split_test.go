@@ -74,6 +74,53 @@ func TestPredictSplit(t *testing.T) {
 	}
 }
 
+// TestPredictSplitOverlap checks the overlapped split model's arithmetic on j2d5pt (H = 4,
+// rate 1e9 cells/s, 100 steps, 25 periods, 24 exchanges) against numbers worked out by hand:
+// a period costs max(interior, exchange) + bands.
+func TestPredictSplitOverlap(t *testing.T) {
+	p := loadF32(t, "j2d5pt")
+	cases := []struct {
+		name             string
+		shape            []int
+		parts            int
+		gbs              float64
+		overlap          bool
+		compute, exposed float64
+	}{
+		// 4 parts of 250 rows: the interior 250 rows with its halos (0.0125 s); two bands of
+		// 3H = 12 rows, 24 us a period each; the exchange (10.16 us) hides behind 500 us.
+		{"hidden", []int{1000, 500}, 4, 100, true, 0.0125 + 2*25*24e-6, 0},
+		// A slow link: 170 us an exchange, still hidden.
+		{"slow link", []int{1000, 500}, 4, 0.1, true, 0.0137, 0},
+		// Slower: 1.61 ms an exchange, 1.11 ms of it not hidden by the interior's 0.5 ms.
+		{"exposed", []int{1000, 500}, 4, 0.01, true, 0.0137, 24 * (10e-6 + 16000/0.01e9 - 500e-6)},
+		// Narrow rows: a band's period (2.4 us of cells) costs the launch floor, 5 us.
+		{"launch floor", []int{1000, 50}, 4, 100, true, 1.25e-3 + 2*25*BandLaunchUs*1e-6, 0},
+		// Parts of 10 rows are too thin for two bands and an interior of 4: unsplit.
+		{"thin", []int{40, 500}, 4, 100, false, 18 * 500 * 100 / 1e9, 24 * (10e-6 + 16000/100e9)},
+	}
+	for _, c := range cases {
+		in := SplitInput{Prog: p, Shape: c.shape, Steps: 100, Parts: c.parts, Period: 4, Rate: 1e9, Overlap: true,
+			Link: Link{Name: "test", GBs: c.gbs, LatencyUs: 10}}
+		pr, err := PredictSplit(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+		if pr.Overlap != c.overlap || !near(pr.Compute, c.compute) || !near(pr.Exposed, c.exposed) || !near(pr.Seconds, c.compute+c.exposed) {
+			t.Errorf("%s: %+v, want overlap %v compute %g exposed %g", c.name, pr, c.overlap, c.compute, c.exposed)
+		}
+		in.Overlap = false
+		plain, err := PredictSplit(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain.Overlap || plain.Exposed != plain.Exchange || !near(plain.Exchange, pr.Exchange) {
+			t.Errorf("%s without overlap: %+v", c.name, plain)
+		}
+	}
+}
+
 // an5dH100 is the AN5D table measured on one H100 (docs/performance.md, "n5d: aligned vector
 // accesses ...": tuned plans, fast math, 16384^2 / 512^3 interior, 1000 steps): each
 // stencil's GCells/s and temporal block bt, the shortest exchange period its plan allows.
@@ -88,7 +135,8 @@ var an5dH100 = []struct {
 }
 
 // TestSplitTableAN5D writes the README's predicted scaling of the AN5D suite on 1, 2 and 4
-// H100-class GPUs over NVLink (golden file; -update rewrites it).
+// H100-class GPUs over NVLink, exchanges overlapped as --gpus runs them by default (golden
+// file; -update rewrites it).
 func TestSplitTableAN5D(t *testing.T) {
 	var rows []SplitInput
 	for _, s := range an5dH100 {
@@ -97,7 +145,7 @@ func TestSplitTableAN5D(t *testing.T) {
 		if p.Dims() == 3 {
 			shape = []int{514, 514, 514}
 		}
-		rows = append(rows, SplitInput{Prog: p, Shape: shape, Steps: 1000, Period: s.bt, Link: Links["nvlink4"], Rate: s.gcells * 1e9})
+		rows = append(rows, SplitInput{Prog: p, Shape: shape, Steps: 1000, Period: s.bt, Link: Links["nvlink4"], Rate: s.gcells * 1e9, Overlap: true})
 	}
 	got, err := SplitTable(rows, []int{1, 2, 4})
 	if err != nil {

@@ -244,15 +244,42 @@ CUresult cuLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned gz, unsi
 }
 
 // ---- events ----
-typedef struct { double t; int recorded; } event;
+typedef struct { double t; int recorded, notiming; } event;
 static double now_ms(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6; }
-CUresult cuEventCreate(event **e, unsigned flags) { NEED_CTX(); if (flags != 0) return ERR_INVALID_VALUE; *e = calloc(1, sizeof **e); return OK; }
+// ---- streams: work runs at once, so a stream only checks its handle and flags ----
+#define STREAM_MAGIC 0x5eed
+typedef struct { int magic, flags; } stream;
+static int streams, waits;
+static int bad_stream(void *s) { return s != NULL && ((stream *)s)->magic != STREAM_MAGIC; }
+CUresult cuStreamCreate(stream **s, unsigned flags) {
+	NEED_CTX();
+	if (flags != 1) return ERR_INVALID_VALUE; // Tempest's side streams are non-blocking
+	*s = calloc(1, sizeof **s);
+	(*s)->magic = STREAM_MAGIC;
+	(*s)->flags = flags;
+	streams++;
+	return OK;
+}
+static CUresult stream_destroy(stream *s) { NEED_CTX(); if (s == NULL || bad_stream(s)) return ERR_INVALID_HANDLE; s->magic = 0; free(s); streams--; return OK; }
+CUresult cuStreamDestroy_v2(stream *s) { return stream_destroy(s); }
+#ifndef CUDA13
+CUresult cuStreamDestroy(stream *s) { return stream_destroy(s); }
+#endif
+
+CUresult cuEventCreate(event **e, unsigned flags) { NEED_CTX(); if (flags != 0 && flags != 2) return ERR_INVALID_VALUE; *e = calloc(1, sizeof **e); (*e)->notiming = flags == 2; return OK; }
 CUresult cuEventDestroy_v2(event *e) { NEED_CTX(); free(e); return OK; }
-CUresult cuEventRecord(event *e, void *stream) { NEED_CTX(); if (stream) return ERR_INVALID_VALUE; e->t = now_ms(); e->recorded = 1; return OK; }
+CUresult cuEventRecord(event *e, void *stream) { NEED_CTX(); if (bad_stream(stream)) return ERR_INVALID_HANDLE; e->t = now_ms(); e->recorded = 1; return OK; }
+CUresult cuStreamWaitEvent(void *stream, event *e, unsigned flags) {
+	NEED_CTX();
+	if (bad_stream(stream) || e == NULL) return ERR_INVALID_HANDLE;
+	if (flags != 0) return ERR_INVALID_VALUE;
+	waits++;
+	return OK;
+}
 CUresult cuEventSynchronize(event *e) { NEED_CTX(); return OK; }
 static CUresult elapsed(float *ms, event *a, event *b) {
 	NEED_CTX();
-	if (!a->recorded || !b->recorded) return ERR_INVALID_HANDLE;
+	if (!a->recorded || !b->recorded || a->notiming || b->notiming) return ERR_INVALID_HANDLE;
 	*ms = (float)(b->t - a->t);
 	return OK;
 }
@@ -276,3 +303,5 @@ CUresult cuGetErrorString(CUresult r, const char **s) { *s = r == 201 ? "invalid
 // Introspection for the Go test.
 int fakeLaunches(void) { return launches; }
 int fakeRetained(void) { return retained; }
+int fakeStreams(void) { return streams; }
+int fakeStreamWaits(void) { return waits; }

@@ -10,10 +10,11 @@
 
 typedef struct { char internal[128]; } ncclUniqueId;
 typedef struct { int nranks, rank; } comm;
-typedef struct { int send; void *buf; size_t n; int peer; } op;
+typedef struct { int send; void *buf; size_t n; int peer; void *stream; } op;
 
 static op ops[64];
 static int nops, depth;
+static void *last_stream; // the stream of the last group's transfers
 
 int ncclGetVersion(int *v) { *v = 22005; return 0; }
 const char *ncclGetErrorString(int r) { return r == 4 ? "invalid argument" : "unhandled error"; }
@@ -32,13 +33,14 @@ int ncclCommInitRank(comm **c, int nranks, ncclUniqueId id, int rank) {
 }
 int ncclCommDestroy(comm *c) { free(c); return 0; }
 int ncclGroupStart(void) { depth++; return 0; }
-static int post(int send, void *buf, size_t n, int dtype, int peer, comm *c) {
+static int post(int send, void *buf, size_t n, int dtype, int peer, comm *c, void *stream) {
 	if (dtype != 0 || peer != c->rank || nops == 64) return 4;
-	ops[nops++] = (op){send, buf, n, peer};
+	if (nops > 0 && ops[0].stream != stream) return 4; // one group, one stream
+	ops[nops++] = (op){send, buf, n, peer, stream};
 	return 0;
 }
-int ncclSend(const void *buf, size_t n, int dtype, int peer, comm *c, void *stream) { return post(1, (void *)buf, n, dtype, peer, c); }
-int ncclRecv(void *buf, size_t n, int dtype, int peer, comm *c, void *stream) { return post(0, buf, n, dtype, peer, c); }
+int ncclSend(const void *buf, size_t n, int dtype, int peer, comm *c, void *stream) { return post(1, (void *)buf, n, dtype, peer, c, stream); }
+int ncclRecv(void *buf, size_t n, int dtype, int peer, comm *c, void *stream) { return post(0, buf, n, dtype, peer, c, stream); }
 int ncclGroupEnd(void) {
 	if (--depth > 0) return 0;
 	// The k-th send pairs with the k-th receive; sends read before any receive writes.
@@ -64,6 +66,10 @@ int ncclGroupEnd(void) {
 	}
 	for (int i = 0; i < nops; i++)
 		if (ops[i].send) free(tmp[i]);
+	if (nops > 0) last_stream = ops[0].stream;
 	nops = 0;
 	return rc;
 }
+
+// Introspection for the Go test: whether the last group ran on a stream other than 0.
+int fakeNCCLSideStream(void) { return last_stream != NULL; }

@@ -1,0 +1,50 @@
+package driver
+
+import (
+	"fmt"
+
+	"tempest/internal/decomp"
+)
+
+// overlapFor decides whether a split run overlaps its exchanges with the sub-domains'
+// interiors, and says why. Auto overlaps where halos travel between devices or processes
+// beside the compute: through NCCL (on the communicators' streams) or relayed by the
+// coordinator (on a goroutine). Local copies finish before compute goes on, so splitting
+// parts into bands would only add their launches and redundant rows.
+func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
+	switch m.Overlap {
+	case "on":
+		return true, "--overlap on"
+	case "off":
+		return false, "--overlap off"
+	}
+	switch t.(type) {
+	case *decomp.NCCL:
+		return true, "auto: halos travel through NCCL beside the kernels"
+	case *decomp.Coordinator:
+		return true, "auto: halos travel between processes while they compute"
+	}
+	return false, "auto: these halo copies finish before compute goes on, so there is nothing to hide; --overlap on splits the sub-domains anyway"
+}
+
+// overlapLine reports how the run overlaps its exchanges: how many of this process's
+// sub-domains split into bands, and how deep.
+func overlapLine(l *decomp.Layout, mine func(int) bool, on bool, why string) string {
+	if !on {
+		return fmt.Sprintf("overlap: off (%s)", why)
+	}
+	banded, local := 0, 0
+	for i := range l.Parts {
+		if !mine(i) {
+			continue
+		}
+		local++
+		if l.Bands(i) != nil {
+			banded++
+		}
+	}
+	if banded == 0 {
+		return fmt.Sprintf("overlap: on (%s), but no sub-domain owns rows enough for bands of %d rows and an interior of as many: they run unsplit", why, l.Halo)
+	}
+	return fmt.Sprintf("overlap: on (%s): %d of %d sub-domains split into bands of %d rows and an interior, which runs between each exchange's start and its wait", why, banded, local, l.Halo)
+}
