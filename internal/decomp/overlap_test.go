@@ -30,7 +30,7 @@ func initialAt(t *testing.T, p *ir.Program, shape []int) *state.State {
 }
 
 // overlapShape is a shape per dimension count with rows enough for bands.
-var overlapShape = map[int][]int{1: {97}, 2: {97, 9}, 3: {29, 5, 6}}
+var overlapShape = map[int][]int{1: {97}, 2: {97, 9}, 3: {97, 5, 6}}
 
 func TestBands(t *testing.T) {
 	clamp := mustProgram(t, "clamp", progs[0].src)
