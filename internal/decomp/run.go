@@ -15,7 +15,7 @@ type Domain struct {
 	Parts     []Part // by part number; nil where another process holds the part
 	T         Transport
 	levels    []Level
-	copies    []Copy
+	phases    [][]Copy // the exchange schedule, phase by phase (Layout.Phases)
 	Exchanges int // exchanges performed so far
 }
 
@@ -38,7 +38,7 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 	if prog == nil {
 		panic("internal error: a domain without local parts")
 	}
-	return &Domain{L: l, Parts: parts, T: t, levels: Exchanged(prog.Prog), copies: l.Exchanges()}, nil
+	return &Domain{L: l, Parts: parts, T: t, levels: Exchanged(prog.Prog), phases: l.Phases()}, nil
 }
 
 // Run advances every part by steps: runs of at most one period, with an exchange between
@@ -55,9 +55,12 @@ func (d *Domain) Run(steps int) error {
 			}
 		}
 		done += n
-		if done < steps && len(d.copies) > 0 {
-			if err := d.T.Exchange(d.Parts, d.copies, d.levels); err != nil {
-				return err
+		if done < steps && len(d.phases) > 0 {
+			// A phase reads what the one before it wrote (corners): each completes first.
+			for _, copies := range d.phases {
+				if err := d.T.Exchange(d.Parts, copies, d.levels); err != nil {
+					return err
+				}
 			}
 			d.Exchanges++
 		}
