@@ -16,7 +16,7 @@ type Domain struct {
 	T         Transport
 	levels    []Level
 	phases    [][]Copy // the exchange schedule, phase by phase (Layout.Phases)
-	Exchanges int // exchanges performed so far
+	Exchanges int      // exchanges performed so far
 }
 
 // NewDomain checks the parts against the layout: every exchange period must be a multiple of
