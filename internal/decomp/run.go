@@ -15,8 +15,9 @@ type Domain struct {
 	Parts     []Part // by part number; nil where another process holds the part
 	T         Transport
 	levels    []Level
-	phases    [][]Copy // the exchange schedule, phase by phase (Layout.Phases)
-	Exchanges int      // exchanges performed so far
+	// phases is the exchange schedule, phase by phase (Layout.Phases).
+	phases    [][]Copy
+	Exchanges int // exchanges performed so far
 }
 
 // NewDomain checks the parts against the layout: every exchange period must be a multiple of
