@@ -15,7 +15,6 @@ type Domain struct {
 	Parts     []Part // by part number; nil where another process holds the part
 	T         Transport
 	levels    []Level
-	// phases is the exchange schedule, phase by phase (Layout.Phases).
 	phases    [][]Copy
 	Exchanges int // exchanges performed so far
 }
