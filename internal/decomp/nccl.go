@@ -12,6 +12,7 @@ import (
 // kernels run on, ordered after the launches before them.
 type NCCL struct {
 	Comms []Comm // by part number; nil for parts of other processes
+	stage []gpu.Buffer
 }
 
 // Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
@@ -55,6 +56,9 @@ func NewNCCL(n *gpu.NCCL, id gpu.NCCLID, devs []gpu.Device) (*NCCL, error) {
 // copy it is the source of and a receive for every copy it is the target of, so that sends
 // and receives between two ranks pair up in the same order on both sides.
 func (t *NCCL) Exchange(parts []Part, copies []Copy, levels []Level) error {
+	if hasRegions(copies) {
+		return t.exchangeRegions(parts, copies, levels)
+	}
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
@@ -94,6 +98,7 @@ func (t *NCCL) Exchange(parts []Part, copies []Copy, levels []Level) error {
 
 // Close destroys the communicators.
 func (t *NCCL) Close() error {
+	t.freeStage()
 	var first error
 	for _, c := range t.Comms {
 		if c != nil {
