@@ -394,3 +394,62 @@ func TestGridNCCL(t *testing.T) {
 		})
 	}
 }
+
+// TestGridLayout checks two-dimensional layouts: extents, halos and the two phases of the
+// schedule, and the errors of impossible splits.
+func TestGridLayout(t *testing.T) {
+	clamp := mustProgram(t, "clamp", progs[0].src)
+	per := mustProgram(t, "periodic", progs[2].src)
+	fixed := mustProgram(t, "fixed", progs[1].src)
+	oneD := mustProgram(t, "pathfinder", progs[11].src)
+	mixed := mustProgram(t, "mixed", `stencil mixed
+axes y, x
+state u boundary clamp
+state v boundary y: clamp, x: periodic
+update u = v[x+1]
+update v = u[x-1]`)
+	cases := []struct {
+		p          *ir.Program
+		shape      []int
+		rows, cols int
+		period     int
+		want       string // part shapes, then the phases
+		err        string
+	}{
+		{p: clamp, shape: []int{6, 8}, rows: 2, cols: 2, period: 1,
+			want: "[[4 5] [4 5] [4 5] [4 5]] [[{2 1 0 3 1 | 0 0 5} {3 1 1 3 1 | 0 0 5} {0 2 2 0 1 | 0 0 5} {1 2 3 0 1 | 0 0 5}] [{1 0 0 0 4 | 1 4 1} {0 0 1 0 4 | 3 0 1} {3 0 2 0 4 | 1 4 1} {2 0 3 0 4 | 3 0 1}]]"},
+		{p: per, shape: []int{6, 8}, rows: 1, cols: 2, period: 2,
+			want: "[[10 8] [10 8]] [[{0 6 0 0 2 | 0 0 8} {0 2 0 8 2 | 0 0 8} {1 6 1 0 2 | 0 0 8} {1 2 1 8 2 | 0 0 8}] [{1 0 0 0 10 | 4 0 2} {1 0 0 0 10 | 2 6 2} {0 0 1 0 10 | 4 0 2} {0 0 1 0 10 | 2 6 2}]]"},
+		{p: fixed, shape: []int{9, 12}, rows: 1, cols: 3, period: 1,
+			want: "[[9 6] [9 8] [9 6]] [[{1 0 0 0 9 | 2 4 2} {0 0 1 0 9 | 2 0 2} {2 0 1 0 9 | 2 6 2} {1 0 2 0 9 | 4 0 2}]]"},
+		{p: clamp, shape: []int{6, 8}, rows: 3, cols: 1, period: 1,
+			want: "[[3 8] [4 8] [3 8]] [[{1 1 0 2 1} {0 1 1 0 1} {2 1 1 3 1} {1 2 2 0 1}]]"},
+		{p: clamp, shape: []int{12, 8}, rows: 2, cols: 3, period: 3, err: "owns 2 cells along x but its neighbours need halos of 3"},
+		{p: fixed, shape: []int{12, 20}, rows: 3, cols: 2, period: 3, err: "owns 4 rows along y but its neighbours need halos of 6"},
+		{p: clamp, shape: []int{12, 3}, rows: 2, cols: 4, period: 1, err: "use at most 3"},
+		{p: oneD, shape: []int{40}, rows: 2, cols: 2, period: 1, err: "pathfinder is one-dimensional"},
+		{p: mixed, shape: []int{8, 8}, rows: 1, cols: 2, period: 1, err: "some grids are periodic along x and others are not"},
+		{p: clamp, shape: []int{8, 8}, rows: 2, cols: 0, period: 1, err: "at least one along each axis"},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s_%v_%dx%d_e%d", c.p.Name, c.shape, c.rows, c.cols, c.period), func(t *testing.T) {
+			l, err := NewGrid(c.p, c.shape, c.rows, c.cols, c.period)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var shapes [][]int
+			for i := 0; i < l.Parts; i++ {
+				shapes = append(shapes, l.PartShape(i))
+			}
+			if got := fmt.Sprint(shapes, l.Phases()); got != c.want {
+				t.Errorf("layout\n%s, want\n%s", got, c.want)
+			}
+		})
+	}
+}
