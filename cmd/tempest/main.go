@@ -97,6 +97,7 @@ func runCmd() *cobra.Command {
 	f.IntVar(&o.CheckEvery, "check-every", 0, fmt.Sprintf("steps between evaluations of the program's until test (default %d); rounded to a multiple of the plan's deepest launch; --steps is then the most steps run", driver.DefaultCheckEvery))
 	f.IntVar(&o.Multi.GPUs, "gpus", 0, "split the grid along its slowest axis over this many devices of this host (CUDA ordinals 0..N-1 with NCCL, or OpenCL devices)")
 	f.IntVar(&o.Multi.Subdomains, "subdomains", 0, "split the grid into this many sub-domains on one device or the CPU engine (the exchanges of a multi-GPU run, by local copies)")
+	f.StringVar(&o.Multi.Split, "split", "", "how a split run lays out its sub-domains: 1d (slabs along the slowest axis, the default), 2d (a grid over the two slowest axes, the split model picks its shape), PxQ (P along the slowest axis, Q along the next) or auto (the split model picks slabs or a grid)")
 	f.IntVar(&o.Multi.Exchange, "exchange", 0, "steps between halo exchanges of a split run, a multiple of the plan's temporal block (default: the temporal block); halos are this times the reach deep")
 	f.IntVar(&o.Multi.Rank, "rank", 0, "this process's rank in a multi-process run (0 to --ranks - 1)")
 	f.IntVar(&o.Multi.Ranks, "ranks", 0, "number of processes of a multi-process run, one sub-domain each")
@@ -280,6 +281,7 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&o.JSON, "json", "", "write the report as JSON")
 	f.StringVar(&o.CSV, "csv", "", "write one CSV row per stencil")
 	f.StringVar(&o.Report, "report", "", "write a self-contained HTML report with charts (and the charts as PNG beside it)")
+	f.StringVar(&o.Split, "split", "auto", "with --gpus, how the split run lays out its sub-domains: 1d, 2d, PxQ or auto (the split model decides; the row reports its choice)")
 	f.IntVar(&o.GPUs, "gpus", 0, "benchmark each stencil split over this many devices against one device, with the split model's prediction beside the measurement")
 	f.StringVar(&o.Link, "link", "nvlink4", "interconnect the split model assumes with --gpus: nvlink4, pcie5, pcie4 or ndr")
 	return c

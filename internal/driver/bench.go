@@ -44,6 +44,8 @@ type BenchOptions struct {
 	// (benchsplit.go); Link names the interconnect the split model assumes.
 	GPUs int
 	Link string
+	// Split is --split for the split runs: 1d, 2d, PxQ or auto (the model's choice, reported).
+	Split string
 }
 
 // benchDevice compiles each kernel source once: runners for repeated measurements get the
