@@ -126,4 +126,3 @@ func splitReport(l *decomp.Layout, axes []string, steps int, how string) (where,
 	return where, fmt.Sprintf("halos: %d rows along %s (reach %d) and %d cells along %s (reach %d), exchange period %d steps, exchanged %d times in two phases (rows, then columns), %s",
 		l.Halo, axes[decomp.Axis], l.Reach, l.Cols.Halo, axes[decomp.Axis1], l.Cols.Reach, l.Period, exchanges, how)
 }
-
