@@ -95,7 +95,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.ObservablesPNG, "observables-png", "", "plot the program's observables over the steps as PNG")
 	f.IntVar(&o.ObserveEvery, "observe-every", 0, "steps between observations (default: the --check-every interval with an until test, else steps/100); rounded to a multiple of the plan's deepest launch")
 	f.IntVar(&o.CheckEvery, "check-every", 0, fmt.Sprintf("steps between evaluations of the program's until test (default %d); rounded to a multiple of the plan's deepest launch; --steps is then the most steps run", driver.DefaultCheckEvery))
-	f.IntVar(&o.Multi.GPUs, "gpus", 0, "split the grid along its slowest axis over this many devices of this host (CUDA ordinals 0..N-1 with NCCL, or OpenCL devices)")
+	f.IntVar(&o.Multi.GPUs, "gpus", 0, "split the grid over this many devices of this host (CUDA ordinals 0..N-1 with NCCL, or OpenCL devices), along its slowest axis or as --split says")
 	f.IntVar(&o.Multi.Subdomains, "subdomains", 0, "split the grid into this many sub-domains on one device or the CPU engine (the exchanges of a multi-GPU run, by local copies)")
 	f.StringVar(&o.Multi.Split, "split", "", "how a split run lays out its sub-domains: 1d (slabs along the slowest axis, the default), 2d (a grid over the two slowest axes, the split model picks its shape), PxQ (P along the slowest axis, Q along the next) or auto (the split model picks slabs or a grid)")
 	f.IntVar(&o.Multi.Exchange, "exchange", 0, "steps between halo exchanges of a split run, a multiple of the plan's temporal block (default: the temporal block); halos are this times the reach deep")

@@ -6,6 +6,7 @@
 // across devices). Values in a halo go wrong from its outer end inwards by at most R rows a
 // step, so after E steps the owned rows are still exact: results are bitwise those of one
 // device. One Layout and one exchange schedule serve every transport (local copies, NCCL).
+// Layouts may also split the next axis too, as a grid of parts (NewGrid, layout2d.go).
 package decomp
 
 import (

@@ -2,11 +2,15 @@ package driver
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestRunSplit2D runs `tempest run` over two-dimensional grids of CPU engine sub-domains
@@ -75,5 +79,58 @@ func TestRunSplit2DErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.m, err, c.want)
 		}
+	}
+}
+
+// TestRunSplit2DRanks runs two processes (goroutines) meeting at a coordinator: rank 0 asks
+// for a 1x2 grid, rank 1 gives no --split and follows rank 0's layout; the columns travel
+// through the coordinator and rank 0's output equals one device's.
+func TestRunSplit2DRanks(t *testing.T) {
+	dir := t.TempDir()
+	base := RunOptions{File: "../../examples/demos/wave.stencil", Size: "40x24", Steps: 13, Backend: "cpu", Quiet: true}
+	one := base
+	one.Out = filepath.Join(dir, "one.npy")
+	if _, err := Run(one, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(one.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no local TCP: %v", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	outs := make([]bytes.Buffer, 2)
+	for r := 0; r < 2; r++ {
+		o := base
+		o.Multi = MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second, Exchange: 2}
+		if r == 0 {
+			o.Multi.Split = "1x2"
+		}
+		o.Out = filepath.Join(dir, fmt.Sprintf("rank%d.npy", r))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[r] = Run(o, &outs[r], io.Discard)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for r := range outs {
+		if !strings.Contains(outs[r].String(), "as a 1x2 grid along y and x") {
+			t.Errorf("rank %d's report:\n%s", r, outs[r].String())
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "rank0.npy")); !bytes.Equal(got, want) {
+		t.Error("two processes on a 1x2 grid wrote other values than one device")
 	}
 }
