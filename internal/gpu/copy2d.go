@@ -204,17 +204,11 @@ func (a *clRectAPI) bindRect(b *binder) {
 	b.optional(&a.clEnqueueCopyBufferRect, "clEnqueueCopyBufferRect")
 }
 
-// clRect is a region's origin and extent as the *BufferRect calls take them: bytes, rows,
-// slices.
+// clRect is a region's origin and extent as the *BufferRect calls take them (bytes, rows,
+// slices): they address a region by byte and row, so its offset splits into the two.
 func clRect(r Rect) (origin, region [3]uintptr) {
-	return [3]uintptr{uintptr(r.Off % r.pitch()), uintptr(r.Off / r.pitch()), 0}, [3]uintptr{uintptr(r.Width), uintptr(r.Height), 1}
-}
-
-// clOrigin is the origin of a region r inside rows of pitch bytes: the *BufferRect calls
-// address regions by (byte, row), so an offset splits into the two.
-func clOrigin(r Rect) [3]uintptr {
-	o, _ := clRect(r)
-	return o
+	p := max(r.pitch(), 1)
+	return [3]uintptr{uintptr(r.Off % p), uintptr(r.Off / p), 0}, [3]uintptr{uintptr(r.Width), uintptr(r.Height), 1}
 }
 
 func (b *clBuffer) ReadRect(dst []byte, r Rect) error {
@@ -294,7 +288,7 @@ func (b *clBuffer) CopyRectFrom(src Buffer, sr, dr Rect) error {
 		return ErrClosed
 	}
 	so, region := clRect(sr)
-	do := clOrigin(dr)
+	do, _ := clRect(dr)
 	code := b.d.api.clEnqueueCopyBufferRect(b.d.queue, sm, dm, &so[0], &do[0], &region[0], uintptr(sr.pitch()), 0, uintptr(dr.pitch()), 0, 0, nil, nil)
 	return clCheck(code, "clEnqueueCopyBufferRect(%d rows of %d bytes)", dr.Height, dr.Width)
 }
