@@ -12,7 +12,7 @@ import (
 // kernels run on, ordered after the launches before them.
 type NCCL struct {
 	Comms []Comm // by part number; nil for parts of other processes
-	stage []gpu.Buffer
+	stage []gpu.Buffer // by part: where strided halos travel packed (nccl2d.go)
 }
 
 // Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
