@@ -9,10 +9,11 @@ import (
 
 // NCCL is the transport between ranks through NCCL: each part is a rank (part i is rank i),
 // and its halos travel device to device as grouped sends and receives on the stream its
-// kernels run on, ordered after the launches before them.
+// kernels run on, ordered after the launches before them. Strided halos (columns of
+// two-dimensional layouts) travel packed in staging buffers, one per part (nccl2d.go).
 type NCCL struct {
 	Comms []Comm // by part number; nil for parts of other processes
-	stage []gpu.Buffer // by part: where strided halos travel packed (nccl2d.go)
+	stage []gpu.Buffer
 }
 
 // Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
