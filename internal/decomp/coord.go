@@ -118,31 +118,29 @@ func (c *Coordinator) Gather(b []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// GatherState brings every rank's owned rows of the state grids (both levels) into the
+// GatherState brings every rank's owned cells of the state grids (both levels) into the
 // global state g on rank 0; on rank 0 part is its own part, already synced.
 func (c *Coordinator) GatherState(l *Layout, g *state.State, part Part) error {
 	s := part.State()
-	own := l.Own[c.Rank][1] - l.Own[c.Rank][0]
 	var mine []byte
 	for _, lv := range Exchanged(g.Prog) {
-		a := levelArray(s, lv)
-		rb := int(rowBytes(s, lv.Grid))
-		mine = append(mine, a.Bytes()[l.Below[c.Rank]*rb:(l.Below[c.Rank]+own)*rb]...)
+		r := l.owned(s, lv.Grid, c.Rank, false)
+		b := make([]byte, r.Bytes())
+		copyRect(b, gpu.Packed(0, r.Width, r.Height), levelArray(s, lv).Bytes(), r)
+		mine = append(mine, b...)
 	}
 	all, err := c.Gather(mine)
 	if err != nil || c.Rank != 0 {
 		return err
 	}
-	for r, b := range all {
-		lo, hi := l.Own[r][0], l.Own[r][1]
+	for rank, b := range all {
 		for _, lv := range Exchanged(g.Prog) {
-			a := levelArray(g, lv)
-			rb := int(rowBytes(g, lv.Grid))
-			n := (hi - lo) * rb
+			r := l.owned(g, lv.Grid, rank, true)
+			n := int(r.Bytes())
 			if len(b) < n {
-				return fmt.Errorf("rank %d sent %d bytes of rows, %d expected", r, len(b), n)
+				return fmt.Errorf("rank %d sent %d bytes of its cells, %d expected", rank, len(b), n)
 			}
-			copy(a.Bytes()[lo*rb:hi*rb], b[:n])
+			copyRect(levelArray(g, lv).Bytes(), r, b[:n], gpu.Packed(0, r.Width, r.Height))
 			b = b[n:]
 		}
 	}
@@ -208,14 +206,16 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 		}
 		sp, row := slab(p, cp.FromRow, cp.Rows)
 		for _, lv := range levels {
-			b, err := readSlab(sp, lv, row, cp.Rows)
+			sc := cp
+			sc.FromRow = row
+			b, err := readRegion(sp, lv, sc.Region(sp.State(), lv.Grid, true))
 			if err != nil {
 				return err
 			}
 			out = append(out, b...)
 		}
 	}
-	size := func(cp Copy, lv Level) int { return cp.Rows * int(rowBytes(p.State(), lv.Grid)) }
+	size := func(cp Copy, lv Level) int { return int(cp.Bytes(p.State(), lv.Grid)) }
 	var in []byte
 	if c.Rank != 0 {
 		if err := writeMsg(c.up, out); err != nil {
@@ -270,7 +270,9 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 			if len(in) < n {
 				return fmt.Errorf("halo exchange: rank %d received too few bytes", c.Rank)
 			}
-			if err := writeSlab(sp, lv, row, in[:n]); err != nil {
+			sc := cp
+			sc.ToRow = row
+			if err := writeRegion(sp, lv, sc.Region(sp.State(), lv.Grid, false), in[:n]); err != nil {
 				return err
 			}
 			in = in[n:]
@@ -293,31 +295,39 @@ type relayPending chan error
 
 func (r relayPending) Wait() error { return <-r }
 
-// readSlab copies rows [row, row+rows) of a part's grid level out.
-func readSlab(p Part, lv Level, row, rows int) ([]byte, error) {
-	rb := int(rowBytes(p.State(), lv.Grid))
-	out := make([]byte, rows*rb)
+// readRegion copies region r of a part's grid level out, packed.
+func readRegion(p Part, lv Level, r gpu.Rect) ([]byte, error) {
+	out := make([]byte, r.Bytes())
 	if buf := p.Buffer(lv.Grid, lv.Level); buf != nil {
-		rbuf, ok := buf.(gpu.RangeBuffer)
+		if contiguous(r) {
+			if rbuf, ok := buf.(gpu.RangeBuffer); ok {
+				return out, rbuf.ReadAt(out, r.Off)
+			}
+		}
+		rbuf, ok := buf.(gpu.RectBuffer)
 		if !ok {
 			return nil, fmt.Errorf("internal error: %T cannot read part of itself", buf)
 		}
-		return out, rbuf.ReadAt(out, int64(row*rb))
+		return out, rbuf.ReadRect(out, r)
 	}
-	copy(out, levelArray(p.State(), lv).Bytes()[row*rb:])
+	copyRect(out, gpu.Packed(0, r.Width, r.Height), levelArray(p.State(), lv).Bytes(), r)
 	return out, nil
 }
 
-// writeSlab writes b into a part's grid level from row on.
-func writeSlab(p Part, lv Level, row int, b []byte) error {
-	rb := int(rowBytes(p.State(), lv.Grid))
+// writeRegion unpacks b into region r of a part's grid level.
+func writeRegion(p Part, lv Level, r gpu.Rect, b []byte) error {
 	if buf := p.Buffer(lv.Grid, lv.Level); buf != nil {
-		rbuf, ok := buf.(gpu.RangeBuffer)
+		if contiguous(r) {
+			if rbuf, ok := buf.(gpu.RangeBuffer); ok {
+				return rbuf.WriteAt(b, r.Off)
+			}
+		}
+		rbuf, ok := buf.(gpu.RectBuffer)
 		if !ok {
 			return fmt.Errorf("internal error: %T cannot write part of itself", buf)
 		}
-		return rbuf.WriteAt(b, int64(row*rb))
+		return rbuf.WriteRect(b, r)
 	}
-	copy(levelArray(p.State(), lv).Bytes()[row*rb:], b)
+	copyRect(levelArray(p.State(), lv).Bytes(), r, b, gpu.Packed(0, r.Width, r.Height))
 	return nil
 }

@@ -6,6 +6,7 @@
 // across devices). Values in a halo go wrong from its outer end inwards by at most R rows a
 // step, so after E steps the owned rows are still exact: results are bitwise those of one
 // device. One Layout and one exchange schedule serve every transport (local copies, NCCL).
+// Layouts may also split the next axis too, as a grid of parts (NewGrid, layout2d.go).
 package decomp
 
 import (
@@ -33,54 +34,18 @@ type Layout struct {
 	// read positions along Axis, a copy that adds each part's origin (parameter Origin).
 	Prog   *ir.Program
 	Origin int // index of the origin parameter in Prog, -1 if none
+	// Cols is the split of Axis1 in a two-dimensional layout (NewGrid); nil where Axis alone
+	// is split. Own, Below and Above above are then each part's extents along Axis.
+	Cols *Span
 }
 
 // NewLayout checks that the program can be split and splits shape into parts as evenly as
-// rows allow, with halos for exchanges every period steps.
+// rows allow, with halos for exchanges every period steps: the one-column grid of NewGrid.
 func NewLayout(p *ir.Program, shape []int, parts, period int) (*Layout, error) {
 	if parts < 1 {
 		return nil, fmt.Errorf("%d sub-domains: there must be at least one", parts)
 	}
-	if period < 1 {
-		return nil, fmt.Errorf("exchange period %d: it must be at least one step", period)
-	}
-	if err := Splittable(p); err != nil {
-		return nil, err
-	}
-	l := &Layout{Shape: append([]int(nil), shape...), Parts: parts, Reach: p.Reach()[Axis], Period: period}
-	extra := 0
-	for _, g := range p.Grids {
-		if g.Update != nil && len(g.Rim) > Axis {
-			extra = max(extra, g.Rim[Axis]-l.Reach)
-		}
-	}
-	l.Halo = period*l.Reach + extra
-	l.Periodic = p.Grids[0].BC[Axis].Kind == ir.Periodic
-	l.Prog, l.Origin = p, -1
-	if positional(p) {
-		l.Prog, l.Origin = localize(p, shape[Axis], l.Periodic)
-	}
-	n := shape[Axis]
-	if parts > n {
-		return nil, fmt.Errorf("%d sub-domains of %d rows along %s: use at most %d", parts, n, p.Axes[Axis], n)
-	}
-	for i := 0; i < parts; i++ {
-		lo, hi := n*i/parts, n*(i+1)/parts
-		l.Own = append(l.Own, [2]int{lo, hi})
-		below, above := l.Halo, l.Halo
-		if !l.Periodic && i == 0 {
-			below = 0
-		}
-		if !l.Periodic && i == parts-1 {
-			above = 0
-		}
-		l.Below, l.Above = append(l.Below, below), append(l.Above, above)
-		if (below > 0 || above > 0) && hi-lo < l.Halo {
-			return nil, fmt.Errorf("sub-domain %d owns %d rows along %s but its neighbours need halos of %d (exchange period %d x reach %d): use fewer sub-domains, a shorter exchange period or a larger --size",
-				i, hi-lo, p.Axes[Axis], l.Halo, period, l.Reach)
-		}
-	}
-	return l, nil
+	return NewGrid(p, shape, parts, 1, period)
 }
 
 // Rows is part i's rows with its halos: the extent of its padded state along Axis.
@@ -90,6 +55,9 @@ func (l *Layout) Rows(i int) int { return l.Own[i][1] - l.Own[i][0] + l.Below[i]
 func (l *Layout) PartShape(i int) []int {
 	s := append([]int(nil), l.Shape...)
 	s[Axis] = l.Rows(i)
+	if l.Cols != nil {
+		s[Axis1] = l.Width(i)
+	}
 	return s
 }
 
@@ -100,45 +68,42 @@ func (l *Layout) Global(i, r int) int {
 }
 
 // Copy moves Rows rows of every exchanged grid level from part From (local rows from FromRow)
-// to part To (local rows from ToRow).
+// to part To (local rows from ToRow). Cols, when not zero, narrows each row to Cols cells of
+// Axis1, from FromCol at the source and ToCol at the target: a strided region
+// (two-dimensional layouts, whose copies all carry their width).
 type Copy struct {
 	From, FromRow, To, ToRow, Rows int
+	FromCol, ToCol, Cols           int
 }
 
 // Exchanges is the exchange schedule: for each part, its lower halo from the part below and
 // its upper halo from the part above (the last and first parts across a periodic wrap; a
-// single periodic part from itself), in part order. Sources are owned rows and targets halo
-// rows, so the copies are independent of one another.
+// single periodic part from itself), in part order; in two-dimensional layouts whole padded
+// rows, followed by the column copies of the second phase (Phases). Sources are owned rows and
+// targets halo rows, so the copies of a phase are independent of one another.
 func (l *Layout) Exchanges() []Copy {
 	var cs []Copy
-	k := l.Parts
-	for i := 0; i < k; i++ {
+	k, q := l.Grid()
+	for i := 0; i < l.Parts; i++ {
+		a, b := l.slots(i)
 		own := l.Own[i][1] - l.Own[i][0]
+		width := 0
+		if l.Cols != nil {
+			width = l.Width(i)
+		}
 		if l.Below[i] > 0 {
-			j := (i - 1 + k) % k
+			j := (a-1+k)%k*q + b
 			ownJ := l.Own[j][1] - l.Own[j][0]
-			cs = append(cs, Copy{From: j, FromRow: l.Below[j] + ownJ - l.Below[i], To: i, ToRow: 0, Rows: l.Below[i]})
+			cs = append(cs, Copy{From: j, FromRow: l.Below[j] + ownJ - l.Below[i], To: i, ToRow: 0, Rows: l.Below[i], Cols: width})
 		}
 		if l.Above[i] > 0 {
-			j := (i + 1) % k
-			cs = append(cs, Copy{From: j, FromRow: l.Below[j], To: i, ToRow: l.Below[i] + own, Rows: l.Above[i]})
+			j := (a+1)%k*q + b
+			cs = append(cs, Copy{From: j, FromRow: l.Below[j], To: i, ToRow: l.Below[i] + own, Rows: l.Above[i], Cols: width})
 		}
 	}
-	return cs
+	return append(cs, l.colExchanges()...)
 }
 
 // Splittable says why a program cannot be split along Axis, or nil: all grids must agree on
 // whether the axis wraps, since that decides whether the outer parts have a real edge.
-func Splittable(p *ir.Program) error {
-	periodic := 0
-	for _, g := range p.Grids {
-		if g.BC[Axis].Kind == ir.Periodic {
-			periodic++
-		}
-	}
-	if periodic != 0 && periodic != len(p.Grids) {
-		return fmt.Errorf("%s cannot be split into sub-domains along %s: some grids are periodic along %s and others are not, so the outer sub-domains would need an edge and a wrap at once; run it on one device",
-			p.Name, p.Axes[Axis], p.Axes[Axis])
-	}
-	return nil
-}
+func Splittable(p *ir.Program) error { return splittableAlong(p, Axis) }

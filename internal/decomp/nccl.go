@@ -9,9 +9,11 @@ import (
 
 // NCCL is the transport between ranks through NCCL: each part is a rank (part i is rank i),
 // and its halos travel device to device as grouped sends and receives on the stream its
-// kernels run on, ordered after the launches before them.
+// kernels run on, ordered after the launches before them. Strided halos (columns of
+// two-dimensional layouts) travel packed in staging buffers, one per part (nccl2d.go).
 type NCCL struct {
 	Comms []Comm // by part number; nil for parts of other processes
+	stage []gpu.Buffer
 }
 
 // Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
@@ -58,12 +60,20 @@ func NewNCCL(n *gpu.NCCL, id gpu.NCCLID, devs []gpu.Device) (*NCCL, error) {
 // copy it is the source of and a receive for every copy it is the target of, so that sends
 // and receives between two ranks pair up in the same order on both sides.
 func (t *NCCL) Exchange(parts []Part, copies []Copy, levels []Level) error {
+	if hasRegions(copies) {
+		return t.exchangeRegions(parts, copies, levels)
+	}
 	return t.post(parts, copies, levels, Comm.Exchange)
 }
 
 // Start implements Transport: the ranks post the same groups as Exchange on their
 // communicators' own streams; Wait orders each device's later launches after them.
 func (t *NCCL) Start(parts []Part, copies []Copy, levels []Level) (Pending, error) {
+	if hasRegions(copies) {
+		// Regions (two-dimensional grids) go through staging buffers synchronously; such
+		// grids have no bands, so nothing would overlap them anyway.
+		return nil, t.exchangeRegions(parts, copies, levels)
+	}
 	if err := t.post(parts, copies, levels, Comm.Start); err != nil {
 		return nil, err
 	}
@@ -129,6 +139,7 @@ func (t *NCCL) post(parts []Part, copies []Copy, levels []Level, send func(Comm,
 
 // Close destroys the communicators.
 func (t *NCCL) Close() error {
+	t.freeStage()
 	var first error
 	for _, c := range t.Comms {
 		if c != nil {

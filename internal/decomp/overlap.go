@@ -22,8 +22,14 @@ import (
 // Bands is how part i splits for overlapped exchanges: the owned rows, in global rows, of its
 // lower band (where it has a neighbour below), interior and upper band (where it has one
 // above), in row order. Nil when the part runs unsplit: it has no neighbour, or it owns fewer
-// than H rows more than its bands (too thin for an interior that can feed the bands' halos).
+// than H rows more than its bands (too thin for an interior that can feed the bands' halos),
+// and on two-dimensional grids.
 func (l *Layout) Bands(i int) [][2]int {
+	if l.Cols != nil {
+		// A two-dimensional grid exchanges in two phases, the second reading what the first
+		// wrote: there is no single exchange for the interiors to overlap.
+		return nil
+	}
 	lo, hi := l.Own[i][0], l.Own[i][1]
 	bands := 0
 	if l.Below[i] > 0 {
@@ -266,9 +272,18 @@ func (d *Domain) overlapped() bool {
 // their interiors, else done at once (pending nil).
 func (d *Domain) exchange() (Pending, error) {
 	if d.overlapped() {
-		return d.T.Start(d.Parts, d.copies, d.levels)
+		if len(d.phases) != 1 {
+			panic(fmt.Sprintf("internal error: overlapped exchanges in %d phases", len(d.phases)))
+		}
+		return d.T.Start(d.Parts, d.phases[0], d.levels)
 	}
-	return nil, d.T.Exchange(d.Parts, d.copies, d.levels)
+	// A phase reads what the one before it wrote (corners): each completes first.
+	for _, copies := range d.phases {
+		if err := d.T.Exchange(d.Parts, copies, d.levels); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 // advance runs one period of n steps: the banded parts' interiors first, which need nothing

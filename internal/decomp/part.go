@@ -37,6 +37,10 @@ func (l *Layout) Scatter(g *state.State, i int) (*state.State, error) {
 	if l.Origin >= 0 {
 		params = append(append([]ir.Value(nil), params...), ir.Value{T: ir.I32, I: int64(l.Own[i][0] - l.Below[i])})
 	}
+	if l.Cols != nil && l.Cols.Origin >= 0 {
+		_, b := l.slots(i)
+		params = append(append([]ir.Value(nil), params...), ir.Value{T: ir.I32, I: int64(l.Cols.Own[b][0] - l.Cols.Below[b])})
+	}
 	s, err := state.New(l.Prog, l.PartShape(i), params, 1)
 	if err != nil {
 		return nil, err
@@ -60,7 +64,7 @@ func (l *Layout) Scatter(g *state.State, i int) (*state.State, error) {
 			layers := max(g.Layers[gr.Index], 1)
 			for r := 0; r < l.Rows(i); r++ {
 				for y := 0; y < layers; y++ {
-					copyRows(dst, y*l.Rows(i)+r, src, y*l.Shape[Axis]+l.Global(i, r), 1, rowElems(l.Shape))
+					l.scatterRow(dst, y, r, src, l.Global(i, r), i)
 				}
 			}
 		}
@@ -68,15 +72,10 @@ func (l *Layout) Scatter(g *state.State, i int) (*state.State, error) {
 	return s, nil
 }
 
-// Gather copies part i's owned rows of its state grids (both levels) into the global state.
+// Gather copies part i's owned cells of its state grids (both levels) into the global state.
 func (l *Layout) Gather(g, s *state.State, i int) {
-	own := l.Own[i][1] - l.Own[i][0]
-	for _, u := range g.Prog.Updates {
-		gi := u.Grid.Index
-		copyRows(g.Cur[gi], l.Own[i][0], s.Cur[gi], l.Below[i], own, rowElems(l.Shape))
-		if u.Grid.Levels > 1 {
-			copyRows(g.Prev[gi], l.Own[i][0], s.Prev[gi], l.Below[i], own, rowElems(l.Shape))
-		}
+	for _, lv := range Exchanged(g.Prog) {
+		copyRect(levelArray(g, lv).Bytes(), l.owned(g, lv.Grid, i, true), levelArray(s, lv).Bytes(), l.owned(s, lv.Grid, i, false))
 	}
 }
 

@@ -8,12 +8,16 @@ import (
 
 // OriginParam names the parameter through which a sub-domain learns the global coordinate of
 // its first local row, in programs whose updates or boundaries read their position along the
-// split axis.
-const OriginParam = "tempest_origin"
+// split axis; OriginParam1 names its first local column along Axis1 in two-dimensional
+// layouts.
+const (
+	OriginParam  = "tempest_origin"
+	OriginParam1 = "tempest_origin1"
+)
 
-// positional reports whether any update or boundary rule reads the coordinate or the size of
-// the split axis: such programs run on their sub-domains as localized copies.
-func positional(p *ir.Program) bool {
+// positionalAlong reports whether any update or boundary rule reads the coordinate or the
+// size of axis a: such programs run on sub-domains split along a as localized copies.
+func positionalAlong(p *ir.Program, a int) bool {
 	found := false
 	look := func(e ir.Expr) {
 		if e == nil {
@@ -22,9 +26,9 @@ func positional(p *ir.Program) bool {
 		ir.WalkDeep(e, func(x ir.Expr) {
 			switch x := x.(type) {
 			case *ir.Coord:
-				found = found || x.Axis == Axis
+				found = found || x.Axis == a
 			case *ir.Size:
-				found = found || x.Axis == Axis
+				found = found || x.Axis == a
 			}
 		})
 	}
@@ -39,16 +43,35 @@ func positional(p *ir.Program) bool {
 	return found
 }
 
+// localAxis is a split axis whose positions a localized program reads: its global size n and
+// whether it wraps.
+type localAxis struct {
+	axis, n  int
+	periodic bool
+}
+
 // localize returns a copy of p whose updates and boundary rules read global positions along
-// the split axis while computing on a sub-domain: the coordinate becomes the local one plus
-// an added i32 parameter OriginParam (wrapped into the domain on periodic axes, where halos
-// come from the far end), and the axis size becomes the global size n. Initial values are
-// computed on the global domain and keep their expressions. The copy's parameters are p's
-// followed by the origin, whose index it returns.
-func localize(p *ir.Program, n int, periodic bool) (*ir.Program, int) {
+// the split axes while computing on a sub-domain: each axis's coordinate becomes the local one
+// plus an added i32 parameter (OriginParam, OriginParam1; wrapped into the domain on periodic
+// axes, where halos come from the far end), and the axis size becomes the global size n.
+// Initial values are computed on the global domain and keep their expressions. The copy's
+// parameters are p's followed by the origins, in axes' order, whose indices it returns.
+func localize(p *ir.Program, axes []localAxis) (*ir.Program, []int) {
 	q := *p
-	origin := &ir.Param{Name: OriginParam, Type: ir.I32, Default: ir.Value{T: ir.I32}, Index: len(p.Params)}
-	q.Params = append(append([]*ir.Param(nil), p.Params...), origin)
+	q.Params = append([]*ir.Param(nil), p.Params...)
+	origins := map[int]*ir.Param{}
+	extents := map[int]localAxis{}
+	var index []int
+	for _, la := range axes {
+		name := OriginParam
+		if la.axis != Axis {
+			name = OriginParam1
+		}
+		o := &ir.Param{Name: name, Type: ir.I32, Default: ir.Value{T: ir.I32}, Index: len(q.Params)}
+		q.Params = append(q.Params, o)
+		origins[la.axis], extents[la.axis] = o, la
+		index = append(index, o.Index)
+	}
 	grids := map[*ir.Grid]*ir.Grid{}
 	lets := map[*ir.Let]*ir.Let{}
 	i32 := func(v int) ir.Expr { return &ir.Const{V: ir.Value{T: ir.I32, I: int64(v)}} }
@@ -59,21 +82,24 @@ func localize(p *ir.Program, n int, periodic bool) (*ir.Program, int) {
 		case nil:
 			return nil
 		case *ir.Coord:
-			if e.Axis != Axis {
+			origin, ok := origins[e.Axis]
+			if !ok {
 				return e
 			}
+			n := extents[e.Axis].n
 			g := bin("+", e, &ir.ParamRef{P: origin}, ir.I32)
-			if !periodic {
+			if !extents[e.Axis].periodic {
 				return g
 			}
 			// Halo rows across the wrap: from -halo to n+halo-1 back into [0, n).
 			return &ir.Select{C: bin("<", g, i32(0), ir.Bool), A: bin("+", g, i32(n), ir.I32),
 				B: &ir.Select{C: bin(">=", g, i32(n), ir.Bool), A: bin("-", g, i32(n), ir.I32), B: g, T: ir.I32}, T: ir.I32}
 		case *ir.Size:
-			if e.Axis != Axis {
+			la, ok := extents[e.Axis]
+			if !ok {
 				return e
 			}
-			return i32(n)
+			return i32(la.n)
 		case *ir.Load:
 			return &ir.Load{G: grids[e.G], Level: e.Level, Off: e.Off, Layer: rw(e.Layer)}
 		case *ir.LetRef:
@@ -125,5 +151,5 @@ func localize(p *ir.Program, n int, periodic bool) (*ir.Program, int) {
 		c.Grid.Update = c
 		q.Updates[i] = c
 	}
-	return &q, origin.Index
+	return &q, index
 }

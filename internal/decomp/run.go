@@ -15,7 +15,7 @@ type Domain struct {
 	Parts     []Part // by part number; nil where another process holds the part
 	T         Transport
 	levels    []Level
-	copies    []Copy
+	phases    [][]Copy
 	Exchanges int // exchanges performed so far
 	// since is the steps run since the last exchange (or since the split): the halos still
 	// hold Period-since steps of valid rows.
@@ -41,7 +41,7 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 	if prog == nil {
 		panic("internal error: a domain without local parts")
 	}
-	return &Domain{L: l, Parts: parts, T: t, levels: Exchanged(prog.Prog), copies: l.Exchanges()}, nil
+	return &Domain{L: l, Parts: parts, T: t, levels: Exchanged(prog.Prog), phases: l.Phases()}, nil
 }
 
 // Run advances every part by steps: runs of at most one period, each preceded by an exchange
@@ -54,7 +54,7 @@ func (d *Domain) Run(steps int) error {
 	for done := 0; done < steps; {
 		var pending Pending
 		if d.since == d.L.Period {
-			if len(d.copies) > 0 {
+			if len(d.phases) > 0 {
 				var err error
 				if pending, err = d.exchange(); err != nil {
 					return err

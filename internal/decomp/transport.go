@@ -49,7 +49,8 @@ func Exchanged(p *ir.Program) []Level {
 }
 
 // Local is the transport between parts of one process: device-to-device copies for parts of
-// one device, copies through host memory between devices, and row copies between host parts.
+// one device, copies through host memory between devices, and row copies between host parts
+// (strided region copies and row-segment copies for the columns of two-dimensional layouts).
 type Local struct{}
 
 // Exchange implements Transport.
@@ -64,6 +65,10 @@ func (Local) Exchange(parts []Part, copies []Copy, levels []Level) error {
 		for _, lv := range levels {
 			sb, db := src.Buffer(lv.Grid, lv.Level), dst.Buffer(lv.Grid, lv.Level)
 			switch {
+			case c.Cols > 0:
+				if err := copyRegion(dst, src, c, lv); err != nil {
+					return fmt.Errorf("halo exchange %d -> %d: %w", c.From, c.To, err)
+				}
 			case sb != nil && db != nil:
 				rb := rowBytes(src.State(), lv.Grid)
 				if err := gpu.CopyRange(db, int64(c.ToRow)*rb, sb, int64(c.FromRow)*rb, int64(c.Rows)*rb); err != nil {

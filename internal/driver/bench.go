@@ -47,6 +47,8 @@ type BenchOptions struct {
 	GPUs    int
 	Link    string
 	Overlap string
+	// Split is --split for the split runs: 1d, 2d, PxQ or auto (the model's choice, reported).
+	Split string
 }
 
 // benchDevice compiles each kernel source once: runners for repeated measurements get the

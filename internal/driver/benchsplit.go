@@ -20,6 +20,8 @@ import (
 // benchSplit carries out `tempest bench --gpus N`: each stencil of the suite on one device
 // and split over N, measured (median of o.Reps after a warm-up) beside the split model's
 // prediction, priced once from the measured one-device rate and once from the plan's model.
+// The split's layout follows o.Split; with 2d or auto the model picks it from the measured
+// rate, and the row reports the grid.
 func benchSplit(o BenchOptions, stdout, stderr io.Writer) error {
 	link, ok := model.Links[o.Link]
 	if !ok {
@@ -57,8 +59,8 @@ func benchSplit(o BenchOptions, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "exchanges not overlapped (%s); the model prices compute + exchanges\n", b.why)
 	}
-	fmt.Fprintf(stdout, "| stencil | size | plan | E | 1 device ms | %d devices ms | predicted ms (measured rate) | predicted ms (plan model) | speedup | predicted speedup | efficiency |\n", o.GPUs)
-	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(stdout, "| stencil | size | plan | E | split | 1 device ms | %d devices ms | predicted ms (measured rate) | predicted ms (plan model) | speedup | predicted speedup | efficiency |\n", o.GPUs)
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, su := range suites {
 		steps := su.Steps
 		if o.Steps > 0 {
@@ -142,10 +144,24 @@ func (b *bencher) splitOne(mr *multiRun, t decomp.Transport, prof *probe.Profile
 	if err != nil {
 		return "", err
 	}
-	l, err := decomp.NewLayout(pr.Prog, pr.State.Shape, len(mr.devs), period)
+	// The split model chooses the layout (--split 2d, auto) from the measured rate.
+	in := model.SplitInput{Prog: pr.Prog, Shape: pr.State.Shape, Steps: steps, Parts: len(mr.devs), Period: period, Link: link,
+		Rate: float64(pr.State.Cells()) * float64(steps) / single, Overlap: b.overlap}
+	l, chose, err := layoutFor(b.o.Split, in)
 	if err != nil {
 		return "", err
 	}
+	if chose != "" && b.log != nil {
+		fmt.Fprintf(b.log, "%s: %s\n", pr.Prog.Name, chose)
+	}
+	rows, cols := l.Grid()
+	in.Cols = cols
+	grid := fmt.Sprintf("%dx%d", rows, cols)
+	if chose != "" {
+		grid += " (model)"
+	}
+	// Two-dimensional grids have no bands (decomp.Layout.Bands): nothing to overlap.
+	in.Overlap = b.overlap && cols == 1
 	splitter := decomp.Split
 	if b.overlap {
 		splitter = decomp.SplitOverlapped
@@ -174,8 +190,6 @@ func (b *bencher) splitOne(mr *multiRun, t decomp.Transport, prof *probe.Profile
 	if err != nil {
 		return "", err
 	}
-	in := model.SplitInput{Prog: pr.Prog, Shape: pr.State.Shape, Steps: steps, Parts: len(mr.devs), Period: period, Link: link,
-		Rate: float64(pr.State.Cells()) * float64(steps) / single, Overlap: b.overlap}
 	byRate, err := model.PredictSplit(in)
 	if err != nil {
 		return "", err
@@ -187,8 +201,8 @@ func (b *bencher) splitOne(mr *multiRun, t decomp.Transport, prof *probe.Profile
 			modelled = fmt.Sprintf("%.2f", m.Seconds*1e3)
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %d | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %.2f |",
-		pr.Prog.Name, bench.SizeText(pr.State.Shape), pl, period, single*1e3, split*1e3, byRate.Seconds*1e3, modelled,
+	return fmt.Sprintf("| %s | %s | %s | %d | %s | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %.2f |",
+		pr.Prog.Name, bench.SizeText(pr.State.Shape), pl, period, grid, single*1e3, split*1e3, byRate.Seconds*1e3, modelled,
 		single/split, byRate.Speedup, single/split/float64(len(mr.devs))), nil
 }
 

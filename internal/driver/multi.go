@@ -28,6 +28,9 @@ type MultiOptions struct {
 	// per process, halos through NCCL (CUDA) or relayed by the coordinator otherwise.
 	Rank, Ranks int
 	Coordinator string // HOST:PORT where rank 0 listens
+	// Split is --split: 1d (slabs along the slowest axis; also ""), 2d, PxQ or auto
+	// (split2d.go).
+	Split string
 	// Timeout bounds the wait for the other processes at the start (0: 5 minutes).
 	Timeout time.Duration
 	// Overlap is auto ("" too), on or off: whether sub-domains split into bands and an
@@ -38,7 +41,7 @@ type MultiOptions struct {
 // Active says whether the run is split at all.
 func (m MultiOptions) Active() bool {
 	return m.GPUs != 0 || m.Subdomains != 0 || m.Ranks != 0 || m.Rank != 0 || m.Coordinator != "" || m.Exchange != 0 ||
-		(m.Overlap != "" && m.Overlap != "auto")
+		(m.Overlap != "" && m.Overlap != "auto") || m.Split != ""
 }
 
 func (m MultiOptions) check() error {
@@ -57,6 +60,8 @@ func (m MultiOptions) check() error {
 		return fmt.Errorf("--rank and --coordinator belong to multi-process runs: give --ranks too")
 	case m.Overlap != "" && m.Overlap != "auto" && m.Overlap != "on" && m.Overlap != "off":
 		return fmt.Errorf("--overlap %q: choose auto, on or off", m.Overlap)
+	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0 && m.Split != "":
+		return fmt.Errorf("--split %s belongs to split runs: give --gpus, --subdomains or --ranks too", m.Split)
 	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0 && m.Exchange == 0:
 		return fmt.Errorf("--overlap %s belongs to split runs: give --gpus, --subdomains or --ranks too", m.Overlap)
 	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0:
@@ -316,9 +321,29 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if m.Exchange > 0 {
 		period = m.Exchange
 	}
-	l, err := decomp.NewLayout(pr.Prog, s.Shape, parts, period)
-	if err != nil {
-		return nil, err
+	var l *decomp.Layout
+	var chose string
+	link := splitLink(m, dev != nil && dev.Props().Backend == "cuda")
+	if mr.coord == nil || m.Rank == 0 {
+		if l, chose, err = splitLayout(m, pr, parts, period, pl, dev, link); err != nil {
+			return nil, err
+		}
+	}
+	if mr.coord != nil {
+		// Every process lays the parts out as rank 0 does (its device profile decides auto).
+		var grid []byte
+		if l != nil {
+			rows, cols := l.Grid()
+			grid = fmt.Appendf(nil, "%dx%d", rows, cols)
+		}
+		b, err := mr.coord.Broadcast(grid)
+		if err != nil {
+			return nil, fmt.Errorf("sharing the split: %w", err)
+		}
+		m.Split = string(b)
+		if l, _, err = splitLayout(m, pr, parts, period, pl, dev, link); err != nil {
+			return nil, err
+		}
 	}
 	t, how, err := mr.transport(o, stderr)
 	if err != nil {
@@ -361,12 +386,13 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if start > 0 {
 		from = fmt.Sprintf(" (from step %d of a checkpoint)", start)
 	}
-	fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, %s on %s (%s), %s along %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Plan, res.Device, res.Backend, where, pr.Prog.Axes[decomp.Axis])
-	if len(l.Exchanges()) == 0 {
-		fmt.Fprintf(stdout, "halos: none (one sub-domain without a wrap)\n")
-	} else {
-		exchanges := max(0, (steps+l.Period-1)/l.Period-1)
-		fmt.Fprintf(stdout, "halos: %d rows (reach %d x exchange period %d steps), exchanged %d times, %s\n", l.Halo, l.Reach, l.Period, exchanges, how)
+	along, halos := splitReport(l, pr.Prog.Axes, steps, how)
+	fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, %s on %s (%s), %s %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Plan, res.Device, res.Backend, where, along)
+	if chose != "" && report {
+		fmt.Fprintln(stdout, chose)
+	}
+	fmt.Fprintln(stdout, halos)
+	if len(l.Exchanges()) > 0 {
 		fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why))
 	}
 	for _, p := range d.Parts {

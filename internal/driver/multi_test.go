@@ -146,7 +146,7 @@ func TestBenchSplit(t *testing.T) {
 			row = line
 		}
 	}
-	if f := strings.Split(row, "|"); len(f) != 13 || strings.TrimSpace(f[8]) == "-" || !strings.Contains(out.String(), "PCIe 5.0 x16") ||
+	if f := strings.Split(row, "|"); len(f) != 14 || strings.TrimSpace(f[5]) != "1x1" || strings.TrimSpace(f[9]) == "-" || !strings.Contains(out.String(), "PCIe 5.0 x16") ||
 		!strings.Contains(out.String(), "exchanges not overlapped (auto:") {
 		t.Errorf("bench --gpus 1 printed:\n%s", out.String())
 	}

@@ -82,6 +82,8 @@ type cudaAPI struct {
 	cuOccupancyMaxActiveBlocks func(n *int32, f uintptr, blockSize int32, dynShared uintptr) int32
 	cuGetErrorName             func(res int32, s **byte) int32
 	cuGetErrorString           func(res int32, s **byte) int32
+
+	cuMemcpy2D func(p unsafe.Pointer) int32 // optional: region copies (copy2d.go)
 }
 
 func loadCUDA() (*cudaAPI, error) {
@@ -111,6 +113,7 @@ func loadCUDA() (*cudaAPI, error) {
 	b.fn(&a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", "cuMemcpyHtoD")
 	b.fn(&a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH")
 	b.fn(&a.cuMemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD")
+	b.optional(&a.cuMemcpy2D, "cuMemcpy2D_v2")
 	b.fn(&a.cuModuleLoadData, "cuModuleLoadData")
 	b.fn(&a.cuModuleGetFunction, "cuModuleGetFunction")
 	b.fn(&a.cuModuleUnload, "cuModuleUnload")

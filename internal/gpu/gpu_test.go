@@ -126,6 +126,7 @@ func testBackend(t *testing.T, backend string) {
 	t.Logf("compile: %v", time.Since(start))
 	defer mod.Close()
 
+	t.Run("rect", func(t *testing.T) { testRect(t, d) })
 	t.Run("saxpy", func(t *testing.T) {
 		const n = 1000003
 		x := make([]float32, n)

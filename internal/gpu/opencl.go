@@ -139,6 +139,8 @@ type clAPI struct {
 	clReleaseProgram                   func(p uintptr) int32
 	clReleaseCommandQueue              func(q uintptr) int32
 	clReleaseContext                   func(c uintptr) int32
+
+	clRectAPI // optional region copies (copy2d.go)
 }
 
 func loadOpenCL() (*clAPI, error) {
@@ -159,6 +161,7 @@ func loadOpenCL() (*clAPI, error) {
 	b.fn(&a.clEnqueueWriteBuffer, "clEnqueueWriteBuffer")
 	b.fn(&a.clEnqueueReadBuffer, "clEnqueueReadBuffer")
 	b.fn(&a.clEnqueueCopyBuffer, "clEnqueueCopyBuffer")
+	a.bindRect(b)
 	b.fn(&a.clCreateProgramWithSource, "clCreateProgramWithSource")
 	b.fn(&a.clBuildProgram, "clBuildProgram")
 	b.fn(&a.clGetProgramBuildInfo, "clGetProgramBuildInfo")

@@ -48,6 +48,7 @@ type SplitInput struct {
 	Shape  []int // the global domain
 	Steps  int
 	Parts  int
+	Cols   int // parts along axis 1 of a two-dimensional grid (Parts/Cols along axis 0); 0 or 1: axis 0 alone
 	Period int // E: steps between exchanges (the plan's temporal block or a multiple)
 	Link   Link
 	// Rate, when positive, is a measured single-device rate (cells per second over the whole
@@ -84,6 +85,12 @@ type SplitPrediction struct {
 	Single     float64 // the same run on one device
 	Speedup    float64 // Single / Seconds
 	Efficiency float64 // Speedup / Parts (strong scaling)
+	// Rows x Cols is the grid of parts (Cols 1 for a split along axis 0 alone), Halo1 and
+	// PartCols the halo and largest extent along axis 1, Messages the neighbours a device
+	// exchanges with per exchange; Feasible says whether every part is at least as thick as
+	// the halos its neighbours read.
+	Rows, Cols, Halo1, PartCols, Messages int
+	Feasible                              bool
 }
 
 // PredictSplit prices a split run: the largest sub-domain's compute with its redundant halo
@@ -102,6 +109,9 @@ func PredictSplit(in SplitInput) (SplitPrediction, error) {
 	}
 	if in.Link.GBs <= 0 {
 		return SplitPrediction{}, fmt.Errorf("split model: link %q has no bandwidth", in.Link.Name)
+	}
+	if in.Cols > 1 {
+		return predictGrid(in)
 	}
 	r := p.Reach()[0]
 	extra := 0
@@ -185,6 +195,11 @@ func PredictSplit(in SplitInput) (SplitPrediction, error) {
 	out.Seconds = out.Compute + out.Exposed
 	out.Speedup = out.Single / out.Seconds
 	out.Efficiency = out.Speedup / float64(in.Parts)
+	out.Rows, out.Cols, out.Messages = in.Parts, 1, neighbours
+	if len(in.Shape) > 1 {
+		out.PartCols = in.Shape[1]
+	}
+	out.Feasible = in.Parts <= n && (neighbours == 0 || n/in.Parts >= out.Halo)
 	return out, nil
 }
 

@@ -168,3 +168,69 @@ func TestSplitTableAN5D(t *testing.T) {
 		t.Errorf("README.md's section Several GPUs does not hold the table of %s (%v)", golden, err)
 	}
 }
+
+// TestChooseGrid checks the split model's choice between slabs and two-dimensional grids:
+// slabs where the halo is thin beside the domain (2D pays a second latency and packing for
+// less volume), a grid where slabs get thinner than the halo, and where the halo volume
+// dominates (3D over PCIe); one-dimensional programs split along their axis alone. Rates are
+// the H100 table's.
+func TestChooseGrid(t *testing.T) {
+	cases := []struct {
+		stencil       string
+		shape         []int
+		parts, period int
+		link          string
+		gcells        float64
+		twoD          bool
+		want          string // the grid, or an error's words
+	}{
+		{"j2d5pt", []int{16386, 16386}, 4, 12, "nvlink4", 2129.5, false, "4x1"},
+		{"j2d5pt", []int{16386, 16386}, 4, 12, "nvlink4", 2129.5, true, "2x2"},
+		{"j2d5pt", []int{162, 162}, 16, 12, "nvlink4", 2129.5, false, "8x2"}, // slabs of 10 rows < halo 12
+		{"star3d1r", []int{514, 514, 514}, 8, 4, "pcie4", 587.1, false, "4x2"},
+		{"j3d27pt", []int{514, 514, 514}, 16, 2, "pcie4", 359.7, false, "4x4"},
+		{"j2d5pt", []int{40, 40}, 16, 12, "nvlink4", 2129.5, false, "no grid of 16 sub-domains fits"},
+		{"j2d5pt", []int{1000, 1000}, 5, 4, "nvlink4", 2129.5, true, "no grid with two or more along each axis"},
+	}
+	for _, c := range cases {
+		p := loadF32(t, c.stencil)
+		in := SplitInput{Prog: p, Shape: c.shape, Steps: 1000, Parts: c.parts, Period: c.period, Link: Links[c.link], Rate: c.gcells * 1e9}
+		best, all, err := ChooseGrid(in, c.twoD)
+		got := best.GridText()
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s %v on %d (%s): %s, want %s", c.stencil, c.shape, c.parts, c.link, got, c.want)
+		}
+		for _, a := range all {
+			if a.Rows*a.Cols != c.parts || (a.Feasible && err == nil && a.Seconds < best.Seconds) {
+				t.Errorf("%s: candidate %s (%.3g s) beside the choice %s (%.3g s)", c.stencil, a.GridText(), a.Seconds, best.GridText(), best.Seconds)
+			}
+		}
+	}
+	// The 2x2 grid's bytes by hand: j2d5pt (reach 1, rim 1, f32), 1000x500, E=4: parts of
+	// 500x250 padded by one halo of 4 on each axis (504x254); rows: 4 x 254 x 4 B, columns:
+	// 4 x 504 x 4 B.
+	in := SplitInput{Prog: loadF32(t, "j2d5pt"), Shape: []int{1000, 500}, Steps: 100, Parts: 4, Cols: 2, Period: 4, Link: Link{GBs: 100, LatencyUs: 10}, Rate: 1e9}
+	pr, err := PredictSplit(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBytes := int64(4*254*4 + 4*504*4)
+	wantEx := 24 * (2*10e-6 + float64(wantBytes)/100e9 + 2*float64(4*504*4)/(PackGBs*1e9))
+	if pr.PartRows != 504 || pr.PartCols != 254 || pr.ExchangeBytes != wantBytes || pr.Messages != 2 || math.Abs(pr.Exchange-wantEx) > 1e-12 || math.Abs(pr.Compute-504*254*100/1e9) > 1e-12 {
+		t.Errorf("2x2: %+v, want 504x254 parts, %d bytes, exchanges %g s", pr, wantBytes, wantEx)
+	}
+	oneD, err := load.Source("heat1d.stencil", "stencil heat1d\naxes x\nstate u boundary clamp\nupdate u = 0.5 * u + 0.25 * (u[x-1] + u[x+1])\n", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = SplitInput{Prog: oneD, Shape: []int{4096}, Steps: 100, Parts: 4, Period: 4, Link: Links["nvlink4"], Rate: 1e9}
+	if best, all, err := ChooseGrid(in, false); err != nil || best.GridText() != "4x1" || len(all) != 1 {
+		t.Errorf("1D program: %s among %d candidates, %v", best.GridText(), len(all), err)
+	}
+	if _, _, err := ChooseGrid(in, true); err == nil || !strings.Contains(err.Error(), "one-dimensional") {
+		t.Errorf("1D program on a 2D grid: %v", err)
+	}
+}

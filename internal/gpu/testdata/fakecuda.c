@@ -77,6 +77,23 @@ CUresult cuMemFree_v2(CUdeviceptr p) { NEED_CTX(); free((void *)(uintptr_t)p); r
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { NEED_CTX(); memcpy((void *)(uintptr_t)dst, src, n); return OK; }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { NEED_CTX(); memcpy(dst, (const void *)(uintptr_t)src, n); return OK; }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) { NEED_CTX(); memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n); return OK; }
+// CUDA_MEMCPY2D, the _v2 layout; host and device memory alike are host memory here.
+typedef struct {
+	size_t srcXInBytes, srcY; int srcMemoryType; const void *srcHost; CUdeviceptr srcDevice; void *srcArray; size_t srcPitch;
+	size_t dstXInBytes, dstY; int dstMemoryType; void *dstHost; CUdeviceptr dstDevice; void *dstArray; size_t dstPitch;
+	size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p) {
+	NEED_CTX();
+	if (sizeof(CUDA_MEMCPY2D) != 128 || p->srcMemoryType < 1 || p->srcMemoryType > 2 || p->dstMemoryType < 1 || p->dstMemoryType > 2) return ERR_INVALID_VALUE;
+	if (p->Height > 1 && (p->srcPitch < p->WidthInBytes || p->dstPitch < p->WidthInBytes)) return ERR_INVALID_VALUE;
+	const char *src = p->srcMemoryType == 1 ? (const char *)p->srcHost : (const char *)(uintptr_t)p->srcDevice;
+	char *dst = p->dstMemoryType == 1 ? (char *)p->dstHost : (char *)(uintptr_t)p->dstDevice;
+	src += p->srcY * p->srcPitch + p->srcXInBytes;
+	dst += p->dstY * p->dstPitch + p->dstXInBytes;
+	for (size_t r = 0; r < p->Height; r++) memmove(dst + r * p->dstPitch, src + r * p->srcPitch, p->WidthInBytes);
+	return OK;
+}
 
 // ---- NVRTC ----
 typedef struct { char *src, *name, *log, *cubin; size_t cubinSize; } prog;
