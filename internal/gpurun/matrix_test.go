@@ -360,6 +360,9 @@ func clusterVariants(p *ir.Program) []plan.Plan {
 	if p.Dims() == 3 {
 		vs = []variant{{4, 4, 2, 1, 2, 2, 2, 1, 0, true}, {8, 4, 1, 1, 3, 2, 1, 2, 1, false}, {4, 2, 2, 2, 2, 1, 2, 1, 0, true}, {4, 4, 1, 1, 1, 4, 2, 1, 0, true}}
 	}
+	if slices.Max(p.Reach()) > 2 {
+		vs = vs[:1] // wide programs' unrolled kernels compile slowly: one variant
+	}
 	var out []plan.Plan
 	for _, v := range vs {
 		pl := def
