@@ -240,9 +240,10 @@ func (p *printer) stmt(s Stmt) {
 		case s.Cluster && p.d != CUDA:
 			panic("internal error: cluster barrier in " + p.d.String())
 		case s.Cluster:
-			// Arrive (release: this thread's shared and cluster stores) then wait (acquire:
-			// every thread's of the cluster).
-			p.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");")
+			// Arrive (release by default: this thread's stores into its own and other blocks'
+			// shared memory) then wait (acquire: every thread's of the cluster). No explicit
+			// .release/.acquire, which need PTX ISA 8.0: the defaults are the same.
+			p.line("asm volatile(\"barrier.cluster.arrive.aligned;\\n\\tbarrier.cluster.wait.aligned;\" ::: \"memory\");")
 		case p.d == CUDA:
 			p.line("__syncthreads();")
 		default:

@@ -74,7 +74,7 @@ func emuSource(cu string) string {
 	if i := strings.Index(cu, "__device__ __forceinline__ unsigned tempest_cluster_addr"); i >= 0 {
 		cu = cu[:i] + cu[strings.Index(cu, "extern \"C\""):]
 	}
-	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");`, "emu_cluster_sync();")
+	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");`, "emu_cluster_sync();")
 	cu = strings.ReplaceAll(cu, "__syncthreads();", "emu_block_sync();")
 	cu = strings.ReplaceAll(cu, "extern __shared__ float smem[];", "Smem smem = tl_smem;")
 	cu = regexp.MustCompile(`extern "C" __global__ void (__launch_bounds__\(\d+\) )?(__cluster_dims__\(\d+, \d+, \d+\) )?`).ReplaceAllString(cu, "void ")

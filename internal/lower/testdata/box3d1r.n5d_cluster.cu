@@ -59,7 +59,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   bool push_7_0 = k1 < 1 && l1 >= 7 && (k2 < 1 && l2 >= 7);
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
   if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y / 2 * 12 - 2 + k1 * 8 >= 1 && (int)blockIdx.y / 2 * 12 - 2 + k1 * 8 + 8 <= n1 - 1) && ((int)blockIdx.x / 2 * 12 - 2 + k2 * 8 >= 1 && (int)blockIdx.x / 2 * 12 - 2 + k2 * 8 + 8 <= n2 - 1)) {
     for (int j = zb - 2; j < min(jh, ze + 2); j += 6) {
       {
@@ -91,7 +91,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -129,7 +129,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -175,7 +175,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -213,7 +213,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -259,7 +259,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -297,7 +297,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -343,7 +343,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -381,7 +381,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -427,7 +427,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -465,7 +465,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -511,7 +511,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -549,7 +549,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -597,7 +597,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -633,7 +633,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             tempest_st_cluster(rb_7, tid + 236, (float)v_u_1_0);
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -677,7 +677,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -713,7 +713,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             tempest_st_cluster(rb_7, tid + 132, (float)v_u_1_0);
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -757,7 +757,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -793,7 +793,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             tempest_st_cluster(rb_7, tid + 236, (float)v_u_1_0);
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -837,7 +837,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -873,7 +873,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             tempest_st_cluster(rb_7, tid + 132, (float)v_u_1_0);
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -917,7 +917,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -953,7 +953,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             tempest_st_cluster(rb_7, tid + 236, (float)v_u_1_0);
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -997,7 +997,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1033,7 +1033,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             tempest_st_cluster(rb_7, tid + 132, (float)v_u_1_0);
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1079,7 +1079,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1117,7 +1117,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1163,7 +1163,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1201,7 +1201,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1247,7 +1247,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1285,7 +1285,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1331,7 +1331,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1369,7 +1369,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1415,7 +1415,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1453,7 +1453,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1499,7 +1499,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1537,7 +1537,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1586,7 +1586,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1627,7 +1627,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1676,7 +1676,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1717,7 +1717,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1766,7 +1766,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1807,7 +1807,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1856,7 +1856,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1897,7 +1897,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -1946,7 +1946,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -1987,7 +1987,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -2036,7 +2036,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2077,7 +2077,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             }
           }
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_2_0 = 0e+00f;
         {
           int m2 = jr - 2;
@@ -2138,7 +2138,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
   bool push_7_0 = k1 < 1 && l1 >= 7 && (k2 < 1 && l2 >= 7);
   int jh = zb - 1;
   int jt = jh + 6 * (max(ze + 1 - jh, 0) / 6);
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
   if (zb - 2 >= 1 && ze + 7 <= n0 - 1 && ((int)blockIdx.y / 2 * 14 - 1 + k1 * 8 >= 1 && (int)blockIdx.y / 2 * 14 - 1 + k1 * 8 + 8 <= n1 - 1) && ((int)blockIdx.x / 2 * 14 - 1 + k2 * 8 >= 1 && (int)blockIdx.x / 2 * 14 - 1 + k2 * 8 + 8 <= n2 - 1)) {
     for (int j = zb - 1; j < min(jh, ze + 1); j += 6) {
       {
@@ -2170,7 +2170,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2216,7 +2216,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2262,7 +2262,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2308,7 +2308,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2354,7 +2354,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2400,7 +2400,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2448,7 +2448,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2492,7 +2492,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2536,7 +2536,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2580,7 +2580,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2624,7 +2624,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2668,7 +2668,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2714,7 +2714,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2760,7 +2760,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2806,7 +2806,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2852,7 +2852,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2898,7 +2898,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2944,7 +2944,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -2993,7 +2993,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -3042,7 +3042,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -3091,7 +3091,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -3140,7 +3140,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -3189,7 +3189,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid - 76, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;
@@ -3238,7 +3238,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
         if (push_7_0) {
           tempest_st_cluster(rb_7, tid + 28, (float)v_u_0_0);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
         float v_u_1_0 = 0e+00f;
         {
           int m1 = jr - 1;

@@ -65,7 +65,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   bool push_3_1 = k1 < 1 && l1 >= 31;
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
   if (zb - 8 >= 1 && ze + 10 <= n0 - 1 && ((int)blockIdx.y / 2 * 60 - 2 + k1 * 32 >= 1 && (int)blockIdx.y / 2 * 60 - 2 + k1 * 32 + 32 <= n1 - 1) && ((int)blockIdx.x / 2 * 60 - 2 + k2 * 32 >= 1 && (int)blockIdx.x / 2 * 60 - 2 + k2 * 32 + 32 <= n2 - 1) && n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 4; j < min(jh, ze + 4); j += 6) {
       {
@@ -152,7 +152,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -238,7 +238,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -324,7 +324,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -410,7 +410,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -496,7 +496,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -582,7 +582,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jh; j < jt; j += 6) {
@@ -666,7 +666,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -748,7 +748,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -830,7 +830,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -912,7 +912,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -994,7 +994,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -1076,7 +1076,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jt; j < ze + 4; j += 6) {
@@ -1164,7 +1164,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -1250,7 +1250,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -1336,7 +1336,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -1422,7 +1422,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -1508,7 +1508,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -1594,7 +1594,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   } else {
@@ -1693,7 +1693,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -1789,7 +1789,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -1885,7 +1885,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -1981,7 +1981,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -2077,7 +2077,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -2173,7 +2173,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   }
@@ -2219,7 +2219,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
   bool push_3_1 = k1 < 1 && l1 >= 31;
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
   if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y / 2 * 62 - 1 + k1 * 32 >= 1 && (int)blockIdx.y / 2 * 62 - 1 + k1 * 32 + 32 <= n1 - 1) && ((int)blockIdx.x / 2 * 60 - 2 + k2 * 32 >= 1 && (int)blockIdx.x / 2 * 60 - 2 + k2 * 32 + 32 <= n2 - 1) && n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 2; j < min(jh, ze + 2); j += 6) {
       {
@@ -2269,7 +2269,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -2318,7 +2318,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -2367,7 +2367,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -2416,7 +2416,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -2465,7 +2465,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -2514,7 +2514,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jh; j < jt; j += 6) {
@@ -2563,7 +2563,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -2610,7 +2610,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -2657,7 +2657,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -2704,7 +2704,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -2751,7 +2751,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -2798,7 +2798,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jt; j < ze + 2; j += 6) {
@@ -2849,7 +2849,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -2898,7 +2898,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -2947,7 +2947,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -2996,7 +2996,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -3045,7 +3045,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -3094,7 +3094,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   } else {
@@ -3152,7 +3152,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -3207,7 +3207,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -3262,7 +3262,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -3317,7 +3317,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -3372,7 +3372,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -3427,7 +3427,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   }
