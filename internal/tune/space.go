@@ -51,11 +51,11 @@ var (
 	}
 	n5dBT = map[int]int{2: 16, 3: 8} // deepest temporal block per dimension
 	// n5dClusters are the thread-block clusters (cx, cy) tried for the 3D shapes marked
-	// clustered, with their first chunk: a cluster's blocks share one tile, so the tile's halo
-	// is paid at its outer edges only. Devices without clusters (before sm_90, OpenCL) prune
-	// them when they are validated. (One shape and 2 x 2 only: the 3D space stays under 200
-	// plans.)
-	n5dClusters = [][2]int{{2, 2}}
+	// clustered, with their first chunk (devices without clusters, before sm_90 and OpenCL,
+	// prune them when they are validated). None: every cluster plan measured 1.7-4x slower
+	// than the same plan without clusters on the H100 (docs/performance.md), so the tuner
+	// does not spend time on them; a forced --plan still runs them.
+	n5dClusters [][2]int
 
 	// forwardplane and inplane (3D): the block shapes that measured best on the H100
 	// (docs/performance.md), every loading variant, register tiles of two and four outputs
