@@ -129,6 +129,12 @@ type (
 	// Cluster, the threads of every block of the kernel's cluster, and the stores into each
 	// other's shared memory (ClusterStore) before it are visible after it.
 	Barrier struct{ Cluster bool }
+	// ClusterArrive and ClusterWait are the two halves of a cluster barrier (Barrier with
+	// Cluster): stores before the arrive are visible to the cluster after the wait, and what
+	// lies between them (global loads and stores no other block reads) neither waits for the
+	// cluster nor is waited for by this barrier's release. Every thread runs both, in order.
+	ClusterArrive struct{}
+	ClusterWait   struct{}
 	// ClusterStore writes Val (of type T) into element Idx of the dynamic shared array smem
 	// of another block of the cluster, whose smem starts at the shared::cluster address Base
 	// (a U32 variable initialised with a ClusterAddr). CUDA only.
@@ -174,18 +180,20 @@ type (
 	}
 )
 
-func (*Decl) stmt()         {}
-func (*ArrayDecl) stmt()    {}
-func (*Assign) stmt()       {}
-func (*If) stmt()           {}
-func (*For) stmt()          {}
-func (*Barrier) stmt()      {}
-func (*Return) stmt()       {}
-func (*Comment) stmt()      {}
-func (*Block) stmt()        {}
-func (*VecLoad) stmt()      {}
-func (*VecStore) stmt()     {}
-func (*ClusterStore) stmt() {}
+func (*Decl) stmt()          {}
+func (*ArrayDecl) stmt()     {}
+func (*Assign) stmt()        {}
+func (*If) stmt()            {}
+func (*For) stmt()           {}
+func (*Barrier) stmt()       {}
+func (*Return) stmt()        {}
+func (*Comment) stmt()       {}
+func (*Block) stmt()         {}
+func (*VecLoad) stmt()       {}
+func (*VecStore) stmt()      {}
+func (*ClusterStore) stmt()  {}
+func (*ClusterArrive) stmt() {}
+func (*ClusterWait) stmt()   {}
 
 // Expr is an expression.
 type Expr interface{ expr() }

@@ -249,6 +249,16 @@ func (p *printer) stmt(s Stmt) {
 		default:
 			p.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
 		}
+	case *ClusterArrive:
+		if p.d != CUDA {
+			panic("internal error: cluster barrier in " + p.d.String())
+		}
+		p.line("asm volatile(\"barrier.cluster.arrive.aligned;\" ::: \"memory\");")
+	case *ClusterWait:
+		if p.d != CUDA {
+			panic("internal error: cluster barrier in " + p.d.String())
+		}
+		p.line("asm volatile(\"barrier.cluster.wait.aligned;\" ::: \"memory\");")
 	case *ClusterStore:
 		if p.d != CUDA {
 			panic("internal error: cluster store in " + p.d.String())

@@ -780,6 +780,12 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			rimAt = func(*ir.Grid, kir.Expr, int) kir.Expr { return nil }
 		}
 		var loop []kir.Stmt
+		// late is what clustered wave-order copies run between the arrive and the wait of
+		// their cluster barrier: the next plane's global loads and the deepest level's global
+		// stores. The arrive's release orders the memory accesses before it, which would make
+		// every plane wait for its prefetch and its stores to complete.
+		var late []kir.Stmt
+		deferGlobal := clustered && wave && shElems > 0
 		// cur holds each grid's newest plane value per cell of the level below the one being
 		// computed, for publishing and partial sums. In wave order the level below has not run
 		// yet in this copy: its values from the previous copy wait in the d_ registers.
@@ -796,6 +802,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		level0 := func() []kir.Stmt {
 			var loop []kir.Stmt
+			loads := &loop
+			if deferGlobal {
+				loads = &late
+			}
 			vals := map[*ir.Grid][]kir.Expr{}
 			for _, u := range p.Updates {
 				g := u.Grid
@@ -805,7 +815,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					v := vName(g, 0, i)
 					loop = append(loop, &kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, mod(r, PD), i))})
 					if !vec {
-						loop = append(loop, kir.Set(kir.Id(pfName(g, mod(r, PD), i)), loadAt(g, next, i)))
+						*loads = append(*loads, kir.Set(kir.Id(pfName(g, mod(r, PD), i)), loadAt(g, next, i)))
 					}
 					vals[g] = append(vals[g], kir.Id(v))
 				}
@@ -815,9 +825,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						pos := cellOf(col, i)
 						pos[0] = clamp(next, kir.Id("n0"))
 						vn := fmt.Sprintf("w_%s_%d", g.Name, i)
-						loop = append(loop, &kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: VW, Array: kir.Id(bufName(g, In0)), Idx: em0.linear(pos, nil)})
+						*loads = append(*loads, &kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: VW, Array: kir.Id(bufName(g, In0)), Idx: em0.linear(pos, nil)})
 						for k := 0; k < VW; k++ {
-							loop = append(loop, kir.Set(kir.Id(pfName(g, mod(r, PD), i+k)), &kir.Lane{Vec: vn, I: k}))
+							*loads = append(*loads, kir.Set(kir.Id(pfName(g, mod(r, PD), i+k)), &kir.Lane{Vec: vn, I: k}))
 						}
 					}
 				}
@@ -876,6 +886,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			prev := t - 1
 			step := kir.Add(kir.Id("step0"), kir.I(t-1))
 			lvl := []kir.Stmt{&kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(L*t))}}
+			var lateStores []kir.Stmt
 			// Shuffles of level t-1's registers, declared ahead of the cells (and of any
 			// condition) so that every lane of the warp reaches them; one per source and
 			// distance.
@@ -1045,6 +1056,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 							st = &kir.VecStore{Vals: next[g][i : i+VW], T: kir.FromIR(g.Type), Width: VW, Array: bufName(g, Out0), Idx: idx, Global: true}
 						}
 						cond := and(kir.Id(fmt.Sprintf("own_%d", i)), and(ge(kir.Id(row), kir.Id("zb")), lt(kir.Id(row), kir.Id("ze"))))
+						if deferGlobal {
+							// The condition implies the level is active (phased copies).
+							lateStores = append(lateStores, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
+							continue
+						}
 						lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
 						continue
 					}
@@ -1074,6 +1090,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					cur[g] = v
 				}
 			}
+			if len(lateStores) > 0 {
+				late = append(late, &kir.Block{Body: append([]kir.Stmt{lvl[0]}, lateStores...)})
+			}
 			if phased {
 				lvl = []kir.Stmt{lvl[0], &kir.If{Cond: active(t, kir.Id(row)), Then: lvl[1:]}}
 			}
@@ -1084,7 +1103,12 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		if wave {
 			loop = append(loop, level0()...)
-			if shElems > 0 {
+			switch {
+			case deferGlobal:
+				loop = append(loop, &kir.ClusterArrive{})
+				loop = append(loop, late...)
+				loop = append(loop, &kir.ClusterWait{})
+			case shElems > 0:
 				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}

@@ -75,6 +75,10 @@ func emuSource(cu string) string {
 		cu = cu[:i] + cu[strings.Index(cu, "extern \"C\""):]
 	}
 	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");`, "emu_cluster_sync();")
+	// An arrive and its wait: the wait completes the barrier (nothing between them touches
+	// shared memory).
+	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");`, "")
+	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.wait.aligned;" ::: "memory");`, "emu_cluster_sync();")
 	cu = strings.ReplaceAll(cu, "__syncthreads();", "emu_block_sync();")
 	cu = strings.ReplaceAll(cu, "extern __shared__ float smem[];", "Smem smem = tl_smem;")
 	cu = regexp.MustCompile(`extern "C" __global__ void (__launch_bounds__\(\d+\) )?(__cluster_dims__\(\d+, \d+, \d+\) )?`).ReplaceAllString(cu, "void ")

@@ -162,6 +162,8 @@ func clusterOrder(body []kir.Stmt) (barrierFirst, stores bool) {
 			switch s := s.(type) {
 			case *kir.Barrier:
 				barrier = barrier || s.Cluster
+			case *kir.ClusterWait:
+				barrier = true
 			case *kir.ClusterStore:
 				stores = true
 				barrierFirst = barrierFirst && barrier
@@ -182,7 +184,7 @@ func clusterOrder(body []kir.Stmt) (barrierFirst, stores bool) {
 // clusterRounds records the cluster barriers per iteration of every loop in ss, and reports
 // one under a condition inside a loop.
 func clusterRounds(t *testing.T, ss []kir.Stmt, underIf bool, rounds map[int]bool, what string) int {
-	n := 0
+	n, arrived := 0, false
 	for _, s := range ss {
 		switch s := s.(type) {
 		case *kir.Barrier:
@@ -192,6 +194,17 @@ func clusterRounds(t *testing.T, ss []kir.Stmt, underIf bool, rounds map[int]boo
 				}
 				n++
 			}
+		case *kir.ClusterArrive:
+			if underIf || arrived {
+				t.Errorf("%s: an arrive under a condition or after an arrive", what)
+			}
+			arrived = true
+		case *kir.ClusterWait:
+			if underIf || !arrived {
+				t.Errorf("%s: a wait under a condition or without its arrive", what)
+			}
+			arrived = false
+			n++
 		case *kir.Block:
 			n += clusterRounds(t, s.Body, underIf, rounds, what)
 		case *kir.For:
@@ -202,6 +215,9 @@ func clusterRounds(t *testing.T, ss []kir.Stmt, underIf bool, rounds map[int]boo
 			clusterRounds(t, s.Then, true, rounds, what)
 			clusterRounds(t, s.Else, true, rounds, what)
 		}
+	}
+	if arrived {
+		t.Errorf("%s: an arrive without its wait", what)
 	}
 	return n
 }

@@ -83,9 +83,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
               v_u_2_1 = q_u_1_2_1;
               v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 3333];
             }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
-            }
           }
         }
         float v_u_1_0 = 0e+00f;
@@ -127,9 +124,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -152,7 +146,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -168,9 +172,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_0_1;
               v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 4973];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -213,9 +214,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -238,7 +236,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -254,9 +262,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_1_1;
               v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 3333];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -299,9 +304,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -324,7 +326,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -340,9 +352,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_2_1;
               v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 4973];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -385,9 +394,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -410,7 +416,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -426,9 +442,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_0_1;
               v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 3333];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -471,9 +484,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -496,7 +506,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -512,9 +532,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_1_1;
               v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 4973];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -557,9 +574,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -582,7 +596,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jh; j < jt; j += 6) {
@@ -599,9 +623,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           {
             v_u_2_1 = q_u_1_2_1;
             v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 3333];
-          }
-          if (own_0 && (m2 >= zb && m2 < ze)) {
-            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
           }
         }
         float v_u_1_0 = 0e+00f;
@@ -641,9 +662,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -666,7 +684,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -681,9 +709,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           {
             v_u_2_1 = q_u_1_0_1;
             v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 4973];
-          }
-          if (own_0 && (m2 >= zb && m2 < ze)) {
-            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
           }
         }
         float v_u_1_0 = 0e+00f;
@@ -723,9 +748,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -748,7 +770,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -763,9 +795,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           {
             v_u_2_1 = q_u_1_1_1;
             v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 3333];
-          }
-          if (own_0 && (m2 >= zb && m2 < ze)) {
-            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
           }
         }
         float v_u_1_0 = 0e+00f;
@@ -805,9 +834,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -830,7 +856,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -845,9 +881,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           {
             v_u_2_1 = q_u_1_2_1;
             v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 4973];
-          }
-          if (own_0 && (m2 >= zb && m2 < ze)) {
-            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
           }
         }
         float v_u_1_0 = 0e+00f;
@@ -887,9 +920,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -912,7 +942,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -927,9 +967,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           {
             v_u_2_1 = q_u_1_0_1;
             v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 3333];
-          }
-          if (own_0 && (m2 >= zb && m2 < ze)) {
-            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
           }
         }
         float v_u_1_0 = 0e+00f;
@@ -969,9 +1006,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -994,7 +1028,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -1009,9 +1053,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           {
             v_u_2_1 = q_u_1_1_1;
             v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 4973];
-          }
-          if (own_0 && (m2 >= zb && m2 < ze)) {
-            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
           }
         }
         float v_u_1_0 = 0e+00f;
@@ -1051,9 +1092,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -1076,7 +1114,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jt; j < ze + 4; j += 6) {
@@ -1094,9 +1142,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_2_1;
               v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 3333];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -1139,9 +1184,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -1164,7 +1206,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -1180,9 +1232,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_0_1;
               v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 4973];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -1225,9 +1274,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -1250,7 +1296,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -1266,9 +1322,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_1_1;
               v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 3333];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -1311,9 +1364,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -1336,7 +1386,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -1352,9 +1412,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_2_1;
               v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 4973];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -1397,9 +1454,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -1422,7 +1476,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -1438,9 +1502,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_0_1;
               v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 3333];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -1483,9 +1544,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -1508,7 +1566,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -1524,9 +1592,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
             {
               v_u_2_1 = q_u_1_1_1;
               v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 4973];
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
             }
           }
         }
@@ -1569,9 +1634,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -1594,7 +1656,17 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            *(float2*)(out0_u + ((m2 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_2_0, v_u_2_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   } else {
@@ -1617,12 +1689,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
                 v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 3333];
               }
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
-            }
-            if (own_1 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
             }
           }
         }
@@ -1668,9 +1734,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -1693,7 +1757,19 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
+          }
+          if (own_1 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -1713,12 +1789,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
                 v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 4973];
               }
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
-            }
-            if (own_1 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
             }
           }
         }
@@ -1764,9 +1834,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -1789,7 +1857,19 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
+          }
+          if (own_1 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -1809,12 +1889,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
                 v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 3333];
               }
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
-            }
-            if (own_1 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
             }
           }
         }
@@ -1860,9 +1934,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -1885,7 +1957,19 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
+          }
+          if (own_1 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -1905,12 +1989,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
                 v_u_2_1 = 2.2e-01f * q_u_1_2_1 + 1.25e-01f * q_u_1_1_1 + 1.27e-01f * q_u_1_0_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_2_0 + 1.35e-01f * smem[tid + 4973];
               }
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
-            }
-            if (own_1 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
             }
           }
         }
@@ -1956,9 +2034,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -1981,7 +2057,19 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
+          }
+          if (own_1 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -2001,12 +2089,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
                 v_u_2_1 = 2.2e-01f * q_u_1_0_1 + 1.25e-01f * q_u_1_2_1 + 1.27e-01f * q_u_1_1_1 + 1.29e-01f * smem[tid + 3302] + 1.31e-01f * smem[tid + 3398] + 1.33e-01f * q_u_1_0_0 + 1.35e-01f * smem[tid + 3333];
               }
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
-            }
-            if (own_1 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
             }
           }
         }
@@ -2052,9 +2134,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -2077,7 +2157,19 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
+          }
+          if (own_1 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -2097,12 +2189,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
                 v_u_2_1 = 2.2e-01f * q_u_1_1_1 + 1.25e-01f * q_u_1_0_1 + 1.27e-01f * q_u_1_2_1 + 1.29e-01f * smem[tid + 4942] + 1.31e-01f * smem[tid + 5038] + 1.33e-01f * q_u_1_1_0 + 1.35e-01f * smem[tid + 4973];
               }
-            }
-            if (own_0 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
-            }
-            if (own_1 && (m2 >= zb && m2 < ze)) {
-              out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
             }
           }
         }
@@ -2148,9 +2234,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -2173,7 +2257,19 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m2 = jr - 4;
+          if (own_0 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_0] = v_u_2_0;
+          }
+          if (own_1 && (m2 >= zb && m2 < ze)) {
+            out0_u[(m2 * n1 + c1) * n2 + c2_1] = v_u_2_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   }
@@ -2237,16 +2333,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_1_1;
               v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 53];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -2269,7 +2359,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -2286,16 +2386,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_2_1;
               v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 1693];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -2318,7 +2412,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -2335,16 +2439,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_0_1;
               v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 53];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -2367,7 +2465,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -2384,16 +2492,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_1_1;
               v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 1693];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -2416,7 +2518,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -2433,16 +2545,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_2_1;
               v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 53];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -2465,7 +2571,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -2482,16 +2598,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_0_1;
               v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 1693];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -2514,7 +2624,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jh; j < jt; j += 6) {
@@ -2532,15 +2652,9 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
             v_u_1_1 = q_u_0_1_1;
             v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 53];
           }
-          if (own_0 && (m1 >= zb && m1 < ze)) {
-            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-          }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -2563,7 +2677,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -2579,15 +2703,9 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
             v_u_1_1 = q_u_0_2_1;
             v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 1693];
           }
-          if (own_0 && (m1 >= zb && m1 < ze)) {
-            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-          }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -2610,7 +2728,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -2626,15 +2754,9 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
             v_u_1_1 = q_u_0_0_1;
             v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 53];
           }
-          if (own_0 && (m1 >= zb && m1 < ze)) {
-            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-          }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -2657,7 +2779,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -2673,15 +2805,9 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
             v_u_1_1 = q_u_0_1_1;
             v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 1693];
           }
-          if (own_0 && (m1 >= zb && m1 < ze)) {
-            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-          }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -2704,7 +2830,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -2720,15 +2856,9 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
             v_u_1_1 = q_u_0_2_1;
             v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 53];
           }
-          if (own_0 && (m1 >= zb && m1 < ze)) {
-            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-          }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -2751,7 +2881,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -2767,15 +2907,9 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
             v_u_1_1 = q_u_0_0_1;
             v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 1693];
           }
-          if (own_0 && (m1 >= zb && m1 < ze)) {
-            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-          }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -2798,7 +2932,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
     for (int j = jt; j < ze + 2; j += 6) {
@@ -2817,16 +2961,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_1_1;
               v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 53];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -2849,7 +2987,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -2866,16 +3014,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_2_1;
               v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 1693];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -2898,7 +3040,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -2915,16 +3067,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_0_1;
               v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 53];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -2947,7 +3093,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -2964,16 +3120,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_1_1;
               v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 1693];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -2996,7 +3146,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -3013,16 +3173,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_2_1;
               v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 53];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -3045,7 +3199,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -3062,16 +3226,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
               v_u_1_1 = q_u_0_0_1;
               v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 1693];
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
         float v_u_0_1 = pf_u_1;
-        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
-        pf_u_0 = w_u_0.x;
-        pf_u_1 = w_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -3094,7 +3252,17 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            *(float2*)(out0_u + ((m1 * n1 + c1) * n2 + c2_0)) = make_float2(v_u_1_0, v_u_1_1);
+          }
+        }
+        float2 w_u_0 = *(const float2*)(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1) * n2 + c2_0));
+        pf_u_0 = w_u_0.x;
+        pf_u_1 = w_u_0.y;
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   } else {
@@ -3118,18 +3286,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
                 v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 53];
               }
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
-            }
-            if (own_1 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_2_0;
         if (push_0_0) {
@@ -3152,7 +3312,19 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
+          }
+          if (own_1 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 1;
@@ -3173,18 +3345,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
                 v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 1693];
               }
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
-            }
-            if (own_1 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_0_0;
         if (push_0_0) {
@@ -3207,7 +3371,19 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
+          }
+          if (own_1 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 2;
@@ -3228,18 +3404,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
                 v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 53];
               }
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
-            }
-            if (own_1 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_1_0;
         if (push_0_0) {
@@ -3262,7 +3430,19 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
+          }
+          if (own_1 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 3;
@@ -3283,18 +3463,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
                 v_u_1_1 = 2.2e-01f * q_u_0_1_1 + 1.25e-01f * q_u_0_0_1 + 1.27e-01f * q_u_0_2_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_1_0 + 1.35e-01f * smem[tid + 1693];
               }
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
-            }
-            if (own_1 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_2_0;
         if (push_0_0) {
@@ -3317,7 +3489,19 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_2_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
+          }
+          if (own_1 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 4;
@@ -3338,18 +3522,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
                 v_u_1_1 = 2.2e-01f * q_u_0_2_1 + 1.25e-01f * q_u_0_1_1 + 1.27e-01f * q_u_0_0_1 + 1.29e-01f * smem[tid + 22] + 1.31e-01f * smem[tid + 118] + 1.33e-01f * q_u_0_2_0 + 1.35e-01f * smem[tid + 53];
               }
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
-            }
-            if (own_1 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 1692] = q_u_0_0_0;
         if (push_0_0) {
@@ -3372,7 +3548,19 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid + 174, (float)q_u_0_0_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
+          }
+          if (own_1 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
       {
         int jr = j + 5;
@@ -3393,18 +3581,10 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
                 v_u_1_1 = 2.2e-01f * q_u_0_0_1 + 1.25e-01f * q_u_0_2_1 + 1.27e-01f * q_u_0_1_1 + 1.29e-01f * smem[tid + 1662] + 1.31e-01f * smem[tid + 1758] + 1.33e-01f * q_u_0_0_0 + 1.35e-01f * smem[tid + 1693];
               }
             }
-            if (own_0 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
-            }
-            if (own_1 && (m1 >= zb && m1 < ze)) {
-              out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
-            }
           }
         }
         float v_u_0_0 = pf_u_0;
-        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
         float v_u_0_1 = pf_u_1;
-        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 52] = q_u_0_1_0;
         if (push_0_0) {
@@ -3427,7 +3607,19 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
         if (push_3_1) {
           tempest_st_cluster(rb_3, tid - 1466, (float)q_u_0_1_1);
         }
-        asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+        {
+          int m1 = jr - 2;
+          if (own_0 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_0] = v_u_1_0;
+          }
+          if (own_1 && (m1 >= zb && m1 < ze)) {
+            out0_u[(m1 * n1 + c1) * n2 + c2_1] = v_u_1_1;
+          }
+        }
+        pf_u_0 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+        pf_u_1 = in0_u[(min(max(jr + 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
       }
     }
   }
