@@ -73,7 +73,11 @@ type gridDiv struct {
 	axis  int // -1: the dimension is 1
 	by    int // cells per block along axis (0 with chunk)
 	chunk bool
+	times int // blocks per tile of by cells (a thread-block cluster's); 0 means 1
 }
+
+// blocks is the launch's blocks along the dimension for tiles ceil(n/by).
+func (dv gridDiv) blocks(tiles int) int { return tiles * max(dv.times, 1) }
 
 // gen holds what every emitter needs.
 type gen struct {
@@ -130,7 +134,7 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Plan.Validate(p, plan.Limits{NoShuffle: o.Target == "opencl"}, low.SharedBytes); err != nil {
+	if err := o.Plan.Validate(p, plan.Limits{NoShuffle: o.Target == "opencl", NoClusters: o.Target == "opencl"}, low.SharedBytes); err != nil {
 		return nil, err
 	}
 	g.low = low
@@ -259,6 +263,16 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 				cells *= max(pl.RY, 1) // ry rows per thread along y
 			}
 			tiles := 1
+			cx, cy := pl.Cluster()
+			times := 1
+			if a == d-1 {
+				cells *= cx // a cluster's blocks form one tile
+				times = cx
+			}
+			if a == d-2 && d == 3 {
+				cells *= cy
+				times = cy
+			}
 			if a == d-1 && pl.Shfl {
 				// Every warp is a tile of its own: ceil(ceil(n/out)/tiles) = ceil(n/(out*tiles)).
 				cells = plan.WarpSize * max(pl.RX, 1)
@@ -268,7 +282,7 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 			if out < 1 {
 				return div, fmt.Errorf("internal error: n5d block leaves no output")
 			}
-			div[dim] = gridDiv{axis: a, by: out * tiles}
+			div[dim] = gridDiv{axis: a, by: out * tiles, times: times}
 		}
 		div[d-1] = gridDiv{axis: 0, chunk: true}
 	default:
@@ -296,7 +310,7 @@ func (li launchInfo) gridFor(shape []int, planChunk int) [3]int {
 			c := runtimeChunk(planChunk, shape[0])
 			grid[dim] = (shape[dv.axis] + c - 1) / c
 		default:
-			grid[dim] = (shape[dv.axis] + dv.by - 1) / dv.by
+			grid[dim] = dv.blocks((shape[dv.axis] + dv.by - 1) / dv.by)
 		}
 	}
 	return grid

@@ -655,7 +655,11 @@ func (g *gen) launchFunc(x *w, i int) {
 		case dv.chunk:
 			x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.axis)
 		default:
-			x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d);", dim, dv.axis, dv.by-1, dv.by)
+			if dv.times > 1 {
+				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d) * %d;", dim, dv.axis, dv.by-1, dv.by, dv.times)
+			} else {
+				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d);", dim, dv.axis, dv.by-1, dv.by)
+			}
 		}
 	}
 	// Argument values.

@@ -12,7 +12,8 @@ import (
 // Limits are the plan limits of a device.
 func Limits(dev gpu.Device) plan.Limits {
 	p := dev.Props()
-	return plan.Limits{MaxThreadsPerBlock: p.MaxThreadsPerBlock, MaxSharedPerBlock: p.SharedPerBlockOptin, NoShuffle: p.Backend != "cuda"}
+	return plan.Limits{MaxThreadsPerBlock: p.MaxThreadsPerBlock, MaxSharedPerBlock: p.SharedPerBlockOptin, NoShuffle: p.Backend != "cuda",
+		NoClusters: p.Backend != "cuda" || p.ComputeMajor < 9}
 }
 
 // Prepare lowers a plan for the state's program and size, validates it against the device and

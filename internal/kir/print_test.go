@@ -81,3 +81,44 @@ func TestVectorStoreToBuffer(t *testing.T) {
 		t.Errorf("OpenCL:\n%s", cl)
 	}
 }
+
+// TestClusterPrinting pins how CUDA prints a clustered kernel (its cluster dimensions, the
+// helpers once per module, a neighbour's address, a store into it, the cluster barrier) and
+// that OpenCL, which has no clusters, refuses it as an internal error.
+func TestClusterPrinting(t *testing.T) {
+	m := &Module{Kernels: []*Kernel{{
+		Name:      "k",
+		Params:    []Param{{Name: "out", Type: F64, Pointer: true}},
+		DynShared: F64,
+		Cluster:   [3]int{2, 1, 1},
+		Body: []Stmt{
+			&Decl{Name: "rb", Type: U32, Init: &ClusterAddr{Rank: Bin("%", Add(Id("k2"), I(1)), I(2))}},
+			&Barrier{Cluster: true},
+			Set(At("smem", I(3)), Id("v")),
+			&If{Cond: Id("edge"), Then: []Stmt{&ClusterStore{Base: Id("rb"), Idx: I(7), T: F64, Val: Id("v")}}},
+			&Barrier{Cluster: true},
+		},
+	}, {Name: "plain", DynShared: F32, Body: []Stmt{&Barrier{}}}}}
+	cu := Print(m, CUDA)
+	for _, want := range []string{
+		`extern "C" __global__ void __cluster_dims__(2, 1, 1) k(double* __restrict__ out) {`,
+		"unsigned rb = tempest_cluster_addr(smem, (k2 + 1) % 2);",
+		"tempest_st_cluster(rb, 7, (double)v);",
+		`asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");`,
+		`asm volatile("st.shared::cluster.f64 [%0], %1;" :: "r"(base + (unsigned)i * 8u), "d"(v));`,
+		`extern "C" __global__ void plain() {`,
+	} {
+		if !strings.Contains(cu, want) {
+			t.Errorf("CUDA lacks %q:\n%s", want, cu)
+		}
+	}
+	if n := strings.Count(cu, "unsigned tempest_cluster_addr("); n != 1 {
+		t.Errorf("%d definitions of the cluster helpers, want 1", n)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "internal error") {
+			t.Errorf("OpenCL printed a clustered kernel: %v", r)
+		}
+	}()
+	Print(m, OpenCL)
+}

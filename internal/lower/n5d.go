@@ -164,6 +164,20 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if d == 3 {
 		block[1] = pl.BY
 	}
+	// cd[a]: blocks per thread-block cluster along in-plane axis a. A cluster's blocks take
+	// adjacent tiles that together form one tile of cd[a] x bsize[a] cells, whose halo lies
+	// only at its outer edges: along the edges its blocks share, each block stores the cells
+	// its neighbour reads into the neighbour's shared planes (ghost cells around the plane)
+	// before the cluster barrier that publishes the plane.
+	cd := make([]int, d)
+	for a := range cd {
+		cd[a] = 1
+	}
+	cd[X] = max(pl.CX, 1) // validated: cy > 1 only in 3D, no clusters with shfl
+	if d == 3 {
+		cd[Y] = max(pl.CY, 1)
+	}
+	clustered := cd[X]*cd[Y] > 1
 	bsize := make([]int, d)   // cells per block along each in-plane axis
 	outSize := make([]int, d) // the outputs among them
 	before := make([]int, d)  // the halo cells before the outputs
@@ -183,9 +197,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		if a == Y {
 			bsize[a] *= RY
 		}
-		before[a], outSize[a] = pl.N5DTile(bsize[a], h[a], bt, a == X)
+		before[a], outSize[a] = pl.N5DTile(cd[a]*bsize[a], h[a], bt, a == X)
 		if outSize[a] < 1 {
-			return builtKernel{}, 0, fmt.Errorf("plan %s: a block of %d cells along %s leaves nothing after %d steps of reach %d", pl, bsize[a], p.Axes[a], bt, h[a])
+			return builtKernel{}, 0, fmt.Errorf("plan %s: a tile of %d cells along %s leaves nothing after %d steps of reach %d", pl, cd[a]*bsize[a], p.Axes[a], bt, h[a])
 		}
 	}
 	ps, args := params(p, readRoles)
@@ -234,6 +248,21 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return b
 	}
+	// kc[a] is the block's place in its cluster along a (clustered axes only); tileLo is the
+	// first cell of the block's tile.
+	kc := make([]kir.Expr, d)
+	for a := d - 1; a >= 1; a-- {
+		if cd[a] > 1 {
+			kc[a] = decl(fmt.Sprintf("k%d", a), kir.I32, kir.Bin("%", &kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(cd[a])))
+		}
+	}
+	tileLo := func(a int) kir.Expr {
+		if cd[a] == 1 {
+			return kir.Bin("-", kir.Mul(tileIdx(a), kir.I(outSize[a])), kir.I(before[a]))
+		}
+		cl := kir.Bin("/", &kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(cd[a]))
+		return kir.Add(kir.Bin("-", kir.Mul(cl, kir.I(outSize[a])), kir.I(before[a])), kir.Mul(kc[a], kir.I(bsize[a])))
+	}
 	local := make([]kir.Expr, d)
 	col := make([][]kir.Expr, d)  // col[a][i]: cell i's coordinate along a, possibly outside the domain
 	ccol := make([][]kir.Expr, d) // the same clamped into the domain, for loads
@@ -254,7 +283,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			l = kir.Mul(l, kir.I(cells))
 		}
 		local[a] = decl(fmt.Sprintf("l%d", a), kir.I32, l)
-		base := decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(kir.Bin("-", kir.Mul(tileIdx(a), kir.I(outSize[a])), kir.I(before[a])), local[a]))
+		base := decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(tileLo(a), local[a]))
 		for i := 0; i < cells; i++ {
 			ci := base
 			sfx := ""
@@ -291,6 +320,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return local[a]
 	}
+	// tileLocal is cell c's coordinate along a in the cluster's tile (cellLocal without
+	// clusters).
+	tileLocal := func(a, c int) kir.Expr {
+		if cd[a] == 1 {
+			return cellLocal(a, c)
+		}
+		return kir.Add(kir.Mul(kc[a], kir.I(bsize[a])), cellLocal(a, c))
+	}
 	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
 	inPlaneReads := map[*ir.Grid]bool{}
 	offPlaneInPlane := false
@@ -315,8 +352,22 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// (docs/performance.md): split gains 4-11% on the first-order stencils, loses 3-16% on
 	// those others.
 	TX := bsize[X] / RX
-	rowLen := bsize[X]
 	split := RX > 1 && !shfl && h[X] < 2 && !(d == 3 && offPlaneInPlane)
+	// A row clustered along x has gx ghost places on either side for the neighbours' cells
+	// (split: thread places in each run of RS words; side by side: cells). Ghost rows along y
+	// lie in the plane's pad.
+	gx := 0
+	if cd[X] > 1 {
+		gx = h[X]
+		if split {
+			gx = (h[X] + RX - 1) / RX
+		}
+	}
+	RS := TX + 2*gx
+	rowLen := bsize[X] + 2*gx
+	if split {
+		rowLen = RX * RS
+	}
 	if split && d == 3 && TX < 32 && 32%TX == 0 {
 		// A warp spans 32/TX threads' rows, RY rows apart: those start TX banks apart so that
 		// their runs do not share banks (where RY allows).
@@ -324,7 +375,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			rowLen++
 		}
 		if (RY*rowLen)%32 != TX {
-			rowLen = bsize[X]
+			rowLen = RX * RS
 		}
 	}
 	tstride := make([]int, d)
@@ -336,9 +387,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 	}
 	// tid is the thread's word in a shared plane: its row and its place in the row's runs.
-	var tid kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
+	var tid kir.Expr = kir.Add(&kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(gx))
 	if !split {
-		tid = local[X]
+		tid = kir.Add(local[X], kir.I(gx))
 	}
 	for a := X - 1; a >= 1; a-- {
 		tid = kir.Add(kir.Mul(local[a], kir.I(tstride[a])), tid)
@@ -362,7 +413,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		var o kir.Expr = &kir.BoolLit{V: true}
 		for a := 1; a < d; a++ {
 			n := kir.Id(fmt.Sprintf("n%d", a))
-			li := cellLocal(a, i)
+			li := tileLocal(a, i)
 			o = and(o, and(and(ge(cell[a], kir.I(0)), lt(cell[a], n)), and(ge(li, kir.I(before[a])), lt(li, kir.I(before[a]+outSize[a])))))
 		}
 		own[i] = decl(fmt.Sprintf("own_%d", i), kir.Bool, o)
@@ -526,12 +577,133 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 		}
 	}
+	// pushes[i] is where cell i's published values go besides its own word: the ghost words
+	// of each neighbouring block of the cluster that reads the cell (a direction e per
+	// clustered axis, diagonals only where some read is diagonal), under a flag that holds
+	// for the threads within reach of that shared edge.
+	type push struct {
+		flag, base string
+		shift      int // the cell's word in the neighbour's plane, from its own word
+	}
+	pushes := make([][]push, NC)
+	if clustered && shElems > 0 {
+		var offs [][]int
+		for _, u := range p.Updates {
+			ir.WalkDeep(u.Value, func(e ir.Expr) {
+				if l, ok := e.(*ir.Load); ok && l.G.Update != nil && l.Layer == nil && nonzero(l.Off[1:]) {
+					offs = append(offs, l.Off)
+				}
+			})
+		}
+		sign := func(v int) int {
+			switch {
+			case v < 0:
+				return -1
+			case v > 0:
+				return 1
+			}
+			return 0
+		}
+		axes := []int{X}
+		if d == 3 {
+			axes = []int{Y, X}
+		}
+		var dirs [][]int
+		var enum func(k int, e []int)
+		enum = func(k int, e []int) {
+			if k == len(axes) {
+				if nonzero(e) {
+					dirs = append(dirs, slices.Clone(e))
+				}
+				return
+			}
+			for _, v := range []int{-1, 0, 1} {
+				if v != 0 && cd[axes[k]] == 1 {
+					continue
+				}
+				e[axes[k]] = v
+				enum(k+1, e)
+			}
+			e[axes[k]] = 0
+		}
+		enum(0, make([]int, d))
+		n := 0
+		for _, e := range dirs {
+			need := false
+			for _, off := range offs {
+				ok := true
+				for _, a := range axes {
+					if e[a] != 0 && sign(off[a]) != -e[a] {
+						ok = false
+					}
+				}
+				need = need || ok
+			}
+			if !need {
+				continue
+			}
+			// The neighbour's rank (x fastest) and where the cell lies in its plane.
+			var rank kir.Expr = kir.I(0)
+			shift := 0
+			for _, a := range axes {
+				if cd[a] == 1 {
+					continue
+				}
+				var ka kir.Expr = kc[a]
+				if e[a] != 0 {
+					ka = kir.Bin("%", kir.Add(kc[a], kir.I(e[a]+cd[a])), kir.I(cd[a]))
+				}
+				if a == X {
+					rank = kir.Add(rank, ka)
+				} else {
+					rank = kir.Add(rank, kir.Mul(ka, kir.I(cd[X])))
+				}
+				switch {
+				case a == X && split:
+					shift -= e[a] * TX
+				case a == X:
+					shift -= e[a] * bsize[X]
+				default:
+					shift -= e[a] * bsize[a] * tstride[a]
+				}
+			}
+			base := fmt.Sprintf("rb_%d", n)
+			decl(base, kir.U32, &kir.ClusterAddr{Rank: rank})
+			for i := 0; i < NC; i++ {
+				var cond kir.Expr = &kir.BoolLit{V: true}
+				possible := true
+				for _, a := range axes {
+					if e[a] == 0 {
+						continue
+					}
+					lo, hi := cx(i), (TX-1)*RX+cx(i)
+					if a != X {
+						lo, hi = cy(i), (block[d-1-a]-1)*RY+cy(i)
+					}
+					li := cellLocal(a, i)
+					if e[a] < 0 {
+						possible = possible && lo < h[a]
+						cond = and(cond, and(&kir.Binary{Op: ">", X: kc[a], Y: kir.I(0)}, lt(li, kir.I(h[a]))))
+					} else {
+						possible = possible && hi >= bsize[a]-h[a]
+						cond = and(cond, and(lt(kc[a], kir.I(cd[a]-1)), ge(li, kir.I(bsize[a]-h[a]))))
+					}
+				}
+				if possible {
+					flag := fmt.Sprintf("push_%d_%d", n, i)
+					decl(flag, kir.Bool, cond)
+					pushes[i] = append(pushes[i], push{flag: flag, base: base, shift: shift})
+				}
+			}
+			n++
+		}
+	}
 	// smemAt addresses the word that cell i's neighbour at in-plane offset off (nil: the
 	// cell itself) has in a window's slot. Cell i + dx of the thread is cell (i+dx) mod RX of
 	// the thread floor((i+dx) / RX) places along: both static, so the address is tid plus a
 	// constant. Reads that leave the row land in the pad or a neighbouring row: only halo
 	// cells, whose results no output uses, make them.
-	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
+	smemWord := func(w *window, slot, i int, off []int) int {
 		o := 0
 		j := cx(i)
 		o += cy(i) * tstride[Y] // the cell's row among the thread's RY rows (none in 2D)
@@ -544,9 +716,23 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		if !split {
 			o += j
 		} else {
-			o += mod(j, RX)*TX + (j-mod(j, RX))/RX
+			o += mod(j, RX)*RS + (j-mod(j, RX))/RX
 		}
-		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(w.sh+slot*stride+pad+o)))
+		return w.sh + slot*stride + pad + o
+	}
+	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
+		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(smemWord(w, slot, i, off))))
+	}
+	// publish stores cell i's value v of a level into its word of a window's slot and, in a
+	// cluster, into the ghost words of the neighbouring blocks that read it (pushes[i]).
+	publish := func(w *window, slot, i int, v kir.Expr) []kir.Stmt {
+		word := smemWord(w, slot, i, nil)
+		out := []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.Id("tid"), kir.I(word))), v)}
+		for _, ps := range pushes[i] {
+			st := &kir.ClusterStore{Base: kir.Id(ps.base), Idx: kir.Add(kir.Id("tid"), kir.I(word+ps.shift)), T: kir.FromIR(shType), Val: v}
+			out = append(out, &kir.If{Cond: kir.Id(ps.flag), Then: []kir.Stmt{st}})
+		}
+		return out
 	}
 	// inThread says a read at l's in-plane offset from cell i lands on the thread's own cell
 	// i+dx (same row, x offset only), whose value is in a register.
@@ -594,6 +780,12 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			rimAt = func(*ir.Grid, kir.Expr, int) kir.Expr { return nil }
 		}
 		var loop []kir.Stmt
+		// late is what clustered wave-order copies run between the arrive and the wait of
+		// their cluster barrier: the next plane's global loads and the deepest level's global
+		// stores. The arrive's release orders the memory accesses before it, which would make
+		// every plane wait for its prefetch and its stores to complete.
+		var late []kir.Stmt
+		deferGlobal := clustered && wave && shElems > 0
 		// cur holds each grid's newest plane value per cell of the level below the one being
 		// computed, for publishing and partial sums. In wave order the level below has not run
 		// yet in this copy: its values from the previous copy wait in the d_ registers.
@@ -610,6 +802,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		level0 := func() []kir.Stmt {
 			var loop []kir.Stmt
+			loads := &loop
+			if deferGlobal {
+				loads = &late
+			}
 			vals := map[*ir.Grid][]kir.Expr{}
 			for _, u := range p.Updates {
 				g := u.Grid
@@ -619,7 +815,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					v := vName(g, 0, i)
 					loop = append(loop, &kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, mod(r, PD), i))})
 					if !vec {
-						loop = append(loop, kir.Set(kir.Id(pfName(g, mod(r, PD), i)), loadAt(g, next, i)))
+						*loads = append(*loads, kir.Set(kir.Id(pfName(g, mod(r, PD), i)), loadAt(g, next, i)))
 					}
 					vals[g] = append(vals[g], kir.Id(v))
 				}
@@ -629,9 +825,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						pos := cellOf(col, i)
 						pos[0] = clamp(next, kir.Id("n0"))
 						vn := fmt.Sprintf("w_%s_%d", g.Name, i)
-						loop = append(loop, &kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: VW, Array: kir.Id(bufName(g, In0)), Idx: em0.linear(pos, nil)})
+						*loads = append(*loads, &kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: VW, Array: kir.Id(bufName(g, In0)), Idx: em0.linear(pos, nil)})
 						for k := 0; k < VW; k++ {
-							loop = append(loop, kir.Set(kir.Id(pfName(g, mod(r, PD), i+k)), &kir.Lane{Vec: vn, I: k}))
+							*loads = append(*loads, kir.Set(kir.Id(pfName(g, mod(r, PD), i+k)), &kir.Lane{Vec: vn, I: k}))
 						}
 					}
 				}
@@ -643,13 +839,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 0:
 					case 2:
 						if assoc {
-							loop = append(loop, kir.Set(smemAt(w, mod(r, 2), i, nil), vals[g][i]))
+							loop = append(loop, publish(w, mod(r, 2), i, vals[g][i])...)
 						} else {
 							// The queue's centre is the plane the next level computes.
-							loop = append(loop, kir.Set(smemAt(w, mod(r-R, 2), i, nil), kir.Id(w.queue[mod(r-R, U)][i])))
+							loop = append(loop, publish(w, mod(r-R, 2), i, kir.Id(w.queue[mod(r-R, U)][i]))...)
 						}
 					default:
-						loop = append(loop, kir.Set(smemAt(w, mod(r, w.ring), i, nil), vals[g][i]))
+						loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
 					}
 				}
 				loop = append(loop, keepD(g, 0, vals[g])...)
@@ -664,7 +860,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		if !wave {
 			loop = append(loop, level0()...)
 			if shElems > 0 {
-				loop = append(loop, &kir.Barrier{})
+				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}
 		levels := make([]int, 0, bt)
@@ -690,6 +886,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			prev := t - 1
 			step := kir.Add(kir.Id("step0"), kir.I(t-1))
 			lvl := []kir.Stmt{&kir.Decl{Name: row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(L*t))}}
+			var lateStores []kir.Stmt
 			// Shuffles of level t-1's registers, declared ahead of the cells (and of any
 			// condition) so that every lane of the warp reaches them; one per source and
 			// distance.
@@ -827,10 +1024,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						valid := and(ge(kir.Id(row), kir.I(0)), lt(kir.Id(row), kir.Id("n0")))
 						for a := 1; a < d; a++ {
 							n := kir.Id(fmt.Sprintf("n%d", a))
-							li := cellLocal(a, i)
+							li := tileLocal(a, i)
 							valid = and(valid, and(ge(coords[a], kir.I(0)), lt(coords[a], n)))
 							if h[a] > 0 {
-								valid = and(valid, and(ge(li, kir.I(h[a]*t)), lt(li, kir.I(bsize[a]-h[a]*t))))
+								valid = and(valid, and(ge(li, kir.I(h[a]*t)), lt(li, kir.I(cd[a]*bsize[a]-h[a]*t))))
 							}
 						}
 						cs = append(cs, &kir.If{Cond: valid, Then: compute})
@@ -859,6 +1056,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 							st = &kir.VecStore{Vals: next[g][i : i+VW], T: kir.FromIR(g.Type), Width: VW, Array: bufName(g, Out0), Idx: idx, Global: true}
 						}
 						cond := and(kir.Id(fmt.Sprintf("own_%d", i)), and(ge(kir.Id(row), kir.Id("zb")), lt(kir.Id(row), kir.Id("ze"))))
+						if deferGlobal {
+							// The condition implies the level is active (phased copies).
+							lateStores = append(lateStores, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
+							continue
+						}
 						lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
 						continue
 					}
@@ -870,13 +1072,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 0:
 					case 2:
 						if assoc {
-							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, 2), i, nil), v))
+							lvl = append(lvl, publish(w, mod(mrel, 2), i, v)...)
 						} else {
 							// Publish the queue's centre: the plane level t+1 computes next.
-							lvl = append(lvl, kir.Set(smemAt(w, mod(mrel-R, 2), i, nil), kir.Id(w.queue[mod(mrel-R, U)][i])))
+							lvl = append(lvl, publish(w, mod(mrel-R, 2), i, kir.Id(w.queue[mod(mrel-R, U)][i]))...)
 						}
 					default:
-						lvl = append(lvl, kir.Set(smemAt(w, mod(mrel, w.ring), i, nil), v))
+						lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
 					}
 				}
 			}
@@ -888,18 +1090,26 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					cur[g] = v
 				}
 			}
+			if len(lateStores) > 0 {
+				late = append(late, &kir.Block{Body: append([]kir.Stmt{lvl[0]}, lateStores...)})
+			}
 			if phased {
 				lvl = []kir.Stmt{lvl[0], &kir.If{Cond: active(t, kir.Id(row)), Then: lvl[1:]}}
 			}
 			loop = append(loop, &kir.Block{Body: lvl})
 			if t < bt && shElems > 0 && !wave {
-				loop = append(loop, &kir.Barrier{})
+				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}
 		if wave {
 			loop = append(loop, level0()...)
-			if shElems > 0 {
-				loop = append(loop, &kir.Barrier{})
+			switch {
+			case deferGlobal:
+				loop = append(loop, &kir.ClusterArrive{})
+				loop = append(loop, late...)
+				loop = append(loop, &kir.ClusterWait{})
+			case shElems > 0:
+				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}
 		return loop
@@ -955,11 +1165,17 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			rim[a] = max(rim[a], u.Grid.Rim[a])
 		}
 	}
+	if clustered && shElems > 0 {
+		// Every block of the cluster must have started before any stores into its shared
+		// memory. (Blocks of a cluster may take different branches below: each runs the same
+		// rounds, so they meet at the same cluster barriers.)
+		body = append(body, &kir.Barrier{Cluster: true})
+	}
 	if nonzero(rim) && !guard {
 		var inside kir.Expr = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*L*bt)), kir.I(rim[0])),
 			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(L*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
 		for a := 1; a < d; a++ {
-			lo := kir.Bin("-", kir.Mul(tileIdx(a), kir.I(outSize[a])), kir.I(before[a]))
+			lo := tileLo(a)
 			n := kir.Id(fmt.Sprintf("n%d", a))
 			inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
 		}
@@ -988,6 +1204,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		grid[d-1-a] = ceilDiv(shape[a], outSize[a])
 		if a == X {
 			grid[d-1-a] = ceilDiv(grid[d-1-a], tiles)
+		}
+		grid[d-1-a] *= cd[a] // whole clusters: a tile's blocks
+	}
+	if clustered {
+		k.Cluster = [3]int{1, 1, 1}
+		for a := 1; a < d; a++ {
+			k.Cluster[d-1-a] = cd[a]
 		}
 	}
 	grid[chunkDim] = ceilDiv(shape[0], chunk)

@@ -2,9 +2,12 @@ package lower
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"tempest/internal/ir"
 	"tempest/internal/kir"
 	"tempest/internal/load"
 	"tempest/internal/plan"
@@ -64,4 +67,157 @@ func TestN5DLaunchBoundsAndPrefetch(t *testing.T) {
 	if ocl := kir.Print(l.Module, kir.OpenCL); strings.Contains(ocl, "launch_bounds") {
 		t.Error("OpenCL has no launch bounds")
 	}
+}
+
+// TestN5DClusterLowering lowers every example n5d runs in thread-block clusters (pairs and
+// quads along x, pairs along y, both) and checks what the blocks of a cluster rely on: grids
+// of whole clusters, every loop round reaching the same number of cluster barriers whichever
+// branch a block takes and none under a condition (a block that skipped one would hang its
+// cluster), a barrier before the first store into a neighbour, and stores into neighbours
+// exactly where the program reads in-plane neighbours. It also prints the CUDA source (the
+// printer panics on malformed constructs).
+func TestN5DClusterLowering(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/*/*.stencil")
+	runs := 0
+	for _, f := range files {
+		p, err := load.File(f, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := plan.Default("n5d", p); err != nil {
+			continue
+		}
+		variants := []string{"n5d:bx=8,rx=2,bt=3,cx=2", "n5d:bx=16,bt=2,cx=4,wave=false"}
+		shape := []int{40, 150}
+		if p.Dims() == 3 {
+			variants = []string{"n5d:bx=8,by=8,rx=2,bt=2,cx=2,cy=2", "n5d:bx=8,by=4,bt=3,cy=2,wave=false", "n5d:bx=8,by=8,bt=2,cx=4,cy=2"}
+			shape = []int{9, 40, 70}
+		}
+		inPlane := false
+		for _, u := range p.Updates {
+			ir.WalkDeep(u.Value, func(e ir.Expr) {
+				if l, ok := e.(*ir.Load); ok && l.G.Update != nil && l.Layer == nil && slices.ContainsFunc(l.Off[1:], func(o int) bool { return o != 0 }) {
+					inPlane = true
+				}
+			})
+		}
+		for _, v := range variants {
+			pl, err := plan.Parse(v, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl.FitBT(p) != nil {
+				continue
+			}
+			l, err := Lower(p, shape, nil, pl)
+			if err != nil {
+				t.Errorf("%s %s: %v", f, pl, err)
+				continue
+			}
+			cu := kir.Print(l.Module, kir.CUDA)
+			for i, k := range l.Module.Kernels {
+				if !k.Clustered() {
+					t.Fatalf("%s %s: kernel %s not clustered", f, pl, k.Name)
+				}
+				for dim := 0; dim < 3; dim++ {
+					if g := l.Launches[i].Grid[dim]; g%k.Cluster[dim] != 0 {
+						t.Errorf("%s %s: grid %v not a multiple of the cluster %v", f, pl, l.Launches[i].Grid, k.Cluster)
+					}
+				}
+				if k.DynShared == kir.Void {
+					continue
+				}
+				first, stores := clusterOrder(k.Body)
+				if stores && !first {
+					t.Errorf("%s %s: a store into a neighbour before the first cluster barrier", f, pl)
+				}
+				if stores != inPlane {
+					t.Errorf("%s %s: stores into neighbours %v, in-plane reads %v", f, pl, stores, inPlane)
+				}
+				rounds := map[int]bool{}
+				clusterRounds(t, k.Body, false, rounds, f+" "+pl.String())
+				if len(rounds) != 1 {
+					t.Errorf("%s %s: loop rounds reach %v cluster barriers; all must reach the same", f, pl, rounds)
+				}
+			}
+			if !strings.Contains(cu, "__cluster_dims__(") {
+				t.Errorf("%s %s: no __cluster_dims__", f, pl)
+			}
+			runs++
+		}
+	}
+	if runs < 20 {
+		t.Errorf("only %d cluster plans lowered", runs)
+	}
+}
+
+// clusterOrder says whether a cluster barrier precedes every store into a neighbour at the
+// top level of body, and whether body stores into neighbours at all.
+func clusterOrder(body []kir.Stmt) (barrierFirst, stores bool) {
+	barrier := false
+	barrierFirst = true
+	var walk func(ss []kir.Stmt)
+	walk = func(ss []kir.Stmt) {
+		for _, s := range ss {
+			switch s := s.(type) {
+			case *kir.Barrier:
+				barrier = barrier || s.Cluster
+			case *kir.ClusterWait:
+				barrier = true
+			case *kir.ClusterStore:
+				stores = true
+				barrierFirst = barrierFirst && barrier
+			case *kir.If:
+				walk(s.Then)
+				walk(s.Else)
+			case *kir.For:
+				walk(s.Body)
+			case *kir.Block:
+				walk(s.Body)
+			}
+		}
+	}
+	walk(body)
+	return barrierFirst, stores
+}
+
+// clusterRounds records the cluster barriers per iteration of every loop in ss, and reports
+// one under a condition inside a loop.
+func clusterRounds(t *testing.T, ss []kir.Stmt, underIf bool, rounds map[int]bool, what string) int {
+	n, arrived := 0, false
+	for _, s := range ss {
+		switch s := s.(type) {
+		case *kir.Barrier:
+			if s.Cluster {
+				if underIf {
+					t.Errorf("%s: a cluster barrier under a condition", what)
+				}
+				n++
+			}
+		case *kir.ClusterArrive:
+			if underIf || arrived {
+				t.Errorf("%s: an arrive under a condition or after an arrive", what)
+			}
+			arrived = true
+		case *kir.ClusterWait:
+			if underIf || !arrived {
+				t.Errorf("%s: a wait under a condition or without its arrive", what)
+			}
+			arrived = false
+			n++
+		case *kir.Block:
+			n += clusterRounds(t, s.Body, underIf, rounds, what)
+		case *kir.For:
+			rounds[clusterRounds(t, s.Body, false, rounds, what)] = true
+		case *kir.If:
+			// The kernel's one block-uniform branch (interior or rim blocks) holds loops;
+			// conditions inside a round must hold no barrier.
+			clusterRounds(t, s.Then, true, rounds, what)
+			clusterRounds(t, s.Else, true, rounds, what)
+		}
+	}
+	if arrived {
+		t.Errorf("%s: an arrive without its wait", what)
+	}
+	return n
 }

@@ -105,6 +105,17 @@ type N5DCalibration struct {
 	RegBase, RegPerQueue, RegPerAcc, RegScale float64
 	// SpillCost is instructions per thread and level per register beyond a maxregs cap or 255.
 	SpillCost float64
+	// ClusterBarrier is the cycles a cluster barrier (plans with cx or cy > 1) adds to a
+	// block barrier's latency: arrival travels between multiprocessors. PushCost is the
+	// instructions per thread, level and push slot (a cell that may lie along an edge the
+	// block shares with a neighbour of its cluster, for each neighbour that reads it): the
+	// flag test and the store into the neighbour's shared memory. ClusterBarrier was set to
+	// the H100's j3d27pt at 16 x 32 threads, rx=2, bt=2 in pairs along y (2026-11-25: 208
+	// GCells/s against 359 without the cluster at the same 64 registers and occupancy; the
+	// model gives 186 with 1000 cycles and 307 with 200): a barrier whose arrive releases the
+	// plane's outstanding global loads and stores, measured before those moved past the
+	// arrive. PushCost is nominal.
+	ClusterBarrier, PushCost float64
 }
 
 // N5DCal is the calibration the "n5d" model uses.
@@ -122,7 +133,8 @@ var N5DCal = N5DCalibration{
 	AssocChain:   0.5259, FMALatency: 4,
 	Smooth:  3.015,
 	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.413,
-	SpillCost: 0.37,
+	SpillCost:      0.37,
+	ClusterBarrier: 1000, PushCost: 2,
 }
 
 // n5dFacts are the properties of a program the n5d model needs, as the lowering sees them.
@@ -283,16 +295,18 @@ func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, 
 	g.warps = ceilDiv(g.threads, 32)
 	g.cellsPerPlane = g.threads * rx * ry
 	nb := 1
+	cx, cy := pl.Cluster()
 	for a := 1; a < f.d; a++ {
-		bs := by * ry
+		bs, cd := by*ry, cy
 		if a == f.d-1 {
-			bs = pl.TileX() * rx
+			bs, cd = pl.TileX()*rx, cx
 		}
-		_, o := pl.N5DTile(bs, f.reach[a], b, a == f.d-1)
+		// A cluster's blocks share one tile of cd x bs cells.
+		_, o := pl.N5DTile(cd*bs, f.reach[a], b, a == f.d-1)
 		if o < 1 {
-			return g, fmt.Errorf("n5d: a block of %d cells along axis %d leaves nothing after %d steps of reach %d", bs, a, b, f.reach[a])
+			return g, fmt.Errorf("n5d: a tile of %d cells along axis %d leaves nothing after %d steps of reach %d", cd*bs, a, b, f.reach[a])
 		}
-		n := ceilDiv(shape[a], o)
+		n := ceilDiv(shape[a], o) * cd
 		if a == f.d-1 {
 			n = ceilDiv(n, pl.BX/pl.TileX()) // shfl: a block holds bx/32 tiles
 		}
@@ -313,6 +327,88 @@ func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, 
 	g.planes = float64(total) / float64(ns)
 	g.out = cellsOf(shape)
 	return g, nil
+}
+
+// n5dPushes is, for a plan in clusters, the neighbouring blocks a block stores cells into
+// (dirs: one per side, and per corner where some read is diagonal) and the push slots per
+// thread: its cells that may lie within reach of such an edge, once per neighbour (the
+// lowering's static test; which threads take them is decided at run time).
+func n5dPushes(f *n5dFacts, pl plan.Plan) (dirs, slots int) {
+	cx, cy := pl.Cluster()
+	if cx*cy == 1 || pl.Shfl {
+		return 0, 0
+	}
+	rx, ry := n5dTile(f, pl)
+	X, Y := f.d-1, f.d-2
+	cd := map[int]int{X: cx}
+	axes := []int{X}
+	if f.d == 3 {
+		cd[Y] = cy
+		axes = []int{Y, X}
+	}
+	sign := func(v int) int {
+		switch {
+		case v < 0:
+			return -1
+		case v > 0:
+			return 1
+		}
+		return 0
+	}
+	var enum func(k int, e map[int]int)
+	enum = func(k int, e map[int]int) {
+		if k == len(axes) {
+			any := false
+			for _, v := range e {
+				any = any || v != 0
+			}
+			if !any {
+				return
+			}
+			need := false
+			for _, r := range f.reads {
+				off := r[1:]
+				ok, inPlane := true, false
+				for _, a := range axes {
+					inPlane = inPlane || off[a] != 0
+					if e[a] != 0 && sign(off[a]) != -e[a] {
+						ok = false
+					}
+				}
+				need = need || (ok && inPlane)
+			}
+			if !need {
+				return
+			}
+			dirs++
+			for c := 0; c < rx*ry; c++ {
+				ok := true
+				for _, a := range axes {
+					i, n, h := c%rx, rx, f.reach[a]
+					if a == Y {
+						i, n = c/rx, ry
+					}
+					if (e[a] < 0 && i >= h) || (e[a] > 0 && i < n-h) {
+						ok = false
+					}
+				}
+				if ok {
+					slots++
+				}
+			}
+			return
+		}
+		for _, v := range []int{-1, 0, 1} {
+			if v != 0 && cd[axes[k]] == 1 {
+				continue
+			}
+			e[axes[k]] = v
+			enum(k+1, e)
+		}
+		e[axes[k]] = 0
+	}
+	enum(0, map[int]int{})
+	return dirs, slots
 }
 
 // n5dTile is the cells a thread computes along x and y (ry in 3D only).
@@ -371,6 +467,8 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	reads := float64(f.sharedReads(rx, ry))
 	cells := float64(rx * ry * f.nState)
 	regs := n5dRegisters(f, rx*ry, b, c)
+	dirs, slots := n5dPushes(f, pl)
+	regs += 2*dirs + slots // a neighbour's address and the push flags
 	spill := 0.0
 	if limit := 255; regs > limit || (pl.MaxRegs > 0 && regs > pl.MaxRegs) {
 		if pl.MaxRegs > 0 {
@@ -392,6 +490,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	}
 	other := float64(b)*(reads+cells*c.Overhead+float64(f.globalRds)*cells+spill) + // levels 1..b
 		stores + barriers + // shared stores and barriers of levels 0..b-1
+		float64(b*slots*f.nState)*c.PushCost + // pushes into the cluster's neighbours
 		2*cells + c.PlaneOverhead // global load and store
 	// Cycles per block and plane: issue and shared wavefronts.
 	wf := float64(gcd(rx, 32))
@@ -425,6 +524,10 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		// The last plane's part is a chain of multiply-adds over its in-plane points, then
 		// the addition to its accumulator.
 		level += c.AssocChain + c.FMALatency*(math.Pow(float64(f.U), float64(f.d-1))+1)
+	}
+	if dirs > 0 {
+		// Each of the plane's barriers waits for the cluster: spread over its b levels.
+		level += barriers * c.ClusterBarrier / float64(b)
 	}
 	alone := math.Max(float64(b)*level, Z)
 	// (Wave order still pays each level's latency in this term: with the levels no longer
@@ -478,6 +581,9 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	rx, ry := n5dTile(f, pl)
 	row := pl.BX * rx
+	if cx, _ := pl.Cluster(); cx > 1 {
+		row += 2 * f.reach[f.d-1] // ghost cells of the neighbours along x
+	}
 	if f.d == 3 && rx > 1 && pl.BX < 32 && 32%pl.BX == 0 {
 		// Rows split by cell start pl.BX banks apart (see lower's n5d kernel).
 		for n := 0; n < 32 && (ry*row)%32 != pl.BX; n++ {

@@ -60,7 +60,16 @@ type Plan struct {
 	// Prefetch is how many planes ahead n5d loads its input (0 or 1: the next plane). Deeper
 	// prefetches keep more loads in flight per thread, at pf registers per cell.
 	Prefetch int
+	// CX, CY group n5d blocks into thread-block clusters of CX x CY blocks along x and y
+	// (CUDA sm_90 and newer; 0 or 1: no cluster). The blocks of a cluster take adjacent tiles
+	// and exchange the cells along their shared edges through distributed shared memory, so
+	// the cluster's tiles behave like one tile whose redundant halo is paid only at the
+	// cluster's outer edges.
+	CX, CY int
 }
+
+// Cluster is the plan's cluster dimensions along x and y (1 where unset).
+func (pl Plan) Cluster() (cx, cy int) { return max(pl.CX, 1), max(pl.CY, 1) }
 
 // Default gives a strategy's default parameters for a program.
 func Default(strategy string, p *ir.Program) (Plan, error) {
@@ -210,7 +219,8 @@ func wideRead(p *ir.Program) *ir.Grid {
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
 	r := p.Reach()
-	block := []int{pl.TileX() * max(pl.RX, 1), pl.BY * max(pl.RY, 1)}
+	cx, cy := pl.Cluster()
+	block := []int{pl.TileX() * max(pl.RX, 1) * cx, pl.BY * max(pl.RY, 1) * cy}
 	for a := 1; a < len(r); a++ {
 		b := block[len(r)-1-a]
 		if r[a] == 0 {
@@ -302,6 +312,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 	}
 	if pl.Strategy == "n5d" {
 		fields["rx"], fields["ry"], fields["pf"], fields["vec"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec
+		fields["cx"], fields["cy"] = &pl.CX, &pl.CY
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -377,6 +388,12 @@ func (pl Plan) String() string {
 		if pl.Vec == 1 {
 			parts = append(parts, "vec=1")
 		}
+		if pl.CX > 1 {
+			parts = append(parts, fmt.Sprintf("cx=%d", pl.CX))
+		}
+		if pl.CY > 1 {
+			parts = append(parts, fmt.Sprintf("cy=%d", pl.CY))
+		}
 	}
 	if pl.Strategy == "inplane" {
 		parts = append(parts, fmt.Sprintf("load=%d,rx=%d,ry=%d,vec=%d", pl.Load, pl.RX, pl.RY, pl.Vec))
@@ -399,6 +416,9 @@ type Limits struct {
 	MaxSharedPerBlock  int // the opt-in maximum
 	// NoShuffle says the backend generates no warp shuffles (Tempest emits them for CUDA).
 	NoShuffle bool
+	// NoClusters says the device has no thread-block clusters with distributed shared memory
+	// (they need CUDA on sm_90 or newer).
+	NoClusters bool
 }
 
 // Threads is the number of threads per block.
@@ -477,6 +497,21 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 			}
 			if lim.NoShuffle {
 				return fmt.Errorf("plan %s: warp shuffles (shfl=true) are generated for CUDA only; drop shfl on this backend", pl)
+			}
+		}
+		if pl.CX < 0 || pl.CY < 0 || pl.CX > 8 || pl.CY > 8 {
+			return fmt.Errorf("plan %s: the cluster dimensions cx and cy must be 1..8", pl)
+		}
+		if cx, cy := pl.Cluster(); cx*cy > 1 {
+			switch {
+			case cx*cy > 8:
+				return fmt.Errorf("plan %s: a cluster of %d x %d blocks exceeds the 8 blocks a portable cluster may hold", pl, cx, cy)
+			case cy > 1 && d != 3:
+				return fmt.Errorf("plan %s: cy clusters blocks along y, which a 2D n5d block does not tile; use cx", pl)
+			case pl.Shfl:
+				return fmt.Errorf("plan %s: shfl tiles have no shared memory to exchange through clusters; drop cx and cy or shfl", pl)
+			case lim.NoClusters:
+				return fmt.Errorf("plan %s: thread-block clusters (cx, cy) need CUDA on sm_90 or newer; drop cx and cy on this device", pl)
 			}
 		}
 	}

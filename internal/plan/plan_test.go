@@ -164,3 +164,59 @@ func TestN5DVec(t *testing.T) {
 		t.Errorf("FitBT with single cells: bt=%d, %v; want 7", pl.BT, err)
 	}
 }
+
+// TestN5DClusters checks where thread-block clusters are accepted (cx in 2D and 3D, cy in 3D,
+// at most 8 blocks, not with shfl, only where the device has them), that the plan prints
+// back to itself, and that FitBT sizes the temporal block by the cluster's tile.
+func TestN5DClusters(t *testing.T) {
+	load2 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
+	load3 := "axes z, y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1] + u[z+1]\n"
+	for _, c := range []struct {
+		src, plan  string
+		noClusters bool
+		err        string
+	}{
+		{load3, "n5d:bx=16,by=32,rx=2,cx=2,cy=2", false, ""},
+		{load3, "n5d:bx=16,by=16,cx=4,cy=2", false, ""},
+		{load2, "n5d:bx=128,rx=2,cx=2", false, ""},
+		{load2, "n5d:bx=128,cy=2", false, "2D n5d block"},
+		{load3, "n5d:bx=16,by=16,cx=4,cy=4", false, "8 blocks"},
+		{load3, "n5d:bx=16,by=16,cx=9", false, "1..8"},
+		{load2, "n5d:bx=64,shfl=true,cx=2", false, "drop cx and cy or shfl"},
+		{load3, "n5d:bx=16,by=32,cx=2,cy=2", true, "sm_90"},
+		{load3, "n5d:bx=16,by=32,cx=1,cy=1", true, ""},
+	} {
+		p, err := load.Source("t.stencil", c.src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := plan.Parse(pl.String(), p); err != nil || back.String() != pl.String() {
+			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
+		}
+		err = pl.Validate(p, plan.Limits{NoClusters: c.noClusters}, 0)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.plan, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
+		}
+	}
+	p, err := load.Source("t.stencil", load3, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 rows: a block alone leaves output for bt <= 3; two along y (16 rows) for bt <= 7.
+	for _, c := range []struct {
+		plan string
+		bt   int
+	}{{"n5d:bx=8,by=8,bt=8", 3}, {"n5d:bx=8,by=8,bt=8,cx=2", 3}, {"n5d:bx=8,by=8,bt=8,cx=2,cy=2", 7}} {
+		pl, _ := plan.Parse(c.plan, p)
+		if err := pl.FitBT(p); err != nil || pl.BT != c.bt {
+			t.Errorf("FitBT %s: bt=%d, %v; want %d", c.plan, pl.BT, err, c.bt)
+		}
+	}
+}
