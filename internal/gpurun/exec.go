@@ -12,7 +12,8 @@ import (
 // Limits are the plan limits of a device.
 func Limits(dev gpu.Device) plan.Limits {
 	p := dev.Props()
-	return plan.Limits{MaxThreadsPerBlock: p.MaxThreadsPerBlock, MaxSharedPerBlock: p.SharedPerBlockOptin, NoShuffle: p.Backend != "cuda"}
+	return plan.Limits{MaxThreadsPerBlock: p.MaxThreadsPerBlock, MaxSharedPerBlock: p.SharedPerBlockOptin, NoShuffle: p.Backend != "cuda",
+		NoAsync: p.Backend != "cuda", SM: p.ComputeMajor*10 + p.ComputeMinor}
 }
 
 // Prepare lowers a plan for the state's program and size, validates it against the device and

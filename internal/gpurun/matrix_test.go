@@ -16,6 +16,7 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/lower"
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
@@ -191,6 +192,20 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			}
 			if alt.FitBT(p) != nil {
 				continue
+			}
+			if shuffles {
+				// Asynchronous copies (CUDA): one plane ahead on the default plan, and the
+				// deepest ring that divides the round on the sampled variant (short chunks,
+				// register tiles, vector copies in the interior blocks, the other level order).
+				as := def
+				as.Async = 1
+				out = append(out, as)
+				as = alt
+				as.Prefetch, as.Async = 0, 2
+				if lower.N5DRound(p)%3 != 0 {
+					as.Async = 1
+				}
+				out = append(out, as)
 			}
 			if shuffles && p.Dims() == 2 {
 				// Warps as tiles: two per block with pairs of cells per thread in level

@@ -136,6 +136,8 @@ type (
 		Width int
 		Array Expr
 		Idx   Expr
+		// Shared says Array is the shared array (OpenCL needs its address space).
+		Shared bool
 	}
 	// VecStore writes the vector variable Vec (declared by a VecLoad of the same T and Width),
 	// or the vector of the Width scalars Vals when they are given, to Array[Idx], ...,
@@ -153,6 +155,35 @@ type (
 		Global bool
 	}
 )
+
+// Asynchronous copies (CUDA's cp.async, compute capability 8.0 and later): a thread copies
+// global memory into shared memory without passing it through registers, groups its copies,
+// and later waits for all but its newest groups. Only the copying thread may rely on the wait
+// (others need a barrier after it). Only CUDA has them: plans that need them are refused for
+// OpenCL (plan.Limits.NoAsync), and the OpenCL printer panics.
+type (
+	// AsyncCopy starts copying Width consecutive elements of type T from global buffer Src
+	// (a pointer parameter) at SrcIdx to the dynamic shared array smem at DstIdx. Width times
+	// the element size must be 4, 8 or 16 bytes, and both addresses aligned to it: for
+	// the shared side the strategy lays its planes out so; for the buffer it establishes it,
+	// at run time if need be.
+	AsyncCopy struct {
+		T      Type
+		Width  int
+		Src    string
+		SrcIdx Expr
+		DstIdx Expr
+	}
+	// AsyncCommit closes the thread's copies started since the last commit into a group.
+	AsyncCommit struct{}
+	// AsyncWait waits until at most Pending of the thread's committed groups are still in
+	// flight (the older ones have landed and are visible to the thread).
+	AsyncWait struct{ Pending int }
+)
+
+func (*AsyncCopy) stmt()   {}
+func (*AsyncCommit) stmt() {}
+func (*AsyncWait) stmt()   {}
 
 func (*Decl) stmt()      {}
 func (*ArrayDecl) stmt() {}

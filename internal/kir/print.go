@@ -215,6 +215,9 @@ func (p *printer) stmt(s Stmt) {
 		space := ""
 		if p.d == OpenCL {
 			space = "__global "
+			if s.Shared {
+				space = "__local "
+			}
 		}
 		p.line("%s %s = *(%sconst %s*)(%s + %s);", vt, s.Name, space, vt, p.expr(s.Array, prec["+"]), p.expr(s.Idx, prec["+"]+1))
 	case *VecStore:
@@ -242,6 +245,8 @@ func (p *printer) stmt(s Stmt) {
 			}
 		}
 		p.line("*(%s%s*)(%s + %s) = %s;", space, vt, s.Array, p.expr(s.Idx, prec["+"]+1), val)
+	case *AsyncCopy, *AsyncCommit, *AsyncWait:
+		p.async(s)
 	case *Block:
 		p.line("{")
 		p.indent++
@@ -250,6 +255,38 @@ func (p *printer) stmt(s Stmt) {
 		p.line("}")
 	default:
 		panic(fmt.Sprintf("internal error: kir statement %T", s))
+	}
+}
+
+// async prints an asynchronous-copy statement as inline PTX (no header needed under NVRTC).
+// The shared address is the generic pointer converted to the 32-bit shared window (CUTLASS's
+// way where __cvta_generic_to_shared is missing); 16-byte copies bypass L1 (.cg), smaller ones
+// may only cache in it (.ca). Every statement clobbers memory, so that the compiler neither
+// moves the thread's shared reads of a slot above the wait nor below a copy that refills it.
+func (p *printer) async(s Stmt) {
+	if p.d != CUDA {
+		panic(fmt.Sprintf("internal error: asynchronous copy %T in %s", s, p.d))
+	}
+	switch s := s.(type) {
+	case *AsyncCopy:
+		bytes := s.Width * map[Type]int{I32: 4, F32: 4, I64: 8, F64: 8}[s.T]
+		level := "ca"
+		switch bytes {
+		case 16:
+			level = "cg"
+		case 4, 8:
+		default:
+			panic(fmt.Sprintf("internal error: asynchronous copy of %d bytes", bytes))
+		}
+		p.line("asm volatile(\"{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %%0; cvt.u32.u64 ts, ta; cp.async.%s.shared.global [ts], [%%1], %d; }\" :: \"l\"(smem + %s), \"l\"(%s + %s) : \"memory\");",
+			level, bytes, p.expr(s.DstIdx, prec["+"]+1), s.Src, p.expr(s.SrcIdx, prec["+"]+1))
+	case *AsyncCommit:
+		p.line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");")
+	case *AsyncWait:
+		if s.Pending < 0 {
+			panic(fmt.Sprintf("internal error: waiting for %d pending groups", s.Pending))
+		}
+		p.line("asm volatile(\"cp.async.wait_group %d;\" ::: \"memory\");", s.Pending)
 	}
 }
 

@@ -519,10 +519,84 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return fmt.Sprintf("pf_%s_%d_%d", g.Name, k, i)
 	}
-	for _, u := range p.Updates {
-		for k := 0; k < PD; k++ {
-			for i := 0; i < NC; i++ {
-				decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), i))
+	// Async: instead of prefetch registers, a ring of D+1 shared planes per state grid that
+	// asynchronous copies fill D planes ahead. Plane first+x (first: the loop's first plane)
+	// lives in slot x mod (D+1), static since D+1 divides the round. Each thread copies and
+	// reads only its own cells, so the ring needs no barrier: the thread's own wait makes its
+	// copies visible to it. A slot is refilled one copy after it was read (the copy for plane
+	// jr+D goes to the slot of plane jr-1), with the plane's barrier between them where the
+	// kernel has shared planes. A thread's cells lie in runs of VW, each run of every thread
+	// side by side, so that a run is one aligned 4-, 8- or 16-byte copy and one vector read
+	// (whole rows of a warp: no bank conflicts beyond the vector's own phases).
+	D := pl.Async
+	if D > 0 && copies%(D+1) != 0 {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: the ring of async+1 = %d shared planes must divide the %d planes of an unrolled round (reach %d along %s); try async=1", pl, D+1, copies, R, p.Axes[0])
+	}
+	if D > 0 && PD > 1 {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
+	}
+	windows := shElems > 0 // shared planes that other threads read: barriers
+	threads := block[0] * block[1]
+	ringPlane := NC * threads
+	ringOf := map[*ir.Grid]int{}
+	for n, u := range p.Updates {
+		ringOf[u.Grid] = n
+	}
+	ringAt := func(g *ir.Grid, slot, i int) kir.Expr {
+		o := ringOf[g]*(D+1)*ringPlane + slot*ringPlane + i/VW*threads*VW + i%VW
+		return kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(o))
+	}
+	if D > 0 {
+		// The ring starts 16-byte aligned (the dynamic array is), for 16-byte copies.
+		al := max(16/shType.Size(), 1)
+		shElems = (shElems + al - 1) / al * al
+		ringBase := shElems
+		ringAt0 := ringAt
+		ringAt = func(g *ir.Grid, slot, i int) kir.Expr { return kir.Add(ringAt0(g, slot, i), kir.I(ringBase)) }
+		shElems += len(p.Updates) * (D + 1) * ringPlane
+		shared = shElems * shType.Size()
+		var tl kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
+		if d == 3 {
+			tl = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(block[0])), tl)
+		}
+		decl("tlin", kir.I32, tl)
+	}
+	// loadIdx is the element of g's input holding plane z (clamped into the domain) at cell
+	// i's column, clamped (scalar) or not (an aligned run of an interior block).
+	loadIdx := func(z kir.Expr, i int, clamped bool) kir.Expr {
+		pos := cellOf(col, i)
+		if clamped {
+			pos = cellOf(ccol, i)
+		}
+		pos[0] = clamp(z, kir.Id("n0"))
+		return em0.linear(pos, nil)
+	}
+	// asyncPlane copies plane z of every state grid into ring slot slot and commits it as one
+	// group.
+	asyncPlane := func(z kir.Expr, slot int, vec bool) []kir.Stmt {
+		var out []kir.Stmt
+		for _, u := range p.Updates {
+			g := u.Grid
+			w := 1
+			if vec {
+				w = VW
+			}
+			for i := 0; i < NC; i += w {
+				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, !vec), DstIdx: ringAt(g, slot, i)})
+			}
+		}
+		return append(out, &kir.AsyncCommit{})
+	}
+	if D > 0 {
+		for k := 0; k < D; k++ {
+			body = append(body, asyncPlane(kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), k, false)...)
+		}
+	} else {
+		for _, u := range p.Updates {
+			for k := 0; k < PD; k++ {
+				for i := 0; i < NC; i++ {
+					decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), i))
+				}
 			}
 		}
 	}
@@ -611,11 +685,30 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		level0 := func() []kir.Stmt {
 			var loop []kir.Stmt
 			vals := map[*ir.Grid][]kir.Expr{}
+			if D > 0 {
+				// Plane jr's group has landed once at most D-1 newer ones are in flight.
+				loop = append(loop, &kir.AsyncWait{Pending: D - 1})
+			}
 			for _, u := range p.Updates {
 				g := u.Grid
 				w := win[[2]int{g.Index, 0}]
 				next := kir.Add(kir.Id("jr"), kir.I(PD))
-				for i := 0; i < NC; i++ {
+				for i := 0; i < NC && D > 0; i++ {
+					ty := kir.FromIR(g.Type)
+					v := vName(g, 0, i)
+					switch {
+					case vec && i%VW == 0:
+						vn := fmt.Sprintf("a_%s_%d", g.Name, i)
+						loop = append(loop, &kir.VecLoad{Name: vn, T: ty, Width: VW, Array: kir.Id("smem"), Idx: ringAt(g, mod(r, D+1), i), Shared: true})
+						fallthrough
+					case vec:
+						loop = append(loop, &kir.Decl{Name: v, Type: ty, Init: &kir.Lane{Vec: fmt.Sprintf("a_%s_%d", g.Name, i-i%VW), I: i % VW}})
+					default:
+						loop = append(loop, &kir.Decl{Name: v, Type: ty, Init: kir.At("smem", ringAt(g, mod(r, D+1), i))})
+					}
+					vals[g] = append(vals[g], kir.Id(v))
+				}
+				for i := 0; i < NC && D == 0; i++ {
 					v := vName(g, 0, i)
 					loop = append(loop, &kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, mod(r, PD), i))})
 					if !vec {
@@ -623,7 +716,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					}
 					vals[g] = append(vals[g], kir.Id(v))
 				}
-				if vec {
+				if vec && D == 0 {
 					// Each run of VW cells of a row with one aligned vector load.
 					for i := 0; i < NC; i += VW {
 						pos := cellOf(col, i)
@@ -654,6 +747,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				}
 				loop = append(loop, keepD(g, 0, vals[g])...)
 			}
+			if D > 0 {
+				loop = append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, D+1), vec)...)
+			}
 			if !wave {
 				for g, v := range vals {
 					cur[g] = v
@@ -663,7 +759,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		if !wave {
 			loop = append(loop, level0()...)
-			if shElems > 0 {
+			if windows {
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
@@ -892,13 +988,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				lvl = []kir.Stmt{lvl[0], &kir.If{Cond: active(t, kir.Id(row)), Then: lvl[1:]}}
 			}
 			loop = append(loop, &kir.Block{Body: lvl})
-			if t < bt && shElems > 0 && !wave {
+			if t < bt && windows && !wave {
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
 		if wave {
 			loop = append(loop, level0()...)
-			if shElems > 0 {
+			if windows {
 				loop = append(loop, &kir.Barrier{})
 			}
 		}
@@ -977,6 +1073,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		body = append(body, &kir.If{Cond: inside, Then: loop(false), Else: []kir.Stmt{rounds(first, end, true, phases)}})
 	} else {
 		body = append(body, loop(true)...)
+	}
+	if D > 0 {
+		// Nothing may land in shared memory after the block has left it.
+		body = append(body, &kir.AsyncWait{Pending: 0})
 	}
 	k.Body = body
 	if shElems > 0 {

@@ -1,7 +1,9 @@
 package lower
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,5 +65,79 @@ func TestN5DLaunchBoundsAndPrefetch(t *testing.T) {
 	}
 	if ocl := kir.Print(l.Module, kir.OpenCL); strings.Contains(ocl, "launch_bounds") {
 		t.Error("OpenCL has no launch bounds")
+	}
+}
+
+// asyncGolden are n5d plans with asynchronous copies whose CUDA kernels are compared with
+// testdata/<name>: a star in 2D with pairs of cells (8-byte copies in interior blocks, a ring
+// of three planes) and a 3D box of 2x2 register tiles in partial sums, one plane ahead.
+var asyncGolden = []struct{ example, plan, file string }{
+	{"star2d1r", "n5d:bx=32,rx=2,bt=2,async=2", "star2d1r.n5d_async2.cu"},
+	{"box3d1r", "n5d:bx=8,by=4,rx=2,ry=2,bt=2,async=1", "box3d1r.n5d_async1.cu"},
+}
+
+// TestN5DAsync: async plans replace the prefetch registers by a ring of async+1 shared planes
+// per state grid filled with cp.async (the golden kernels), add the ring to the block's shared
+// memory, and cannot be printed for OpenCL (the plan is refused there before lowering).
+func TestN5DAsync(t *testing.T) {
+	for _, c := range asyncGolden {
+		src, err := os.ReadFile("../../examples/an5d/" + c.example + ".stencil")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := load.Source(c.example+".stencil", string(src), load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := []int{40, 70}
+		if p.Dims() == 3 {
+			shape = []int{20, 12, 20}
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Lower(p, shape, nil, pl)
+		if err != nil {
+			t.Fatalf("%s: %v", c.plan, err)
+		}
+		off := pl
+		off.Async = 0
+		l0, err := Lower(p, shape, nil, off)
+		if err != nil {
+			t.Fatalf("%s: %v", off, err)
+		}
+		threads := pl.Threads()
+		cells := threads * max(pl.RX, 1) * max(pl.RY, 1)
+		if ring := l.SharedBytes - l0.SharedBytes; ring < (pl.Async+1)*cells*4 || ring >= (pl.Async+1)*cells*4+16 {
+			t.Errorf("%s: %d shared bytes, %d without async: the ring of %d planes of %d cells is not what was added", c.plan, l.SharedBytes, l0.SharedBytes, pl.Async+1, cells)
+		}
+		cu := kir.Print(l.Module, kir.CUDA)
+		for _, want := range []string{"cp.async.commit_group", fmt.Sprintf("cp.async.wait_group %d;", pl.Async-1), "cp.async.wait_group 0;", "cvta.to.shared.u64"} {
+			if !strings.Contains(cu, want) {
+				t.Errorf("%s lacks %q", c.plan, want)
+			}
+		}
+		if strings.Contains(cu, "pf_u") {
+			t.Errorf("%s still prefetches into registers", c.plan)
+		}
+		path := filepath.Join("testdata", c.file)
+		if *update {
+			if err := os.WriteFile(path, []byte(cu), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if want, err := os.ReadFile(path); err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		} else if string(want) != cu {
+			t.Errorf("%s changed; run go test ./internal/lower -run N5DAsync -update and review the diff", path)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "internal error: asynchronous copy") {
+					t.Errorf("%s: printing for OpenCL gave %v, want an internal-error panic", c.plan, r)
+				}
+			}()
+			kir.Print(l.Module, kir.OpenCL)
+		}()
 	}
 }

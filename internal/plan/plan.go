@@ -60,6 +60,11 @@ type Plan struct {
 	// Prefetch is how many planes ahead n5d loads its input (0 or 1: the next plane). Deeper
 	// prefetches keep more loads in flight per thread, at pf registers per cell.
 	Prefetch int
+	// Async is how many planes ahead n5d copies its input into a ring of Async+1 shared
+	// planes with asynchronous copies (cp.async, CUDA on sm_80 and later), instead of loading
+	// them into prefetch registers (0: off). The registers it frees let wider tiles and deeper
+	// temporal blocks keep their occupancy; Async+1 must divide the unrolled round.
+	Async int
 }
 
 // Default gives a strategy's default parameters for a program.
@@ -301,7 +306,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
 	}
 	if pl.Strategy == "n5d" {
-		fields["rx"], fields["ry"], fields["pf"], fields["vec"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec
+		fields["rx"], fields["ry"], fields["pf"], fields["vec"], fields["async"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec, &pl.Async
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -377,6 +382,9 @@ func (pl Plan) String() string {
 		if pl.Vec == 1 {
 			parts = append(parts, "vec=1")
 		}
+		if pl.Async > 0 {
+			parts = append(parts, fmt.Sprintf("async=%d", pl.Async))
+		}
 	}
 	if pl.Strategy == "inplane" {
 		parts = append(parts, fmt.Sprintf("load=%d,rx=%d,ry=%d,vec=%d", pl.Load, pl.RX, pl.RY, pl.Vec))
@@ -399,6 +407,11 @@ type Limits struct {
 	MaxSharedPerBlock  int // the opt-in maximum
 	// NoShuffle says the backend generates no warp shuffles (Tempest emits them for CUDA).
 	NoShuffle bool
+	// NoAsync says the backend generates no asynchronous copies (Tempest emits them for CUDA).
+	NoAsync bool
+	// SM is the CUDA device's compute capability as major*10+minor (90 for Hopper; 0:
+	// unknown or not CUDA). Asynchronous copies need 80 or more.
+	SM int
 }
 
 // Threads is the number of threads per block.
@@ -461,6 +474,23 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.Prefetch < 0 || pl.Prefetch > 8 {
 			return fmt.Errorf("plan %s: pf, the planes n5d loads ahead, must be 1..8", pl)
+		}
+		if pl.Async < 0 || pl.Async > 8 {
+			return fmt.Errorf("plan %s: async, the planes n5d copies ahead into shared memory, must be 0 (off) to 8", pl)
+		}
+		if pl.Async > 0 {
+			if pl.Prefetch > 1 {
+				return fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
+			}
+			if round := 2 * (2*p.Reach()[0] + 1); round%(pl.Async+1) != 0 {
+				return fmt.Errorf("plan %s: the ring of async+1 = %d shared planes must divide the %d planes of an unrolled round (reach %d along %s); try async=1", pl, pl.Async+1, round, p.Reach()[0], p.Axes[0])
+			}
+			if lim.NoAsync {
+				return fmt.Errorf("plan %s: asynchronous copies (async=%d) are generated for CUDA only; drop async on this backend", pl, pl.Async)
+			}
+			if lim.SM > 0 && lim.SM < 80 {
+				return fmt.Errorf("plan %s: asynchronous copies (cp.async) need compute capability 8.0 or later; this device is %d.%d: drop async", pl, lim.SM/10, lim.SM%10)
+			}
 		}
 		if pl.Vec != 0 && pl.Vec != 1 {
 			return fmt.Errorf("plan %s: n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)", pl)
