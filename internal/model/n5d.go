@@ -20,7 +20,9 @@ import (
 //
 // What one thread does per plane of the streamed axis (b = the launch's time levels):
 //
-//	level 0     one global load per cell (prefetched a plane ahead), a shared store, a barrier
+//	level 0     one global load per cell (prefetched a plane ahead; with async, copied into a
+//	            ring of shared planes and read back from it, which frees the prefetch
+//	            registers), a shared store, a barrier
 //	level 1..b  the in-plane neighbour reads from shared memory (those outside the thread's own
 //	            rx cells), the update's arithmetic (boxes: each plane's partial sums added to
 //	            2R+1 accumulators), a shared store and a barrier (level b: a predicated
@@ -105,6 +107,10 @@ type N5DCalibration struct {
 	RegBase, RegPerQueue, RegPerAcc, RegScale float64
 	// SpillCost is instructions per thread and level per register beyond a maxregs cap or 255.
 	SpillCost float64
+	// AsyncPlane is instructions per thread and plane that asynchronous copies (async) add:
+	// the wait, the commit and the ring's shared addresses. Nominal, not yet fitted: no async
+	// plan had been measured when it was set.
+	AsyncPlane float64
 }
 
 // N5DCal is the calibration the "n5d" model uses.
@@ -122,7 +128,8 @@ var N5DCal = N5DCalibration{
 	AssocChain:   0.5259, FMALatency: 4,
 	Smooth:  3.015,
 	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.413,
-	SpillCost: 0.37,
+	SpillCost:  0.37,
+	AsyncPlane: 4,
 }
 
 // n5dFacts are the properties of a program the n5d model needs, as the lowering sees them.
@@ -336,6 +343,19 @@ func n5dRegisters(f *n5dFacts, cells, b int, c N5DCalibration) int {
 	return int(math.Ceil(r/8)) * 8
 }
 
+// n5dPlanRegisters is n5dRegisters for a plan's tile at b levels. The fitted counts hold a
+// prefetch register per cell and state grid (pf=1), which asynchronous copies (async) leave in
+// shared memory.
+func n5dPlanRegisters(f *n5dFacts, pl plan.Plan, b int, c N5DCalibration) int {
+	rx, ry := n5dTile(f, pl)
+	regs := n5dRegisters(f, rx*ry, b, c)
+	if pl.Async > 0 {
+		freed := float64(rx*ry*f.nState*f.word) / 4 * c.RegScale
+		regs = max(regs-int(math.Round(freed)), 16)
+	}
+	return regs
+}
+
 // n5dLaunch is the model of one launch of b time levels.
 type n5dLaunch struct {
 	seconds                float64
@@ -370,7 +390,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	fp := f.fp(pl.FastMath, c)
 	reads := float64(f.sharedReads(rx, ry))
 	cells := float64(rx * ry * f.nState)
-	regs := n5dRegisters(f, rx*ry, b, c)
+	regs := n5dPlanRegisters(f, pl, b, c)
 	spill := 0.0
 	if limit := 255; regs > limit || (pl.MaxRegs > 0 && regs > pl.MaxRegs) {
 		if pl.MaxRegs > 0 {
@@ -393,6 +413,13 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	other := float64(b)*(reads+cells*c.Overhead+float64(f.globalRds)*cells+spill) + // levels 1..b
 		stores + barriers + // shared stores and barriers of levels 0..b-1
 		2*cells + c.PlaneOverhead // global load and store
+	ring := 0.0
+	if pl.Async > 0 {
+		// Level 0 reads its cells from the ring, which the copies wrote: two shared accesses
+		// per cell and plane.
+		ring = 2 * cells
+		other += cells + c.AsyncPlane
+	}
 	// Cycles per block and plane: issue and shared wavefronts.
 	wf := float64(gcd(rx, 32))
 	if rx == 2 && pl.Wave {
@@ -406,7 +433,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	if pl.Shfl {
 		wf = 1 // a shuffle moves one word per lane, without bank conflicts
 	}
-	Y := float64(g.warps) * 32 * (stores + float64(b)*reads) * wf / shRate * clock
+	Y := float64(g.warps) * 32 * (stores + float64(b)*reads + ring) * wf / shRate * clock
 	Z := smoothMaxP(c.Smooth, X, Y)
 	// A block alone on the multiprocessor: each scheduler runs warps/4 of its warps, each at
 	// WarpCPI cycles per instruction (divided by its rx independent cells: ry rows measured no
@@ -499,7 +526,12 @@ func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	if f.ring {
 		ring = 2 * f.U
 	}
-	return f.nState * b * ring * (plane + 2*pad) * f.word
+	bytes := f.nState * b * ring * (plane + 2*pad) * f.word
+	if pl.Async > 0 {
+		// The ring of async+1 planes of the block's own cells, 16-byte aligned.
+		bytes = (bytes+15)/16*16 + f.nState*(pl.Async+1)*pl.BX*max(pl.BY, 1)*rx*ry*f.word
+	}
+	return bytes
 }
 
 // n5dBlocksPerSM is the resident blocks per multiprocessor (gpu.ResidentBlocks).
