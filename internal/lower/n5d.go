@@ -31,7 +31,9 @@ import (
 //     simply never stored: no divergent guards. Programs that read other grids from global
 //     memory keep a guard, since a halo thread's coordinates may lie outside the domain.
 //   - The next plane is loaded one iteration ahead (a register prefetch; pf planes ahead
-//     with the plan's pf), so the global latency overlaps BT levels of work.
+//     with the plan's pf), so the global latency overlaps BT levels of work; with async=D
+//     (CUDA, sm_80+) the planes are instead copied D ahead into a ring of shared planes by
+//     asynchronous copies (cp.async), which hold no registers.
 //
 // The fixed boundary is AN5D's: rim cells keep their values, and cells outside the domain are
 // never needed.
