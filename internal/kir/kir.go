@@ -162,17 +162,26 @@ type (
 // (others need a barrier after it). Only CUDA has them: plans that need them are refused for
 // OpenCL (plan.Limits.NoAsync), and the OpenCL printer panics.
 type (
+	// SharedBase declares Name, the 32-bit shared-window address of element Idx of the
+	// dynamic shared array smem: what AsyncCopy addresses its destination from. Declared once
+	// ahead of a loop, it is the one register the copies' destinations need (a generic
+	// pointer per destination would be two each, kept live across the loop).
+	SharedBase struct {
+		Name string
+		Idx  Expr
+	}
 	// AsyncCopy starts copying Width consecutive elements of type T from global buffer Src
-	// (a pointer parameter) at SrcIdx to the dynamic shared array smem at DstIdx. Width times
-	// the element size must be 4, 8 or 16 bytes, and both addresses aligned to it: for
-	// the shared side the strategy lays its planes out so; for the buffer it establishes it,
-	// at run time if need be.
+	// (a pointer parameter) at SrcIdx to shared memory at element DstIdx past the address
+	// DstBase (a SharedBase of an array of T). Width times the element size must be 4, 8 or
+	// 16 bytes, and both addresses aligned to it: for the shared side the strategy lays its
+	// planes out so; for the buffer it establishes it, at run time if need be.
 	AsyncCopy struct {
-		T      Type
-		Width  int
-		Src    string
-		SrcIdx Expr
-		DstIdx Expr
+		T       Type
+		Width   int
+		Src     string
+		SrcIdx  Expr
+		DstBase string
+		DstIdx  Expr
 	}
 	// AsyncCommit closes the thread's copies started since the last commit into a group.
 	AsyncCommit struct{}
@@ -181,6 +190,7 @@ type (
 	AsyncWait struct{ Pending int }
 )
 
+func (*SharedBase) stmt()  {}
 func (*AsyncCopy) stmt()   {}
 func (*AsyncCommit) stmt() {}
 func (*AsyncWait) stmt()   {}

@@ -245,7 +245,7 @@ func (p *printer) stmt(s Stmt) {
 			}
 		}
 		p.line("*(%s%s*)(%s + %s) = %s;", space, vt, s.Array, p.expr(s.Idx, prec["+"]+1), val)
-	case *AsyncCopy, *AsyncCommit, *AsyncWait:
+	case *SharedBase, *AsyncCopy, *AsyncCommit, *AsyncWait:
 		p.async(s)
 	case *Block:
 		p.line("{")
@@ -259,17 +259,28 @@ func (p *printer) stmt(s Stmt) {
 }
 
 // async prints an asynchronous-copy statement as inline PTX (no header needed under NVRTC).
-// The shared address is the generic pointer converted to the 32-bit shared window (CUTLASS's
-// way where __cvta_generic_to_shared is missing); 16-byte copies bypass L1 (.cg), smaller ones
-// may only cache in it (.ca). Every statement clobbers memory, so that the compiler neither
-// moves the thread's shared reads of a slot above the wait nor below a copy that refills it.
+// A shared base is the generic pointer converted to the 32-bit shared window (CUTLASS's way
+// where __cvta_generic_to_shared is missing); 16-byte copies bypass L1 (.cg), smaller ones may
+// only cache in it (.ca). The copies, commits and waits clobber memory, so that the compiler
+// neither moves the thread's shared reads of a slot above the wait nor below a copy that
+// refills it.
 func (p *printer) async(s Stmt) {
 	if p.d != CUDA {
 		panic(fmt.Sprintf("internal error: asynchronous copy %T in %s", s, p.d))
 	}
+	size := func(t Type) int {
+		n, ok := map[Type]int{I32: 4, F32: 4, I64: 8, F64: 8}[t]
+		if !ok {
+			panic("internal error: asynchronous copy of " + p.typ(t))
+		}
+		return n
+	}
 	switch s := s.(type) {
+	case *SharedBase:
+		p.line("unsigned %s;", s.Name)
+		p.line("asm(\"{ .reg .u64 ta; cvta.to.shared.u64 ta, %%1; cvt.u32.u64 %%0, ta; }\" : \"=r\"(%s) : \"l\"(smem + %s));", s.Name, p.expr(s.Idx, prec["+"]+1))
 	case *AsyncCopy:
-		bytes := s.Width * map[Type]int{I32: 4, F32: 4, I64: 8, F64: 8}[s.T]
+		bytes := s.Width * size(s.T)
 		level := "ca"
 		switch bytes {
 		case 16:
@@ -278,8 +289,16 @@ func (p *printer) async(s Stmt) {
 		default:
 			panic(fmt.Sprintf("internal error: asynchronous copy of %d bytes", bytes))
 		}
-		p.line("asm volatile(\"{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %%0; cvt.u32.u64 ts, ta; cp.async.%s.shared.global [ts], [%%1], %d; }\" :: \"l\"(smem + %s), \"l\"(%s + %s) : \"memory\");",
-			level, bytes, p.expr(s.DstIdx, prec["+"]+1), s.Src, p.expr(s.SrcIdx, prec["+"]+1))
+		src := fmt.Sprintf("\"l\"(%s + %s)", s.Src, p.expr(s.SrcIdx, prec["+"]+1))
+		if c, ok := s.DstIdx.(*Int); ok {
+			// A constant offset is the instruction's immediate: the base stays the only
+			// register (the compiler would keep base + offset in one per copy).
+			p.line("asm volatile(\"cp.async.%s.shared.global [%%0+%d], [%%1], %d;\" :: \"r\"(%s), %s : \"memory\");",
+				level, c.V*int64(size(s.T)), bytes, s.DstBase, src)
+			return
+		}
+		p.line("asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d;\" :: \"r\"(%s + %d * (%s)), %s : \"memory\");",
+			level, bytes, s.DstBase, size(s.T), p.expr(s.DstIdx, 0), src)
 	case *AsyncCommit:
 		p.line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");")
 	case *AsyncWait:

@@ -544,17 +544,19 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	for n, u := range p.Updates {
 		ringOf[u.Grid] = n
 	}
+	// ringOff is cell i's element in slot slot of g's ring, past the thread's first one.
+	ringOff := func(g *ir.Grid, slot, i int) int {
+		return ringOf[g]*(D+1)*ringPlane + slot*ringPlane + i/VW*threads*VW + i%VW
+	}
+	ringBase := 0
 	ringAt := func(g *ir.Grid, slot, i int) kir.Expr {
-		o := ringOf[g]*(D+1)*ringPlane + slot*ringPlane + i/VW*threads*VW + i%VW
-		return kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(o))
+		return kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase+ringOff(g, slot, i)))
 	}
 	if D > 0 {
 		// The ring starts 16-byte aligned (the dynamic array is), for 16-byte copies.
 		al := max(16/shType.Size(), 1)
 		shElems = (shElems + al - 1) / al * al
-		ringBase := shElems
-		ringAt0 := ringAt
-		ringAt = func(g *ir.Grid, slot, i int) kir.Expr { return kir.Add(ringAt0(g, slot, i), kir.I(ringBase)) }
+		ringBase = shElems
 		shElems += len(p.Updates) * (D + 1) * ringPlane
 		shared = shElems * shType.Size()
 		var tl kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
@@ -562,6 +564,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			tl = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(block[0])), tl)
 		}
 		decl("tlin", kir.I32, tl)
+		// The copies address the ring from the thread's first element: one 32-bit register.
+		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase))})
 	}
 	// loadIdx is the element of g's input holding plane z (clamped into the domain) at cell
 	// i's column, clamped (scalar) or not (an aligned run of an interior block).
@@ -584,7 +588,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				w = VW
 			}
 			for i := 0; i < NC; i += w {
-				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, !vec), DstIdx: ringAt(g, slot, i)})
+				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, !vec), DstBase: "sring", DstIdx: kir.I(ringOff(g, slot, i))})
 			}
 		}
 		return append(out, &kir.AsyncCommit{})

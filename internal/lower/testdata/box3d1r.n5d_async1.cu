@@ -58,10 +58,12 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   float acc_u_2_2_2 = 0e+00f;
   float acc_u_2_2_3 = 0e+00f;
   int tlin = (int)threadIdx.y * 8 + (int)threadIdx.x;
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 672)), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 672)), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+  unsigned sring;
+  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 672)));
+  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 6;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
@@ -153,7 +155,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -164,8 +166,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -252,10 +254,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -266,8 +268,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -357,7 +359,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -368,8 +370,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -456,10 +458,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -470,8 +472,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -561,7 +563,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -572,8 +574,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -660,10 +662,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -674,8 +676,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -763,7 +765,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -774,8 +776,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -858,10 +860,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           d_u_1_3 = v_u_1_3;
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -872,8 +874,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -959,7 +961,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -970,8 +972,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1054,10 +1056,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           d_u_1_3 = v_u_1_3;
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -1068,8 +1070,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1155,7 +1157,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -1166,8 +1168,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1250,10 +1252,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           d_u_1_3 = v_u_1_3;
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -1264,8 +1266,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1357,7 +1359,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -1368,8 +1370,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1456,10 +1458,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -1470,8 +1472,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1561,7 +1563,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -1572,8 +1574,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1660,10 +1662,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -1674,8 +1676,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1765,7 +1767,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 672));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 736));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -1776,8 +1778,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1864,10 +1866,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 672));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 800));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 672));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 864));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -1878,8 +1880,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2000,9 +2002,9 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 672];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 672];
-        float v_u_0_2 = smem[tlin * 2 + 64 + 672];
-        float v_u_0_3 = smem[tlin * 2 + 65 + 672];
+        float v_u_0_1 = smem[tlin * 2 + 673];
+        float v_u_0_2 = smem[tlin * 2 + 736];
+        float v_u_0_3 = smem[tlin * 2 + 737];
         smem[tid + 20] = v_u_0_0;
         smem[tid + 21] = v_u_0_1;
         smem[tid + 36] = v_u_0_2;
@@ -2011,10 +2013,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 193 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2131,10 +2133,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 672];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 672];
-        float v_u_0_2 = smem[tlin * 2 + 192 + 672];
-        float v_u_0_3 = smem[tlin * 2 + 193 + 672];
+        float v_u_0_0 = smem[tlin * 2 + 800];
+        float v_u_0_1 = smem[tlin * 2 + 801];
+        float v_u_0_2 = smem[tlin * 2 + 864];
+        float v_u_0_3 = smem[tlin * 2 + 865];
         smem[tid + 188] = v_u_0_0;
         smem[tid + 189] = v_u_0_1;
         smem[tid + 204] = v_u_0_2;
@@ -2143,10 +2145,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2264,9 +2266,9 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 672];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 672];
-        float v_u_0_2 = smem[tlin * 2 + 64 + 672];
-        float v_u_0_3 = smem[tlin * 2 + 65 + 672];
+        float v_u_0_1 = smem[tlin * 2 + 673];
+        float v_u_0_2 = smem[tlin * 2 + 736];
+        float v_u_0_3 = smem[tlin * 2 + 737];
         smem[tid + 20] = v_u_0_0;
         smem[tid + 21] = v_u_0_1;
         smem[tid + 36] = v_u_0_2;
@@ -2275,10 +2277,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 193 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2395,10 +2397,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 672];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 672];
-        float v_u_0_2 = smem[tlin * 2 + 192 + 672];
-        float v_u_0_3 = smem[tlin * 2 + 193 + 672];
+        float v_u_0_0 = smem[tlin * 2 + 800];
+        float v_u_0_1 = smem[tlin * 2 + 801];
+        float v_u_0_2 = smem[tlin * 2 + 864];
+        float v_u_0_3 = smem[tlin * 2 + 865];
         smem[tid + 188] = v_u_0_0;
         smem[tid + 189] = v_u_0_1;
         smem[tid + 204] = v_u_0_2;
@@ -2407,10 +2409,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2528,9 +2530,9 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 672];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 672];
-        float v_u_0_2 = smem[tlin * 2 + 64 + 672];
-        float v_u_0_3 = smem[tlin * 2 + 65 + 672];
+        float v_u_0_1 = smem[tlin * 2 + 673];
+        float v_u_0_2 = smem[tlin * 2 + 736];
+        float v_u_0_3 = smem[tlin * 2 + 737];
         smem[tid + 20] = v_u_0_0;
         smem[tid + 21] = v_u_0_1;
         smem[tid + 36] = v_u_0_2;
@@ -2539,10 +2541,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 192 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 193 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2659,10 +2661,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 672];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 672];
-        float v_u_0_2 = smem[tlin * 2 + 192 + 672];
-        float v_u_0_3 = smem[tlin * 2 + 193 + 672];
+        float v_u_0_0 = smem[tlin * 2 + 800];
+        float v_u_0_1 = smem[tlin * 2 + 801];
+        float v_u_0_2 = smem[tlin * 2 + 864];
+        float v_u_0_3 = smem[tlin * 2 + 865];
         smem[tid + 188] = v_u_0_0;
         smem[tid + 189] = v_u_0_1;
         smem[tid + 204] = v_u_0_2;
@@ -2671,10 +2673,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 672)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2725,10 +2727,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   float acc_u_1_2_2 = 0e+00f;
   float acc_u_1_2_3 = 0e+00f;
   int tlin = (int)threadIdx.y * 8 + (int)threadIdx.x;
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 336)), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 336)), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+  unsigned sring;
+  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 336)));
+  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
@@ -2779,7 +2783,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -2790,8 +2794,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2837,10 +2841,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -2851,8 +2855,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2901,7 +2905,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -2912,8 +2916,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2959,10 +2963,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -2973,8 +2977,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3023,7 +3027,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -3034,8 +3038,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3081,10 +3085,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -3095,8 +3099,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3145,7 +3149,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -3156,8 +3160,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3201,10 +3205,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -3215,8 +3219,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3263,7 +3267,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -3274,8 +3278,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3319,10 +3323,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -3333,8 +3337,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3381,7 +3385,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -3392,8 +3396,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3437,10 +3441,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -3451,8 +3455,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3503,7 +3507,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -3514,8 +3518,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3561,10 +3565,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -3575,8 +3579,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3625,7 +3629,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -3636,8 +3640,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3683,10 +3687,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -3697,8 +3701,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3747,7 +3751,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 336));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 64 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 400));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 20] = v_u_0_0;
@@ -3758,8 +3762,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3805,10 +3809,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 336));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 464));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
-        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 192 + 336));
+        float2 a_u_2 = *(const float2*)(smem + (tlin * 2 + 528));
         float v_u_0_2 = a_u_2.x;
         float v_u_0_3 = a_u_2.y;
         smem[tid + 188] = v_u_0_0;
@@ -3819,8 +3823,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3888,9 +3892,9 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 336];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 336];
-        float v_u_0_2 = smem[tlin * 2 + 64 + 336];
-        float v_u_0_3 = smem[tlin * 2 + 65 + 336];
+        float v_u_0_1 = smem[tlin * 2 + 337];
+        float v_u_0_2 = smem[tlin * 2 + 400];
+        float v_u_0_3 = smem[tlin * 2 + 401];
         smem[tid + 20] = v_u_0_0;
         smem[tid + 21] = v_u_0_1;
         smem[tid + 36] = v_u_0_2;
@@ -3899,10 +3903,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 193 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3966,10 +3970,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 336];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 336];
-        float v_u_0_2 = smem[tlin * 2 + 192 + 336];
-        float v_u_0_3 = smem[tlin * 2 + 193 + 336];
+        float v_u_0_0 = smem[tlin * 2 + 464];
+        float v_u_0_1 = smem[tlin * 2 + 465];
+        float v_u_0_2 = smem[tlin * 2 + 528];
+        float v_u_0_3 = smem[tlin * 2 + 529];
         smem[tid + 188] = v_u_0_0;
         smem[tid + 189] = v_u_0_1;
         smem[tid + 204] = v_u_0_2;
@@ -3978,10 +3982,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4046,9 +4050,9 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 336];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 336];
-        float v_u_0_2 = smem[tlin * 2 + 64 + 336];
-        float v_u_0_3 = smem[tlin * 2 + 65 + 336];
+        float v_u_0_1 = smem[tlin * 2 + 337];
+        float v_u_0_2 = smem[tlin * 2 + 400];
+        float v_u_0_3 = smem[tlin * 2 + 401];
         smem[tid + 20] = v_u_0_0;
         smem[tid + 21] = v_u_0_1;
         smem[tid + 36] = v_u_0_2;
@@ -4057,10 +4061,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 193 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4124,10 +4128,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 336];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 336];
-        float v_u_0_2 = smem[tlin * 2 + 192 + 336];
-        float v_u_0_3 = smem[tlin * 2 + 193 + 336];
+        float v_u_0_0 = smem[tlin * 2 + 464];
+        float v_u_0_1 = smem[tlin * 2 + 465];
+        float v_u_0_2 = smem[tlin * 2 + 528];
+        float v_u_0_3 = smem[tlin * 2 + 529];
         smem[tid + 188] = v_u_0_0;
         smem[tid + 189] = v_u_0_1;
         smem[tid + 204] = v_u_0_2;
@@ -4136,10 +4140,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4204,9 +4208,9 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 336];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 336];
-        float v_u_0_2 = smem[tlin * 2 + 64 + 336];
-        float v_u_0_3 = smem[tlin * 2 + 65 + 336];
+        float v_u_0_1 = smem[tlin * 2 + 337];
+        float v_u_0_2 = smem[tlin * 2 + 400];
+        float v_u_0_3 = smem[tlin * 2 + 401];
         smem[tid + 20] = v_u_0_0;
         smem[tid + 21] = v_u_0_1;
         smem[tid + 36] = v_u_0_2;
@@ -4215,10 +4219,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 192 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 193 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4282,10 +4286,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 0;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 336];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 336];
-        float v_u_0_2 = smem[tlin * 2 + 192 + 336];
-        float v_u_0_3 = smem[tlin * 2 + 193 + 336];
+        float v_u_0_0 = smem[tlin * 2 + 464];
+        float v_u_0_1 = smem[tlin * 2 + 465];
+        float v_u_0_2 = smem[tlin * 2 + 528];
+        float v_u_0_3 = smem[tlin * 2 + 529];
         smem[tid + 188] = v_u_0_0;
         smem[tid + 189] = v_u_0_1;
         smem[tid + 204] = v_u_0_2;
@@ -4294,10 +4298,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 336)), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }

@@ -28,11 +28,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   float q_u_1_2_0 = 0e+00f;
   float q_u_1_2_1 = 0e+00f;
   int tlin = (int)threadIdx.x;
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 288)), "l"(in0_u + (min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  unsigned sring;
+  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 288)));
+  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1)) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(zb - 3, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 288)), "l"(in0_u + (min(max(zb - 3, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 3, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 3, 0), n0 - 1) * n1 + cc1_1)) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
@@ -85,7 +87,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -129,14 +131,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -180,14 +182,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -238,7 +240,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -282,14 +284,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -333,14 +335,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -389,7 +391,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -429,14 +431,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           smem[tid + 180] = q_u_1_1_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -476,14 +478,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           smem[tid + 252] = q_u_1_2_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -530,7 +532,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -570,14 +572,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           smem[tid + 252] = q_u_1_1_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -617,14 +619,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           smem[tid + 180] = q_u_1_2_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -677,7 +679,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -721,14 +723,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -772,14 +774,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -830,7 +832,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -874,14 +876,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -925,14 +927,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 288));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -991,13 +993,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 288];
+        float v_u_0_1 = smem[tlin * 2 + 289];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1052,14 +1054,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 64 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 65 + 288];
+        float v_u_0_0 = smem[tlin * 2 + 352];
+        float v_u_0_1 = smem[tlin * 2 + 353];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1114,14 +1116,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 288];
+        float v_u_0_0 = smem[tlin * 2 + 416];
+        float v_u_0_1 = smem[tlin * 2 + 417];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1177,13 +1179,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 288];
+        float v_u_0_1 = smem[tlin * 2 + 289];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1238,14 +1240,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 64 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 65 + 288];
+        float v_u_0_0 = smem[tlin * 2 + 352];
+        float v_u_0_1 = smem[tlin * 2 + 353];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1300,14 +1302,14 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 288];
+        float v_u_0_0 = smem[tlin * 2 + 416];
+        float v_u_0_1 = smem[tlin * 2 + 417];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 288)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1338,11 +1340,13 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   float q_u_0_2_0 = 0e+00f;
   float q_u_0_2_1 = 0e+00f;
   int tlin = (int)threadIdx.x;
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 144)), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  unsigned sring;
+  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 144)));
+  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 144)), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1_1)) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
@@ -1376,7 +1380,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1401,14 +1405,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1433,14 +1437,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1472,7 +1476,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1497,14 +1501,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1529,14 +1533,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1568,7 +1572,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1591,14 +1595,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1621,14 +1625,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1658,7 +1662,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1681,14 +1685,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1711,14 +1715,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1752,7 +1756,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1777,14 +1781,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1809,14 +1813,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1848,7 +1852,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1873,14 +1877,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 64 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1905,14 +1909,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 128 + 144));
+        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
         float v_u_0_0 = a_u_0.x;
         float v_u_0_1 = a_u_0.y;
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 8; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1948,13 +1952,13 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 144];
+        float v_u_0_1 = smem[tlin * 2 + 145];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1986,14 +1990,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 64 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 65 + 144];
+        float v_u_0_0 = smem[tlin * 2 + 208];
+        float v_u_0_1 = smem[tlin * 2 + 209];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2025,14 +2029,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 144];
+        float v_u_0_0 = smem[tlin * 2 + 272];
+        float v_u_0_1 = smem[tlin * 2 + 273];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2065,13 +2069,13 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
         float v_u_0_0 = smem[tlin * 2 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 1 + 144];
+        float v_u_0_1 = smem[tlin * 2 + 145];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 128 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 129 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2103,14 +2107,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 64 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 65 + 144];
+        float v_u_0_0 = smem[tlin * 2 + 208];
+        float v_u_0_1 = smem[tlin * 2 + 209];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 1 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2142,14 +2146,14 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 128 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 129 + 144];
+        float v_u_0_0 = smem[tlin * 2 + 272];
+        float v_u_0_1 = smem[tlin * 2 + 273];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 64 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("{ .reg .u64 ta; .reg .u32 ts; cvta.to.shared.u64 ta, %0; cvt.u32.u64 ts, ta; cp.async.ca.shared.global [ts], [%1], 4; }" :: "l"(smem + (tlin * 2 + 65 + 144)), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
