@@ -449,7 +449,11 @@ var refineAsync = []int{1, 2}
 // belongs here rather than in the ranked space: what it changes (registers, load latency) is
 // what the model cannot rank, and in the space its twins crowded the model's top-5 (box2d1r's
 // and j2d9pt-gol's best depths fell out of it; every 3D top-5 became unmeasured 2x2 tiles).
-func asyncVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
+// regs is the plan's compiled registers per thread (0: unknown): the tall tile, twice the
+// cells per thread at the same threads, is capped (maxregs) where twice as many would not let
+// its block launch within regsPerBlock, and left out where the cap would be below the
+// plan's own registers (it would spill most of the second row).
+func asyncVariants(p *ir.Program, pl plan.Plan, regs, regsPerBlock int) []plan.Plan {
 	if pl.Strategy != "n5d" || pl.Async > 0 || pl.Shfl {
 		return nil
 	}
@@ -466,12 +470,22 @@ func asyncVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if deepest == 0 || p.Dims() != 3 || max(pl.RY, 1) > 1 || pl.RX < 2 {
 		return out
 	}
+	if regsPerBlock <= 0 {
+		regsPerBlock = 65536
+	}
 	for _, by := range []int{pl.BY / 2, pl.BY} {
 		v := pl
 		v.Prefetch, v.Async, v.RY, v.BY = 0, deepest, 2, by
-		if by >= 1 && v.FitBT(p) == nil && v.BT == pl.BT && v.Validate(p, plan.Limits{}, 0) == nil {
-			out = append(out, v)
+		if by < 1 || v.FitBT(p) != nil || v.BT != pl.BT || v.Validate(p, plan.Limits{}, 0) != nil {
+			continue
 		}
+		if most := regsPerBlock / v.Threads() / 8 * 8; 2*regs > most && (v.MaxRegs == 0 || v.MaxRegs > most) {
+			if most < regs {
+				continue
+			}
+			v.MaxRegs = most
+		}
+		out = append(out, v)
 	}
 	return out
 }
@@ -541,7 +555,7 @@ func (t *tuner) refine(plans []*Candidate) {
 				}
 			}
 		}
-		for _, pl := range asyncVariants(t.s.Prog, best.Plan) {
+		for _, pl := range asyncVariants(t.s.Prog, best.Plan, best.Regs, t.dev.Props().RegsPerBlock) {
 			if v := variant(pl); v != nil {
 				vars = append(vars, v)
 			}
