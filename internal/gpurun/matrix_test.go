@@ -16,7 +16,6 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
-	"tempest/internal/lower"
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
@@ -194,17 +193,15 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				continue
 			}
 			if shuffles {
-				// Asynchronous copies (CUDA): one plane ahead on the default plan, and the
-				// deepest ring that divides the round on the sampled variant (short chunks,
-				// register tiles, vector copies in the interior blocks, the other level order).
+				// Asynchronous copies (CUDA): one plane ahead on the default plan, and two on the
+				// sampled variant (short chunks, register tiles, vector copies in the interior
+				// blocks, the other level order; reach 2 and more along the streaming axis
+				// take a ring of more planes than three, the fewest that divide the round).
 				as := def
 				as.Async = 1
 				out = append(out, as)
 				as = alt
 				as.Prefetch, as.Async = 0, 2
-				if lower.N5DRound(p)%3 != 0 {
-					as.Async = 1
-				}
 				out = append(out, as)
 			}
 			if shuffles && p.Dims() == 2 {

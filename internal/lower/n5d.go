@@ -521,18 +521,19 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return fmt.Sprintf("pf_%s_%d_%d", g.Name, k, i)
 	}
-	// Async: instead of prefetch registers, a ring of D+1 shared planes per state grid that
-	// asynchronous copies fill D planes ahead. Plane first+x (first: the loop's first plane)
-	// lives in slot x mod (D+1), static since D+1 divides the round. Each thread copies and
+	// Async: instead of prefetch registers, a ring of S >= D+1 shared planes per state grid
+	// (plan.N5DRing) that asynchronous copies fill D planes ahead. Plane first+x (first: the
+	// loop's first plane) lives in slot x mod S, static since S divides the round. Each thread
+	// copies and
 	// reads only its own cells, so the ring needs no barrier: the thread's own wait makes its
-	// copies visible to it. A slot is refilled one copy after it was read (the copy for plane
-	// jr+D goes to the slot of plane jr-1), with the plane's barrier between them where the
-	// kernel has shared planes. A thread's cells lie in runs of VW, each run of every thread
+	// copies visible to it. A slot is refilled at least one copy after it was read (the copy
+	// for plane jr+D goes to the slot of plane jr+D-S), with the plane's barrier between them
+	// where the kernel has shared planes. A thread's cells lie in runs of VW, each run of every thread
 	// side by side, so that a run is one aligned 4-, 8- or 16-byte copy and one vector read
 	// (whole rows of a warp: no bank conflicts beyond the vector's own phases).
-	D := pl.Async
-	if D > 0 && copies%(D+1) != 0 {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: the ring of async+1 = %d shared planes must divide the %d planes of an unrolled round (reach %d along %s); try async=1", pl, D+1, copies, R, p.Axes[0])
+	D, S := pl.Async, pl.N5DRing(copies)
+	if D >= copies {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round; use async=%d or less", pl, D, copies, copies-1)
 	}
 	if D > 0 && PD > 1 {
 		return builtKernel{}, 0, fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
@@ -546,7 +547,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// ringOff is cell i's element in slot slot of g's ring, past the thread's first one.
 	ringOff := func(g *ir.Grid, slot, i int) int {
-		return ringOf[g]*(D+1)*ringPlane + slot*ringPlane + i/VW*threads*VW + i%VW
+		return ringOf[g]*S*ringPlane + slot*ringPlane + i/VW*threads*VW + i%VW
 	}
 	ringBase := 0
 	ringAt := func(g *ir.Grid, slot, i int) kir.Expr {
@@ -557,7 +558,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		al := max(16/shType.Size(), 1)
 		shElems = (shElems + al - 1) / al * al
 		ringBase = shElems
-		shElems += len(p.Updates) * (D + 1) * ringPlane
+		shElems += len(p.Updates) * S * ringPlane
 		shared = shElems * shType.Size()
 		var tl kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
 		if d == 3 {
@@ -705,12 +706,12 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					switch {
 					case vec && i%VW == 0:
 						vn := fmt.Sprintf("a_%s_%d", g.Name, i)
-						loop = append(loop, &kir.VecLoad{Name: vn, T: ty, Width: VW, Array: kir.Id("smem"), Idx: ringAt(g, mod(r, D+1), i), Shared: true})
+						loop = append(loop, &kir.VecLoad{Name: vn, T: ty, Width: VW, Array: kir.Id("smem"), Idx: ringAt(g, mod(r, S), i), Shared: true})
 						fallthrough
 					case vec:
 						loop = append(loop, &kir.Decl{Name: v, Type: ty, Init: &kir.Lane{Vec: fmt.Sprintf("a_%s_%d", g.Name, i-i%VW), I: i % VW}})
 					default:
-						loop = append(loop, &kir.Decl{Name: v, Type: ty, Init: kir.At("smem", ringAt(g, mod(r, D+1), i))})
+						loop = append(loop, &kir.Decl{Name: v, Type: ty, Init: kir.At("smem", ringAt(g, mod(r, S), i))})
 					}
 					vals[g] = append(vals[g], kir.Id(v))
 				}
@@ -754,7 +755,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				loop = append(loop, keepD(g, 0, vals[g])...)
 			}
 			if D > 0 {
-				loop = append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, D+1), vec)...)
+				loop = append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec)...)
 			}
 			if !wave {
 				for g, v := range vals {

@@ -70,13 +70,15 @@ func TestN5DLaunchBoundsAndPrefetch(t *testing.T) {
 
 // asyncGolden are n5d plans with asynchronous copies whose CUDA kernels are compared with
 // testdata/<name>: a star in 2D with pairs of cells (8-byte copies in interior blocks, a ring
-// of three planes) and a 3D box of 2x2 register tiles in partial sums, one plane ahead.
+// of three planes), a 3D box of 2x2 register tiles in partial sums, one plane ahead, and a
+// star four planes ahead (a ring of six planes, the round: more than async+1).
 var asyncGolden = []struct{ example, plan, file string }{
 	{"star2d1r", "n5d:bx=32,rx=2,bt=2,async=2", "star2d1r.n5d_async2.cu"},
 	{"box3d1r", "n5d:bx=8,by=4,rx=2,ry=2,bt=2,async=1", "box3d1r.n5d_async1.cu"},
+	{"star2d1r", "n5d:bx=32,bt=2,async=4", "star2d1r.n5d_async4.cu"},
 }
 
-// TestN5DAsync: async plans replace the prefetch registers by a ring of async+1 shared planes
+// TestN5DAsync: async plans replace the prefetch registers by a ring of shared planes
 // per state grid filled with cp.async (the golden kernels), add the ring to the block's shared
 // memory, and cannot be printed for OpenCL (the plan is refused there before lowering).
 func TestN5DAsync(t *testing.T) {
@@ -109,8 +111,9 @@ func TestN5DAsync(t *testing.T) {
 		}
 		threads := pl.Threads()
 		cells := threads * max(pl.RX, 1) * max(pl.RY, 1)
-		if ring := l.SharedBytes - l0.SharedBytes; ring < (pl.Async+1)*cells*4 || ring >= (pl.Async+1)*cells*4+16 {
-			t.Errorf("%s: %d shared bytes, %d without async: the ring of %d planes of %d cells is not what was added", c.plan, l.SharedBytes, l0.SharedBytes, pl.Async+1, cells)
+		planes := pl.N5DRing(N5DRound(p))
+		if ring := l.SharedBytes - l0.SharedBytes; ring < planes*cells*4 || ring >= planes*cells*4+16 {
+			t.Errorf("%s: %d shared bytes, %d without async: the ring of %d planes of %d cells is not what was added", c.plan, l.SharedBytes, l0.SharedBytes, planes, cells)
 		}
 		cu := kir.Print(l.Module, kir.CUDA)
 		for _, want := range []string{"cp.async.commit_group", fmt.Sprintf("cp.async.wait_group %d;", pl.Async-1), "cp.async.wait_group 0;", "cvta.to.shared.u64"} {

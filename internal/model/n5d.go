@@ -528,8 +528,8 @@ func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	}
 	bytes := f.nState * b * ring * (plane + 2*pad) * f.word
 	if pl.Async > 0 {
-		// The ring of async+1 planes of the block's own cells, 16-byte aligned.
-		bytes = (bytes+15)/16*16 + f.nState*(pl.Async+1)*pl.BX*max(pl.BY, 1)*rx*ry*f.word
+		// The ring of planes of the block's own cells, 16-byte aligned.
+		bytes = (bytes+15)/16*16 + f.nState*pl.N5DRing(2*f.U)*pl.BX*max(pl.BY, 1)*rx*ry*f.word
 	}
 	return bytes
 }

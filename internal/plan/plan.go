@@ -60,10 +60,10 @@ type Plan struct {
 	// Prefetch is how many planes ahead n5d loads its input (0 or 1: the next plane). Deeper
 	// prefetches keep more loads in flight per thread, at pf registers per cell.
 	Prefetch int
-	// Async is how many planes ahead n5d copies its input into a ring of Async+1 shared
-	// planes with asynchronous copies (cp.async, CUDA on sm_80 and later), instead of loading
-	// them into prefetch registers (0: off). The registers it frees let wider tiles and deeper
-	// temporal blocks keep their occupancy; Async+1 must divide the unrolled round.
+	// Async is how many planes ahead n5d copies its input into a ring of shared planes with
+	// asynchronous copies (cp.async, CUDA on sm_80 and later), instead of loading them into
+	// prefetch registers (0: off). The registers it frees let wider tiles and deeper temporal
+	// blocks keep their occupancy. The ring has N5DRing planes.
 	Async int
 }
 
@@ -233,6 +233,22 @@ func (pl *Plan) FitBT(p *ir.Program) error {
 		}
 	}
 	return nil
+}
+
+// N5DRing is the shared planes of the ring that n5d's asynchronous copies fill, for an
+// unrolled round of round planes: the fewest, at least async+1 (a plane in flight for each of
+// the async planes ahead, and the one being read), that divide the round, so that every
+// plane's slot is static in the unrolled loop (6-plane rounds: async=1 takes 2 planes, 2
+// takes 3, 3 to 5 take 6). 0 without async.
+func (pl Plan) N5DRing(round int) int {
+	if pl.Async <= 0 {
+		return 0
+	}
+	n := pl.Async + 1
+	for round%n != 0 {
+		n++
+	}
+	return n
 }
 
 // N5DAlign is the cells that an n5d tile's first output and its output width along x are
@@ -482,8 +498,8 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 			if pl.Prefetch > 1 {
 				return fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
 			}
-			if round := 2 * (2*p.Reach()[0] + 1); round%(pl.Async+1) != 0 {
-				return fmt.Errorf("plan %s: the ring of async+1 = %d shared planes must divide the %d planes of an unrolled round (reach %d along %s); try async=1", pl, pl.Async+1, round, p.Reach()[0], p.Axes[0])
+			if round := 2 * (2*p.Reach()[0] + 1); pl.Async >= round {
+				return fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round (reach %d along %s); use async=%d or less", pl, pl.Async, round, p.Reach()[0], p.Axes[0], round-1)
 			}
 			if lim.NoAsync {
 				return fmt.Errorf("plan %s: asynchronous copies (async=%d) are generated for CUDA only; drop async on this backend", pl, pl.Async)

@@ -439,12 +439,14 @@ func contenders(cands []*Candidate, best *Candidate) []*Candidate {
 	return out[:min(len(out), 3)]
 }
 
-// refineAsync are the rings of asynchronous copies (n5d's async) the refinement tries.
-var refineAsync = []int{1, 2}
+// refineAsync are the planes ahead that the refinement tries with asynchronous copies
+// (n5d's async): on the H100 one plane ahead measured below two (star3d1r 395 against 484
+// GCells/s) and four (star2d2r 965 against 1295), too little to hide the load.
+var refineAsync = []int{2, 4}
 
 // asyncVariants are an n5d plan with asynchronous copies instead of its prefetch (CUDA on
-// sm_80+; the device's limits prune them elsewhere): each ring of refineAsync planes that
-// divides the round, and in 3D, for a plan of one row per thread, the deepest ring with two
+// sm_80+; the device's limits prune them elsewhere): refineAsync planes ahead, and in 3D,
+// for a plan of one row per thread, the deepest of them with two
 // rows per thread over the same tile (half the threads) and over a tile twice as tall. Async
 // belongs here rather than in the ranked space: what it changes (registers, load latency) is
 // what the model cannot rank, and in the space its twins crowded the model's top-5 (box2d1r's
