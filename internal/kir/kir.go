@@ -171,15 +171,17 @@ type (
 		Idx  Expr
 	}
 	// AsyncCopy starts copying Width consecutive elements of type T from global buffer Src
-	// (a pointer parameter) at SrcIdx to shared memory at element DstIdx past the address
-	// DstBase (a SharedBase of an array of T). Width times the element size must be 4, 8 or
-	// 16 bytes, and both addresses aligned to it: for the shared side the strategy lays its
-	// planes out so; for the buffer it establishes it, at run time if need be.
+	// (a pointer parameter) at SrcIdx, an index of type IdxType (I32 or I64), to shared memory
+	// at element DstIdx past the address DstBase (a SharedBase of an array of T). Width times
+	// the element size must be 4, 8 or 16 bytes, and both addresses aligned to it: for the
+	// shared side the strategy lays its planes out so; for the buffer it establishes it, at
+	// run time if need be.
 	AsyncCopy struct {
 		T       Type
 		Width   int
 		Src     string
 		SrcIdx  Expr
+		IdxType Type
 		DstBase string
 		DstIdx  Expr
 	}

@@ -289,16 +289,25 @@ func (p *printer) async(s Stmt) {
 		default:
 			panic(fmt.Sprintf("internal error: asynchronous copy of %d bytes", bytes))
 		}
-		src := fmt.Sprintf("\"l\"(%s + %s)", s.Src, p.expr(s.SrcIdx, prec["+"]+1))
-		if c, ok := s.DstIdx.(*Int); ok {
-			// A constant offset is the instruction's immediate: the base stays the only
-			// register (the compiler would keep base + offset in one per copy).
-			p.line("asm volatile(\"cp.async.%s.shared.global [%%0+%d], [%%1], %d;\" :: \"r\"(%s), %s : \"memory\");",
-				level, c.V*int64(size(s.T)), bytes, s.DstBase, src)
-			return
+		// The global address is formed inside the statement from the buffer and the element
+		// index, so that the compiler keeps only the buffer's pointer across a loop (given
+		// the address, it kept 64-bit partial sums of it); a constant shared offset is the
+		// instruction's immediate, so the shared base is the only register on that side.
+		wide := "mul.wide.s32"
+		idx := "r"
+		switch s.IdxType {
+		case I32:
+		case I64:
+			wide, idx = "mul.lo.s64", "l"
+		default:
+			panic("internal error: asynchronous copy indexed by " + p.typ(s.IdxType))
 		}
-		p.line("asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d;\" :: \"r\"(%s + %d * (%s)), %s : \"memory\");",
-			level, bytes, s.DstBase, size(s.T), p.expr(s.DstIdx, 0), src)
+		dst, off := fmt.Sprintf("%s + %d * (%s)", s.DstBase, size(s.T), p.expr(s.DstIdx, 0)), ""
+		if c, ok := s.DstIdx.(*Int); ok {
+			dst, off = s.DstBase, fmt.Sprintf("+%d", c.V*int64(size(s.T)))
+		}
+		p.line("asm volatile(\"{ .reg .u64 ga; %s ga, %%1, %d; add.s64 ga, ga, %%2; cp.async.%s.shared.global [%%0%s], [ga], %d; }\" :: \"r\"(%s), \"%s\"(%s), \"l\"(%s) : \"memory\");",
+			wide, size(s.T), level, off, bytes, dst, idx, p.expr(s.SrcIdx, 0), s.Src)
 	case *AsyncCommit:
 		p.line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");")
 	case *AsyncWait:

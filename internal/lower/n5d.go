@@ -589,7 +589,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				w = VW
 			}
 			for i := 0; i < NC; i += w {
-				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, !vec), DstBase: "sring", DstIdx: kir.I(ringOff(g, slot, i))})
+				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, !vec), IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(ringOff(g, slot, i))})
 			}
 		}
 		return append(out, &kir.AsyncCommit{})

@@ -60,10 +60,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   int tlin = (int)threadIdx.y * 8 + (int)threadIdx.x;
   unsigned sring;
   asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 672)));
-  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 6;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
@@ -166,8 +166,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -268,8 +268,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -370,8 +370,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -472,8 +472,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -574,8 +574,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -676,8 +676,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -776,8 +776,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -874,8 +874,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -972,8 +972,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1070,8 +1070,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1168,8 +1168,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1266,8 +1266,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1370,8 +1370,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1472,8 +1472,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1574,8 +1574,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1676,8 +1676,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1778,8 +1778,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1880,8 +1880,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2013,10 +2013,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+772], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2145,10 +2145,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2277,10 +2277,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+772], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2409,10 +2409,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2541,10 +2541,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+772], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2673,10 +2673,10 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2729,10 +2729,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   int tlin = (int)threadIdx.y * 8 + (int)threadIdx.x;
   unsigned sring;
   asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 336)));
-  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
@@ -2794,8 +2794,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2855,8 +2855,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2916,8 +2916,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2977,8 +2977,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3038,8 +3038,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3099,8 +3099,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3160,8 +3160,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3219,8 +3219,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3278,8 +3278,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3337,8 +3337,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3396,8 +3396,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3455,8 +3455,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3518,8 +3518,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3579,8 +3579,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3640,8 +3640,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3701,8 +3701,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3762,8 +3762,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3823,8 +3823,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_0) * n2 + c2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + c1_1) * n2 + c2_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3903,10 +3903,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+772], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -3982,10 +3982,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4061,10 +4061,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+772], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4140,10 +4140,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4219,10 +4219,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+768], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+772], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+768], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+772], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -4298,10 +4298,10 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         d_u_0_1 = v_u_0_1;
         d_u_0_2 = v_u_0_2;
         d_u_0_3 = v_u_0_3;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + ((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_0) * n2 + cc2_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"((min(max(jr + 1, 0), n0 - 1) * n1 + cc1_1) * n2 + cc2_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }

@@ -30,11 +30,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   int tlin = (int)threadIdx.x;
   unsigned sring;
   asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 288)));
-  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 3, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 3, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 3, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 3, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
@@ -87,7 +87,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -138,7 +138,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -189,7 +189,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -240,7 +240,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -291,7 +291,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -342,7 +342,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -391,7 +391,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -438,7 +438,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -485,7 +485,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -532,7 +532,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -579,7 +579,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -626,7 +626,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -679,7 +679,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -730,7 +730,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -781,7 +781,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -832,7 +832,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -883,7 +883,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -934,7 +934,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -998,8 +998,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1060,8 +1060,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1122,8 +1122,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1184,8 +1184,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1246,8 +1246,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1308,8 +1308,8 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1342,11 +1342,11 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   int tlin = (int)threadIdx.x;
   unsigned sring;
   asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 144)));
-  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-  asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
@@ -1380,7 +1380,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1412,7 +1412,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1444,7 +1444,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1476,7 +1476,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1508,7 +1508,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1540,7 +1540,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1572,7 +1572,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1602,7 +1602,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1632,7 +1632,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1662,7 +1662,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1692,7 +1692,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1722,7 +1722,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1756,7 +1756,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1788,7 +1788,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1820,7 +1820,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1852,7 +1852,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1884,7 +1884,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1916,7 +1916,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 8;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + c1_0)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1957,8 +1957,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1996,8 +1996,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2035,8 +2035,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2074,8 +2074,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_2_0;
         q_u_0_0_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_2_1;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+516], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2113,8 +2113,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 76] = q_u_0_0_0;
         q_u_0_1_1 = v_u_0_1;
         smem[tid + 108] = q_u_0_0_1;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+4], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2152,8 +2152,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         smem[tid + 4] = q_u_0_1_0;
         q_u_0_2_1 = v_u_0_1;
         smem[tid + 36] = q_u_0_1_1;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0)) : "memory");
-        asm volatile("cp.async.ca.shared.global [%0+260], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }

@@ -19,13 +19,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   int tlin = (int)threadIdx.x;
   unsigned sring;
   asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin + 160)));
-  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 3, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 3, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
@@ -62,7 +62,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 160];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -97,7 +97,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 192];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -132,7 +132,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 224];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -167,7 +167,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 256];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -202,7 +202,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 288];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -237,7 +237,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 320];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -270,7 +270,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 160];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -301,7 +301,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 192];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -332,7 +332,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 224];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -363,7 +363,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 256];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -394,7 +394,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 288];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -425,7 +425,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 320];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -462,7 +462,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 160];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -497,7 +497,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 192];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -532,7 +532,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 224];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -567,7 +567,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 256];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -602,7 +602,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 288];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -637,7 +637,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 320];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -679,7 +679,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 160];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -718,7 +718,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 192];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -757,7 +757,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 224];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -796,7 +796,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 256];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -835,7 +835,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 288];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -874,7 +874,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         float v_u_0_0 = smem[tlin + 320];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -899,13 +899,13 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   int tlin = (int)threadIdx.x;
   unsigned sring;
   asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin + 80)));
-  asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 2, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb - 1, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(zb, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(zb + 1, 0), n0 - 1) * n1 + cc1)) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(zb + 1, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
@@ -930,7 +930,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 80];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -953,7 +953,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 112];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -976,7 +976,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 144];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -999,7 +999,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 176];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1022,7 +1022,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 208];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1045,7 +1045,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 240];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1068,7 +1068,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 80];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1089,7 +1089,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 112];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1110,7 +1110,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 144];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1131,7 +1131,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 176];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1152,7 +1152,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 208];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1173,7 +1173,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 240];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1198,7 +1198,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 80];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1221,7 +1221,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 112];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1244,7 +1244,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 144];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1267,7 +1267,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 176];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1290,7 +1290,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 208];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1313,7 +1313,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 240];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1341,7 +1341,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 80];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+512], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1366,7 +1366,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 112];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+640], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+640], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1391,7 +1391,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 144];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+0], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1416,7 +1416,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 176];
         q_u_0_0_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_2_0;
-        asm volatile("cp.async.ca.shared.global [%0+128], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+128], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1441,7 +1441,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 208];
         q_u_0_1_0 = v_u_0_0;
         smem[tid + 44] = q_u_0_0_0;
-        asm volatile("cp.async.ca.shared.global [%0+256], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1466,7 +1466,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         float v_u_0_0 = smem[tlin + 240];
         q_u_0_2_0 = v_u_0_0;
         smem[tid + 4] = q_u_0_1_0;
-        asm volatile("cp.async.ca.shared.global [%0+384], [%1], 4;" :: "r"(sring), "l"(in0_u + (min(max(jr + 4, 0), n0 - 1) * n1 + cc1)) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+384], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 4, 0), n0 - 1) * n1 + cc1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
