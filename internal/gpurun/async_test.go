@@ -5,9 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/lower"
 	"tempest/internal/plan"
+	"tempest/internal/ref"
 	"tempest/internal/state"
 )
 
@@ -30,6 +33,65 @@ func TestAsyncRefusedOnOpenCL(t *testing.T) {
 	_, err = Prepare(dev, s, pl)
 	if err == nil || !strings.Contains(err.Error(), "CUDA only") || !strings.Contains(err.Error(), "drop async") {
 		t.Fatalf("async on OpenCL: %v", err)
+	}
+}
+
+// TestAsyncRingOnOpenCL checks the ring of n5d's asynchronous copies (slots, offsets, the
+// prologue, vector runs, rings longer than async+1, one ring per state grid) on OpenCL, whose
+// printer renders the copies synchronously: the plans are lowered and run directly (users'
+// plans with async are refused there), on the sampled matrix shapes, against the reference
+// within the matrix's tolerances. Asynchrony itself (waits, slot reuse) is for the CUDA tests.
+func TestAsyncRingOnOpenCL(t *testing.T) {
+	dev := openDevice(t, "opencl")
+	mods := matrixModules(dev)
+	defer mods.Close()
+	for _, c := range []struct {
+		example string
+		plans   []string
+		shapes  [][]int
+	}{
+		{"an5d/star2d1r", []string{"n5d:bx=8,rx=2,bt=3,chunk=5,async=2", "n5d:bx=16,bt=2,async=4,wave=false"}, [][]int{{13, 29}, {37, 70}}},
+		{"an5d/star2d2r", []string{"n5d:bx=16,rx=2,bt=2,async=2"}, [][]int{{37, 70}}},
+		{"an5d/box3d1r", []string{"n5d:bx=4,by=4,rx=2,ry=2,bt=2,chunk=5,async=1"}, [][]int{{9, 2, 35}, {20, 12, 20}}},
+		{"inplane/grad", []string{"n5d:bx=4,by=8,rx=2,bt=2,async=2"}, [][]int{{5, 7, 11}, {20, 12, 20}}},
+	} {
+		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range c.plans {
+			pl, err := plan.Parse(text, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, shape := range c.shapes {
+				s, err := state.New(p, shape, state.DefaultParams(p), 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref.Init(s)
+				want := s.Clone()
+				ref.Run(want, 5)
+				low, err := lower.Lower(p, shape, s.Layers, pl)
+				if err != nil {
+					t.Fatalf("%s %s: %v", c.example, pl, err)
+				}
+				r, err := NewWith(dev, s, low, gpu.CompileOptions{}, pl.String(), mods)
+				if err != nil {
+					t.Fatalf("%s %s: %v", c.example, pl, err)
+				}
+				if err := r.Run(5); err != nil {
+					t.Fatalf("%s %s %v: %v", c.example, pl, shape, err)
+				}
+				if err := r.Download(); err != nil {
+					t.Fatalf("%s %s %v: %v", c.example, pl, shape, err)
+				}
+				r.Close()
+				if msg := agree(want, s); msg != "" {
+					t.Errorf("%s %s size %v after 5 steps: %s", c.example, pl, shape, msg)
+				}
+			}
+		}
 	}
 }
 

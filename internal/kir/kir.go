@@ -160,7 +160,8 @@ type (
 // global memory into shared memory without passing it through registers, groups its copies,
 // and later waits for all but its newest groups. Only the copying thread may rely on the wait
 // (others need a barrier after it). Only CUDA has them: plans that need them are refused for
-// OpenCL (plan.Limits.NoAsync), and the OpenCL printer panics.
+// OpenCL (plan.Limits.NoAsync); the OpenCL printer renders their synchronous equivalent, for
+// tests.
 type (
 	// SharedBase declares Name, the 32-bit shared-window address of element Idx of the
 	// dynamic shared array smem: what AsyncCopy addresses its destination from. Declared once
