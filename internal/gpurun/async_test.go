@@ -36,8 +36,10 @@ func TestAsyncRefusedOnOpenCL(t *testing.T) {
 	}
 }
 
-// TestAsyncRingOnOpenCL checks the ring of n5d's asynchronous copies (slots, offsets, the
-// prologue, vector runs, rings longer than async+1, one ring per state grid) on OpenCL, whose
+// TestAsyncRingOnOpenCL checks the rings of n5d's asynchronous copies (level 0's planes for
+// stars, in 2D and 3D, both level orders, reach 2; rings of their own for boxes and for stars
+// copying far ahead: slots, offsets, the prologue, rings longer than async+1, one ring per
+// state grid) on OpenCL, whose
 // printer renders the copies synchronously: the plans are lowered and run directly (users'
 // plans with async are refused there), on the sampled matrix shapes, against the reference
 // within the matrix's tolerances. Asynchrony itself (waits, slot reuse) is for the CUDA tests.
@@ -53,6 +55,7 @@ func TestAsyncRingOnOpenCL(t *testing.T) {
 		{"an5d/star2d1r", []string{"n5d:bx=8,rx=2,bt=3,chunk=5,async=2", "n5d:bx=16,bt=2,async=4,wave=false"}, [][]int{{13, 29}, {37, 70}}},
 		{"an5d/star2d2r", []string{"n5d:bx=16,rx=2,bt=2,async=2"}, [][]int{{37, 70}}},
 		{"an5d/box3d1r", []string{"n5d:bx=4,by=4,rx=2,ry=2,bt=2,chunk=5,async=1"}, [][]int{{9, 2, 35}, {20, 12, 20}}},
+		{"an5d/star3d1r", []string{"n5d:bx=4,by=4,rx=2,ry=2,bt=2,chunk=5,async=1", "n5d:bx=8,by=8,bt=3,async=2,wave=false"}, [][]int{{9, 2, 35}, {20, 12, 20}}},
 		{"inplane/grad", []string{"n5d:bx=4,by=8,rx=2,bt=2,async=2"}, [][]int{{5, 7, 11}, {20, 12, 20}}},
 	} {
 		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})

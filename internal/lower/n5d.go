@@ -456,10 +456,28 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 		}
 	}
+	// Stars with asynchronous copies (async=D) take them straight into level 0's shared
+	// planes: a ring of ringWin planes in the planes' own layout, which level 1 reads for all
+	// its inputs, the column above and below included, so that level 0 keeps no register
+	// queue, stores nothing and reads nothing back. Each thread copies its own cells; level 1
+	// reads them after the plane's barrier (each thread waits for its own copies before it),
+	// and a slot is refilled only once no level reads it in the same copy: D planes ahead of
+	// the newest, behind the oldest that level 1 reads (lag L, reach R), so at least D+L+R+1
+	// planes, and a divisor of the round for static slots. Other stencils, and depths with no
+	// such divisor, copy into a ring of their own (below).
+	ringWin := 0
+	if pl.Async > 0 && !assoc && !offPlaneInPlane && !shfl {
+		for n := pl.Async + L + R + 1; n <= copies; n++ {
+			if copies%n == 0 {
+				ringWin = n
+				break
+			}
+		}
+	}
 	type window struct {
 		queue [][]string // queue[k][i]: register k of cell i's queue of U planes (not in assoc mode)
 		sh    int        // element offset of its planes in smem
-		ring  int        // shared planes: 0, 2 (double-buffered) or 2U
+		ring  int        // shared planes: 0, 2 (double-buffered), 2U or ringWin
 	}
 	shElems, shared := 0, 0
 	win := map[[2]int]*window{}
@@ -468,7 +486,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		t := kir.FromIR(g.Type)
 		for lv := 0; lv < bt; lv++ {
 			w := &window{}
-			if !assoc {
+			if !assoc && !(lv == 0 && ringWin > 0) {
 				for k := 0; k < U; k++ {
 					var regs []string
 					for i := 0; i < NC; i++ {
@@ -480,6 +498,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				}
 			}
 			switch {
+			case lv == 0 && ringWin > 0:
+				w.ring = ringWin
 			case !inPlaneReads[g] || shfl:
 			case assoc:
 				w.ring = 2
@@ -521,6 +541,24 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return fmt.Sprintf("pf_%s_%d_%d", g.Name, k, i)
 	}
+	// smemOff is smemAt's element past tid.
+	smemOff := func(w *window, slot, i int, off []int) int {
+		o := 0
+		j := cx(i)
+		o += cy(i) * tstride[Y] // the cell's row among the thread's RY rows (none in 2D)
+		if off != nil {
+			for a := 1; a < X; a++ {
+				o += off[a] * tstride[a]
+			}
+			j += off[X]
+		}
+		if !split {
+			o += j
+		} else {
+			o += mod(j, RX)*TX + (j-mod(j, RX))/RX
+		}
+		return w.sh + slot*stride + pad + o
+	}
 	// Async: instead of prefetch registers, a ring of S >= D+1 shared planes per state grid
 	// (plan.N5DRing) that asynchronous copies fill D planes ahead. Plane first+x (first: the
 	// loop's first plane) lives in slot x mod S, static since S divides the round. Each thread
@@ -532,6 +570,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// side by side, so that a run is one aligned 4-, 8- or 16-byte copy and one vector read
 	// (whole rows of a warp: no bank conflicts beyond the vector's own phases).
 	D, S := pl.Async, pl.N5DRing(copies)
+	if ringWin > 0 {
+		S = ringWin
+	}
 	if D >= copies {
 		return builtKernel{}, 0, fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round; use async=%d or less", pl, D, copies, copies-1)
 	}
@@ -539,6 +580,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		return builtKernel{}, 0, fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
 	}
 	windows := shElems > 0 // shared planes that other threads read: barriers
+	private := D > 0 && ringWin == 0 // the copies' own ring
 	threads := block[0] * block[1]
 	ringPlane := NC * threads
 	ringOf := map[*ir.Grid]int{}
@@ -553,7 +595,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	ringAt := func(g *ir.Grid, slot, i int) kir.Expr {
 		return kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase+ringOff(g, slot, i)))
 	}
-	if D > 0 {
+	if private {
 		// The ring starts 16-byte aligned (the dynamic array is), for 16-byte copies.
 		al := max(16/shType.Size(), 1)
 		shElems = (shElems + al - 1) / al * al
@@ -585,14 +627,24 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		for _, u := range p.Updates {
 			g := u.Grid
 			w := 1
-			if vec {
+			if vec && private {
 				w = VW
 			}
 			for i := 0; i < NC; i += w {
-				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, !vec), IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(ringOff(g, slot, i))})
+				var dst int
+				if private {
+					dst = ringOff(g, slot, i)
+				} else {
+					dst = smemOff(win[[2]int{g.Index, 0}], slot, i, nil)
+				}
+				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, w == 1), IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(dst)})
 			}
 		}
 		return append(out, &kir.AsyncCommit{})
+	}
+	if D > 0 && !private {
+		// The copies address level 0's planes from the thread's word in them.
+		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Id("tid")})
 	}
 	if D > 0 {
 		for k := 0; k < D; k++ {
@@ -613,21 +665,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// constant. Reads that leave the row land in the pad or a neighbouring row: only halo
 	// cells, whose results no output uses, make them.
 	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
-		o := 0
-		j := cx(i)
-		o += cy(i) * tstride[Y] // the cell's row among the thread's RY rows (none in 2D)
-		if off != nil {
-			for a := 1; a < X; a++ {
-				o += off[a] * tstride[a]
-			}
-			j += off[X]
-		}
-		if !split {
-			o += j
-		} else {
-			o += mod(j, RX)*TX + (j-mod(j, RX))/RX
-		}
-		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(w.sh+slot*stride+pad+o)))
+		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(smemOff(w, slot, i, off))))
 	}
 	// inThread says a read at l's in-plane offset from cell i lands on the thread's own cell
 	// i+dx (same row, x offset only), whose value is in a register.
@@ -695,6 +733,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			if D > 0 {
 				// Plane jr's group has landed once at most D-1 newer ones are in flight.
 				loop = append(loop, &kir.AsyncWait{Pending: D - 1})
+			}
+			if ringWin > 0 {
+				// Level 0 is the copies: level 1 reads them after the plane's barrier.
+				return append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec)...)
 			}
 			for _, u := range p.Updates {
 				g := u.Grid
@@ -895,7 +937,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 							return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
 						}
 						w := win[[2]int{l.G.Index, prev}]
-						if j, ok := inThread(l, i); ok {
+						if j, ok := inThread(l, i); ok && w.queue != nil {
 							return kir.Id(w.queue[mod(mrel+l.Off[0], U)][j])
 						}
 						if shfl {
@@ -917,7 +959,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					var sets []kir.Stmt
 					for _, u := range p.Updates {
 						g := u.Grid
-						keep := kir.Id(win[[2]int{g.Index, prev}].queue[mod(mrel, U)][i])
+						w := win[[2]int{g.Index, prev}]
+						var keep kir.Expr
+						if w.queue != nil {
+							keep = kir.Id(w.queue[mod(mrel, U)][i])
+						} else {
+							keep = smemAt(w, mod(mrel, w.ring), i, nil) // level 0's copies
+						}
 						cs = append(cs, kir.Set(next[g][i], keep))
 						set := kir.Set(next[g][i], em.expr(u.Value))
 						if rim := rimAt(g, kir.Id(row), i); rim != nil {

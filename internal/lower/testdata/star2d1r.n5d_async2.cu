@@ -15,26 +15,19 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   int ze = min(zb + chunk, n0);
   bool rimc_u_0 = c1_0 < 1 || c1_0 >= n1 - 1;
   bool rimc_u_1 = c1_1 < 1 || c1_1 >= n1 - 1;
-  float q_u_0_0_0 = 0e+00f;
-  float q_u_0_0_1 = 0e+00f;
-  float q_u_0_1_0 = 0e+00f;
-  float q_u_0_1_1 = 0e+00f;
-  float q_u_0_2_0 = 0e+00f;
-  float q_u_0_2_1 = 0e+00f;
   float q_u_1_0_0 = 0e+00f;
   float q_u_1_0_1 = 0e+00f;
   float q_u_1_1_0 = 0e+00f;
   float q_u_1_1_1 = 0e+00f;
   float q_u_1_2_0 = 0e+00f;
   float q_u_1_2_1 = 0e+00f;
-  int tlin = (int)threadIdx.x;
   unsigned sring;
-  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 288)));
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + tid));
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 4, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 4, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 3, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 3, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 3, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 3, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
@@ -49,11 +42,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_2_0;
-              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_2_1;
+              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_2_1;
             }
             {
               v_u_2_1 = q_u_1_2_1;
-              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 149];
+              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 437];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -66,28 +59,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 292];
+              v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 324];
+              v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
             }
             q_u_1_1_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_0_0;
+            smem[tid + 508] = q_u_1_0_0;
             q_u_1_1_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_0_1;
+            smem[tid + 540] = q_u_1_0_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 288));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -100,11 +87,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_0_0;
-              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_0_1;
+              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_0_1;
             }
             {
               v_u_2_1 = q_u_1_0_1;
-              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 221];
+              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 509];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -117,28 +104,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 364];
+              v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 396];
+              v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
             }
             q_u_1_2_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_1_0;
+            smem[tid + 436] = q_u_1_1_0;
             q_u_1_2_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_1_1;
+            smem[tid + 468] = q_u_1_1_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -151,11 +132,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_1_0;
-              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_1_1;
+              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_1_1;
             }
             {
               v_u_2_1 = q_u_1_1_1;
-              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 149];
+              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 437];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -168,28 +149,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 4];
+              v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 36];
+              v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
             }
             q_u_1_0_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_2_0;
+            smem[tid + 508] = q_u_1_2_0;
             q_u_1_0_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_2_1;
+            smem[tid + 540] = q_u_1_2_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -202,11 +177,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_2_0;
-              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_2_1;
+              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_2_1;
             }
             {
               v_u_2_1 = q_u_1_2_1;
-              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 221];
+              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 509];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -219,28 +194,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 76];
+              v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 108];
+              v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
             }
             q_u_1_1_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_0_0;
+            smem[tid + 436] = q_u_1_0_0;
             q_u_1_1_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_0_1;
+            smem[tid + 468] = q_u_1_0_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 288));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -253,11 +222,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_0_0;
-              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_0_1;
+              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_0_1;
             }
             {
               v_u_2_1 = q_u_1_0_1;
-              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 149];
+              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 437];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -270,28 +239,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 148];
+              v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 180];
+              v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
             }
             q_u_1_2_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_1_0;
+            smem[tid + 508] = q_u_1_1_0;
             q_u_1_2_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_1_1;
+            smem[tid + 540] = q_u_1_1_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -304,11 +267,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_1_0;
-              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_1_1;
+              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_1_1;
             }
             {
               v_u_2_1 = q_u_1_1_1;
-              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 221];
+              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 509];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -321,28 +284,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 220];
+              v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 252];
+              v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
             }
             q_u_1_0_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_2_0;
+            smem[tid + 436] = q_u_1_2_0;
             q_u_1_0_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_2_1;
+            smem[tid + 468] = q_u_1_2_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -356,11 +313,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m2 = jr - 4;
           {
             v_u_2_0 = q_u_1_2_0;
-            v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_2_1;
+            v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_2_1;
           }
           {
             v_u_2_1 = q_u_1_2_1;
-            v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 149];
+            v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 437];
           }
           if (own_0 && (m2 >= zb && m2 < ze)) {
             *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -371,27 +328,21 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_1_0;
-            v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+            v_u_1_0 = smem[tid + 292];
+            v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
           }
           {
-            v_u_1_1 = q_u_0_1_1;
-            v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+            v_u_1_1 = smem[tid + 324];
+            v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
           }
           q_u_1_1_0 = v_u_1_0;
-          smem[tid + 220] = q_u_1_0_0;
+          smem[tid + 508] = q_u_1_0_0;
           q_u_1_1_1 = v_u_1_1;
-          smem[tid + 252] = q_u_1_0_1;
+          smem[tid + 540] = q_u_1_0_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 288));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -403,11 +354,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m2 = jr - 4;
           {
             v_u_2_0 = q_u_1_0_0;
-            v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_0_1;
+            v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_0_1;
           }
           {
             v_u_2_1 = q_u_1_0_1;
-            v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 221];
+            v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 509];
           }
           if (own_0 && (m2 >= zb && m2 < ze)) {
             *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -418,27 +369,21 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_2_0;
-            v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+            v_u_1_0 = smem[tid + 364];
+            v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
           }
           {
-            v_u_1_1 = q_u_0_2_1;
-            v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+            v_u_1_1 = smem[tid + 396];
+            v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
           }
           q_u_1_2_0 = v_u_1_0;
-          smem[tid + 148] = q_u_1_1_0;
+          smem[tid + 436] = q_u_1_1_0;
           q_u_1_2_1 = v_u_1_1;
-          smem[tid + 180] = q_u_1_1_1;
+          smem[tid + 468] = q_u_1_1_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -450,11 +395,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m2 = jr - 4;
           {
             v_u_2_0 = q_u_1_1_0;
-            v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_1_1;
+            v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_1_1;
           }
           {
             v_u_2_1 = q_u_1_1_1;
-            v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 149];
+            v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 437];
           }
           if (own_0 && (m2 >= zb && m2 < ze)) {
             *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -465,27 +410,21 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_0_0;
-            v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+            v_u_1_0 = smem[tid + 4];
+            v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
           }
           {
-            v_u_1_1 = q_u_0_0_1;
-            v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+            v_u_1_1 = smem[tid + 36];
+            v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
           }
           q_u_1_0_0 = v_u_1_0;
-          smem[tid + 220] = q_u_1_2_0;
+          smem[tid + 508] = q_u_1_2_0;
           q_u_1_0_1 = v_u_1_1;
-          smem[tid + 252] = q_u_1_2_1;
+          smem[tid + 540] = q_u_1_2_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -497,11 +436,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m2 = jr - 4;
           {
             v_u_2_0 = q_u_1_2_0;
-            v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_2_1;
+            v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_2_1;
           }
           {
             v_u_2_1 = q_u_1_2_1;
-            v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 221];
+            v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 509];
           }
           if (own_0 && (m2 >= zb && m2 < ze)) {
             *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -512,27 +451,21 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_1_0;
-            v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+            v_u_1_0 = smem[tid + 76];
+            v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
           }
           {
-            v_u_1_1 = q_u_0_1_1;
-            v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+            v_u_1_1 = smem[tid + 108];
+            v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
           }
           q_u_1_1_0 = v_u_1_0;
-          smem[tid + 148] = q_u_1_0_0;
+          smem[tid + 436] = q_u_1_0_0;
           q_u_1_1_1 = v_u_1_1;
-          smem[tid + 180] = q_u_1_0_1;
+          smem[tid + 468] = q_u_1_0_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 288));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -544,11 +477,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m2 = jr - 4;
           {
             v_u_2_0 = q_u_1_0_0;
-            v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_0_1;
+            v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_0_1;
           }
           {
             v_u_2_1 = q_u_1_0_1;
-            v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 149];
+            v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 437];
           }
           if (own_0 && (m2 >= zb && m2 < ze)) {
             *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -559,27 +492,21 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_2_0;
-            v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+            v_u_1_0 = smem[tid + 148];
+            v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
           }
           {
-            v_u_1_1 = q_u_0_2_1;
-            v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+            v_u_1_1 = smem[tid + 180];
+            v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
           }
           q_u_1_2_0 = v_u_1_0;
-          smem[tid + 220] = q_u_1_1_0;
+          smem[tid + 508] = q_u_1_1_0;
           q_u_1_2_1 = v_u_1_1;
-          smem[tid + 252] = q_u_1_1_1;
+          smem[tid + 540] = q_u_1_1_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -591,11 +518,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m2 = jr - 4;
           {
             v_u_2_0 = q_u_1_1_0;
-            v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_1_1;
+            v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_1_1;
           }
           {
             v_u_2_1 = q_u_1_1_1;
-            v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 221];
+            v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 509];
           }
           if (own_0 && (m2 >= zb && m2 < ze)) {
             *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -606,27 +533,21 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_0_0;
-            v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+            v_u_1_0 = smem[tid + 220];
+            v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
           }
           {
-            v_u_1_1 = q_u_0_0_1;
-            v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+            v_u_1_1 = smem[tid + 252];
+            v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
           }
           q_u_1_0_0 = v_u_1_0;
-          smem[tid + 148] = q_u_1_2_0;
+          smem[tid + 436] = q_u_1_2_0;
           q_u_1_0_1 = v_u_1_1;
-          smem[tid + 180] = q_u_1_2_1;
+          smem[tid + 468] = q_u_1_2_1;
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -641,11 +562,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_2_0;
-              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_2_1;
+              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_2_1;
             }
             {
               v_u_2_1 = q_u_1_2_1;
-              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 149];
+              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 437];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -658,28 +579,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 292];
+              v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 324];
+              v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
             }
             q_u_1_1_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_0_0;
+            smem[tid + 508] = q_u_1_0_0;
             q_u_1_1_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_0_1;
+            smem[tid + 540] = q_u_1_0_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 288));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -692,11 +607,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_0_0;
-              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_0_1;
+              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_0_1;
             }
             {
               v_u_2_1 = q_u_1_0_1;
-              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 221];
+              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 509];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -709,28 +624,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 364];
+              v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 396];
+              v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
             }
             q_u_1_2_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_1_0;
+            smem[tid + 436] = q_u_1_1_0;
             q_u_1_2_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_1_1;
+            smem[tid + 468] = q_u_1_1_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -743,11 +652,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_1_0;
-              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_1_1;
+              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_1_1;
             }
             {
               v_u_2_1 = q_u_1_1_1;
-              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 149];
+              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 437];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -760,28 +669,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 4];
+              v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 36];
+              v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
             }
             q_u_1_0_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_2_0;
+            smem[tid + 508] = q_u_1_2_0;
             q_u_1_0_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_2_1;
+            smem[tid + 540] = q_u_1_2_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -794,11 +697,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_2_0;
-              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_2_1;
+              v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_2_1;
             }
             {
               v_u_2_1 = q_u_1_2_1;
-              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 221];
+              v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 509];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -811,28 +714,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 76];
+              v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 108];
+              v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
             }
             q_u_1_1_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_0_0;
+            smem[tid + 436] = q_u_1_0_0;
             q_u_1_1_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_0_1;
+            smem[tid + 468] = q_u_1_0_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 288));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -845,11 +742,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_0_0;
-              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_0_1;
+              v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_0_1;
             }
             {
               v_u_2_1 = q_u_1_0_1;
-              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 149];
+              v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 437];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -862,28 +759,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 148];
+              v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 180];
+              v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
             }
             q_u_1_2_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_1_0;
+            smem[tid + 508] = q_u_1_1_0;
             q_u_1_2_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_1_1;
+            smem[tid + 540] = q_u_1_1_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 352));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -896,11 +787,11 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           if (m2 >= zb && m2 < ze) {
             {
               v_u_2_0 = q_u_1_1_0;
-              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_1_1;
+              v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_1_1;
             }
             {
               v_u_2_1 = q_u_1_1_1;
-              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 221];
+              v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 509];
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
               *(float2*)(out0_u + (m2 * n1 + c1_0)) = make_float2(v_u_2_0, v_u_2_1);
@@ -913,28 +804,22 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 220];
+              v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 252];
+              v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
             }
             q_u_1_0_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_2_0;
+            smem[tid + 436] = q_u_1_2_0;
             q_u_1_0_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_2_1;
+            smem[tid + 468] = q_u_1_2_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 416));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -951,13 +836,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
             {
               v_u_2_0 = q_u_1_2_0;
               if (!(rimc_u_0 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_2_1;
+                v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_2_1;
               }
             }
             {
               v_u_2_1 = q_u_1_2_1;
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 149];
+                v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 437];
               }
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
@@ -974,32 +859,26 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_1_0;
+              v_u_1_0 = smem[tid + 292];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+                v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
               }
             }
             {
-              v_u_1_1 = q_u_0_1_1;
+              v_u_1_1 = smem[tid + 324];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+                v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
               }
             }
             q_u_1_1_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_0_0;
+            smem[tid + 508] = q_u_1_0_0;
             q_u_1_1_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_0_1;
+            smem[tid + 540] = q_u_1_0_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 289];
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1013,13 +892,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
             {
               v_u_2_0 = q_u_1_0_0;
               if (!(rimc_u_0 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_0_1;
+                v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_0_1;
               }
             }
             {
               v_u_2_1 = q_u_1_0_1;
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 221];
+                v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 509];
               }
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
@@ -1036,32 +915,26 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_2_0;
+              v_u_1_0 = smem[tid + 364];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+                v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
               }
             }
             {
-              v_u_1_1 = q_u_0_2_1;
+              v_u_1_1 = smem[tid + 396];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+                v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
               }
             }
             q_u_1_2_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_1_0;
+            smem[tid + 436] = q_u_1_1_0;
             q_u_1_2_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_1_1;
+            smem[tid + 468] = q_u_1_1_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 352];
-        float v_u_0_1 = smem[tlin * 2 + 353];
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1075,13 +948,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
             {
               v_u_2_0 = q_u_1_1_0;
               if (!(rimc_u_0 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_1_1;
+                v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_1_1;
               }
             }
             {
               v_u_2_1 = q_u_1_1_1;
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 149];
+                v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 437];
               }
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
@@ -1098,32 +971,26 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_0_0;
+              v_u_1_0 = smem[tid + 4];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+                v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
               }
             }
             {
-              v_u_1_1 = q_u_0_0_1;
+              v_u_1_1 = smem[tid + 36];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+                v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
               }
             }
             q_u_1_0_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_2_0;
+            smem[tid + 508] = q_u_1_2_0;
             q_u_1_0_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_2_1;
+            smem[tid + 540] = q_u_1_2_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 416];
-        float v_u_0_1 = smem[tlin * 2 + 417];
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1137,13 +1004,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
             {
               v_u_2_0 = q_u_1_2_0;
               if (!(rimc_u_0 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_2_1;
+                v_u_2_0 = 2e-01f * q_u_1_2_0 + 1.97e-01f * q_u_1_1_0 + 1.99e-01f * q_u_1_0_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_2_1;
               }
             }
             {
               v_u_2_1 = q_u_1_2_1;
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 221];
+                v_u_2_1 = 2e-01f * q_u_1_2_1 + 1.97e-01f * q_u_1_1_1 + 1.99e-01f * q_u_1_0_1 + 2.01e-01f * q_u_1_2_0 + 2.03e-01f * smem[tid + 509];
               }
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
@@ -1160,32 +1027,26 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_1_0;
+              v_u_1_0 = smem[tid + 76];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+                v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
               }
             }
             {
-              v_u_1_1 = q_u_0_1_1;
+              v_u_1_1 = smem[tid + 108];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+                v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
               }
             }
             q_u_1_1_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_0_0;
+            smem[tid + 436] = q_u_1_0_0;
             q_u_1_1_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_0_1;
+            smem[tid + 468] = q_u_1_0_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 288];
-        float v_u_0_1 = smem[tlin * 2 + 289];
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1199,13 +1060,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
             {
               v_u_2_0 = q_u_1_0_0;
               if (!(rimc_u_0 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 179] + 2.03e-01f * q_u_1_0_1;
+                v_u_2_0 = 2e-01f * q_u_1_0_0 + 1.97e-01f * q_u_1_2_0 + 1.99e-01f * q_u_1_1_0 + 2.01e-01f * smem[tid + 467] + 2.03e-01f * q_u_1_0_1;
               }
             }
             {
               v_u_2_1 = q_u_1_0_1;
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 149];
+                v_u_2_1 = 2e-01f * q_u_1_0_1 + 1.97e-01f * q_u_1_2_1 + 1.99e-01f * q_u_1_1_1 + 2.01e-01f * q_u_1_0_0 + 2.03e-01f * smem[tid + 437];
               }
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
@@ -1222,32 +1083,26 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_2_0;
+              v_u_1_0 = smem[tid + 148];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+                v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
               }
             }
             {
-              v_u_1_1 = q_u_0_2_1;
+              v_u_1_1 = smem[tid + 180];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+                v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
               }
             }
             q_u_1_2_0 = v_u_1_0;
-            smem[tid + 220] = q_u_1_1_0;
+            smem[tid + 508] = q_u_1_1_0;
             q_u_1_2_1 = v_u_1_1;
-            smem[tid + 252] = q_u_1_1_1;
+            smem[tid + 540] = q_u_1_1_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 352];
-        float v_u_0_1 = smem[tlin * 2 + 353];
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1261,13 +1116,13 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
             {
               v_u_2_0 = q_u_1_1_0;
               if (!(rimc_u_0 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 251] + 2.03e-01f * q_u_1_1_1;
+                v_u_2_0 = 2e-01f * q_u_1_1_0 + 1.97e-01f * q_u_1_0_0 + 1.99e-01f * q_u_1_2_0 + 2.01e-01f * smem[tid + 539] + 2.03e-01f * q_u_1_1_1;
               }
             }
             {
               v_u_2_1 = q_u_1_1_1;
               if (!(rimc_u_1 || (m2 < 1 || m2 >= n0 - 1))) {
-                v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 221];
+                v_u_2_1 = 2e-01f * q_u_1_1_1 + 1.97e-01f * q_u_1_0_1 + 1.99e-01f * q_u_1_2_1 + 2.01e-01f * q_u_1_1_0 + 2.03e-01f * smem[tid + 509];
               }
             }
             if (own_0 && (m2 >= zb && m2 < ze)) {
@@ -1284,32 +1139,26 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
           int m1 = jr - 2;
           if (m1 >= zb - 1 && m1 < ze + 1) {
             {
-              v_u_1_0 = q_u_0_0_0;
+              v_u_1_0 = smem[tid + 220];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+                v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
               }
             }
             {
-              v_u_1_1 = q_u_0_0_1;
+              v_u_1_1 = smem[tid + 252];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+                v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
               }
             }
             q_u_1_0_0 = v_u_1_0;
-            smem[tid + 148] = q_u_1_2_0;
+            smem[tid + 436] = q_u_1_2_0;
             q_u_1_0_1 = v_u_1_1;
-            smem[tid + 180] = q_u_1_2_1;
+            smem[tid + 468] = q_u_1_2_1;
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 416];
-        float v_u_0_1 = smem[tlin * 2 + 417];
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1333,20 +1182,13 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   int ze = min(zb + chunk, n0);
   bool rimc_u_0 = c1_0 < 1 || c1_0 >= n1 - 1;
   bool rimc_u_1 = c1_1 < 1 || c1_1 >= n1 - 1;
-  float q_u_0_0_0 = 0e+00f;
-  float q_u_0_0_1 = 0e+00f;
-  float q_u_0_1_0 = 0e+00f;
-  float q_u_0_1_1 = 0e+00f;
-  float q_u_0_2_0 = 0e+00f;
-  float q_u_0_2_1 = 0e+00f;
-  int tlin = (int)threadIdx.x;
   unsigned sring;
-  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + (tlin * 2 + 144)));
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+  asm("{ .reg .u64 ta; cvta.to.shared.u64 ta, %1; cvt.u32.u64 %0, ta; }" : "=r"(sring) : "l"(smem + tid));
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+  asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(zb - 1, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
@@ -1360,12 +1202,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 292];
+              v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 324];
+              v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1373,14 +1215,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 144));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1392,12 +1228,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 364];
+              v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 396];
+              v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1405,14 +1241,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1424,12 +1254,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 4];
+              v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 36];
+              v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1437,14 +1267,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1456,12 +1280,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 76];
+              v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 108];
+              v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1469,14 +1293,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 144));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1488,12 +1306,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 148];
+              v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 180];
+              v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1501,14 +1319,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1520,12 +1332,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 220];
+              v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 252];
+              v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1533,14 +1345,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1553,26 +1359,20 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_1_0;
-            v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+            v_u_1_0 = smem[tid + 292];
+            v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
           }
           {
-            v_u_1_1 = q_u_0_1_1;
-            v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+            v_u_1_1 = smem[tid + 324];
+            v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
           }
           if (own_0 && (m1 >= zb && m1 < ze)) {
             *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 144));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1583,26 +1383,20 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_2_0;
-            v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+            v_u_1_0 = smem[tid + 364];
+            v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
           }
           {
-            v_u_1_1 = q_u_0_2_1;
-            v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+            v_u_1_1 = smem[tid + 396];
+            v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
           }
           if (own_0 && (m1 >= zb && m1 < ze)) {
             *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1613,26 +1407,20 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_0_0;
-            v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+            v_u_1_0 = smem[tid + 4];
+            v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
           }
           {
-            v_u_1_1 = q_u_0_0_1;
-            v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+            v_u_1_1 = smem[tid + 36];
+            v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
           }
           if (own_0 && (m1 >= zb && m1 < ze)) {
             *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1643,26 +1431,20 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_1_0;
-            v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+            v_u_1_0 = smem[tid + 76];
+            v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
           }
           {
-            v_u_1_1 = q_u_0_1_1;
-            v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+            v_u_1_1 = smem[tid + 108];
+            v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
           }
           if (own_0 && (m1 >= zb && m1 < ze)) {
             *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 144));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1673,26 +1455,20 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_2_0;
-            v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+            v_u_1_0 = smem[tid + 148];
+            v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
           }
           {
-            v_u_1_1 = q_u_0_2_1;
-            v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+            v_u_1_1 = smem[tid + 180];
+            v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
           }
           if (own_0 && (m1 >= zb && m1 < ze)) {
             *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1703,26 +1479,20 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
         {
           int m1 = jr - 2;
           {
-            v_u_1_0 = q_u_0_0_0;
-            v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+            v_u_1_0 = smem[tid + 220];
+            v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
           }
           {
-            v_u_1_1 = q_u_0_0_1;
-            v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+            v_u_1_1 = smem[tid + 252];
+            v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
           }
           if (own_0 && (m1 >= zb && m1 < ze)) {
             *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1736,12 +1506,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 292];
+              v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 324];
+              v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1749,14 +1519,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 144));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1768,12 +1532,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 364];
+              v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 396];
+              v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1781,14 +1545,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1800,12 +1558,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 4];
+              v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 36];
+              v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1813,14 +1571,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1832,12 +1584,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_1_0;
-              v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+              v_u_1_0 = smem[tid + 76];
+              v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
             }
             {
-              v_u_1_1 = q_u_0_1_1;
-              v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 108];
+              v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1845,14 +1597,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 144));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1864,12 +1610,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_2_0;
-              v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+              v_u_1_0 = smem[tid + 148];
+              v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
             }
             {
-              v_u_1_1 = q_u_0_2_1;
-              v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+              v_u_1_1 = smem[tid + 180];
+              v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1877,14 +1623,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 208));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1896,12 +1636,12 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_0_0;
-              v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+              v_u_1_0 = smem[tid + 220];
+              v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
             }
             {
-              v_u_1_1 = q_u_0_0_1;
-              v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+              v_u_1_1 = smem[tid + 252];
+              v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
               *(float2*)(out0_u + (m1 * n1 + c1_0)) = make_float2(v_u_1_0, v_u_1_1);
@@ -1909,14 +1649,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float2 a_u_0 = *(const float2*)(smem + (tlin * 2 + 272));
-        float v_u_0_0 = a_u_0.x;
-        float v_u_0_1 = a_u_0.y;
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 8; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + c1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1931,15 +1665,15 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_1_0;
+              v_u_1_0 = smem[tid + 292];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_1_1;
+                v_u_1_0 = 2e-01f * smem[tid + 292] + 1.97e-01f * smem[tid + 220] + 1.99e-01f * smem[tid + 364] + 2.01e-01f * smem[tid + 323] + 2.03e-01f * smem[tid + 324];
               }
             }
             {
-              v_u_1_1 = q_u_0_1_1;
+              v_u_1_1 = smem[tid + 324];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 5];
+                v_u_1_1 = 2e-01f * smem[tid + 324] + 1.97e-01f * smem[tid + 252] + 1.99e-01f * smem[tid + 396] + 2.01e-01f * smem[tid + 292] + 2.03e-01f * smem[tid + 293];
               }
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
@@ -1951,14 +1685,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 145];
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+592], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+720], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -1970,15 +1698,15 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_2_0;
+              v_u_1_0 = smem[tid + 364];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_2_1;
+                v_u_1_0 = 2e-01f * smem[tid + 364] + 1.97e-01f * smem[tid + 292] + 1.99e-01f * smem[tid + 4] + 2.01e-01f * smem[tid + 395] + 2.03e-01f * smem[tid + 396];
               }
             }
             {
-              v_u_1_1 = q_u_0_2_1;
+              v_u_1_1 = smem[tid + 396];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 77];
+                v_u_1_1 = 2e-01f * smem[tid + 396] + 1.97e-01f * smem[tid + 324] + 1.99e-01f * smem[tid + 36] + 2.01e-01f * smem[tid + 364] + 2.03e-01f * smem[tid + 365];
               }
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
@@ -1990,14 +1718,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 208];
-        float v_u_0_1 = smem[tlin * 2 + 209];
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+880], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1008], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2009,15 +1731,15 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_0_0;
+              v_u_1_0 = smem[tid + 4];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_0_1;
+                v_u_1_0 = 2e-01f * smem[tid + 4] + 1.97e-01f * smem[tid + 364] + 1.99e-01f * smem[tid + 76] + 2.01e-01f * smem[tid + 35] + 2.03e-01f * smem[tid + 36];
               }
             }
             {
-              v_u_1_1 = q_u_0_0_1;
+              v_u_1_1 = smem[tid + 36];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 5];
+                v_u_1_1 = 2e-01f * smem[tid + 36] + 1.97e-01f * smem[tid + 396] + 1.99e-01f * smem[tid + 108] + 2.01e-01f * smem[tid + 4] + 2.03e-01f * smem[tid + 5];
               }
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
@@ -2029,14 +1751,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 272];
-        float v_u_0_1 = smem[tlin * 2 + 273];
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1168], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1296], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2048,15 +1764,15 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_1_0;
+              v_u_1_0 = smem[tid + 76];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_1_0 + 1.97e-01f * q_u_0_0_0 + 1.99e-01f * q_u_0_2_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_1_1;
+                v_u_1_0 = 2e-01f * smem[tid + 76] + 1.97e-01f * smem[tid + 4] + 1.99e-01f * smem[tid + 148] + 2.01e-01f * smem[tid + 107] + 2.03e-01f * smem[tid + 108];
               }
             }
             {
-              v_u_1_1 = q_u_0_1_1;
+              v_u_1_1 = smem[tid + 108];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_1_1 + 1.97e-01f * q_u_0_0_1 + 1.99e-01f * q_u_0_2_1 + 2.01e-01f * q_u_0_1_0 + 2.03e-01f * smem[tid + 77];
+                v_u_1_1 = 2e-01f * smem[tid + 108] + 1.97e-01f * smem[tid + 36] + 1.99e-01f * smem[tid + 180] + 2.01e-01f * smem[tid + 76] + 2.03e-01f * smem[tid + 77];
               }
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
@@ -2068,14 +1784,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 144];
-        float v_u_0_1 = smem[tlin * 2 + 145];
-        q_u_0_0_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_2_0;
-        q_u_0_0_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_2_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+512], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+516], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1456], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+1584], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2087,15 +1797,15 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_2_0;
+              v_u_1_0 = smem[tid + 148];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_2_0 + 1.97e-01f * q_u_0_1_0 + 1.99e-01f * q_u_0_0_0 + 2.01e-01f * smem[tid + 35] + 2.03e-01f * q_u_0_2_1;
+                v_u_1_0 = 2e-01f * smem[tid + 148] + 1.97e-01f * smem[tid + 76] + 1.99e-01f * smem[tid + 220] + 2.01e-01f * smem[tid + 179] + 2.03e-01f * smem[tid + 180];
               }
             }
             {
-              v_u_1_1 = q_u_0_2_1;
+              v_u_1_1 = smem[tid + 180];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_2_1 + 1.97e-01f * q_u_0_1_1 + 1.99e-01f * q_u_0_0_1 + 2.01e-01f * q_u_0_2_0 + 2.03e-01f * smem[tid + 5];
+                v_u_1_1 = 2e-01f * smem[tid + 180] + 1.97e-01f * smem[tid + 108] + 1.99e-01f * smem[tid + 252] + 2.01e-01f * smem[tid + 148] + 2.03e-01f * smem[tid + 149];
               }
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
@@ -2107,14 +1817,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 208];
-        float v_u_0_1 = smem[tlin * 2 + 209];
-        q_u_0_1_0 = v_u_0_0;
-        smem[tid + 76] = q_u_0_0_0;
-        q_u_0_1_1 = v_u_0_1;
-        smem[tid + 108] = q_u_0_0_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+0], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+4], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+16], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+144], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
@@ -2126,15 +1830,15 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           int m1 = jr - 2;
           if (m1 >= zb && m1 < ze) {
             {
-              v_u_1_0 = q_u_0_0_0;
+              v_u_1_0 = smem[tid + 220];
               if (!(rimc_u_0 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_0 = 2e-01f * q_u_0_0_0 + 1.97e-01f * q_u_0_2_0 + 1.99e-01f * q_u_0_1_0 + 2.01e-01f * smem[tid + 107] + 2.03e-01f * q_u_0_0_1;
+                v_u_1_0 = 2e-01f * smem[tid + 220] + 1.97e-01f * smem[tid + 148] + 1.99e-01f * smem[tid + 292] + 2.01e-01f * smem[tid + 251] + 2.03e-01f * smem[tid + 252];
               }
             }
             {
-              v_u_1_1 = q_u_0_0_1;
+              v_u_1_1 = smem[tid + 252];
               if (!(rimc_u_1 || (m1 < 1 || m1 >= n0 - 1))) {
-                v_u_1_1 = 2e-01f * q_u_0_0_1 + 1.97e-01f * q_u_0_2_1 + 1.99e-01f * q_u_0_1_1 + 2.01e-01f * q_u_0_0_0 + 2.03e-01f * smem[tid + 77];
+                v_u_1_1 = 2e-01f * smem[tid + 252] + 1.97e-01f * smem[tid + 180] + 1.99e-01f * smem[tid + 324] + 2.01e-01f * smem[tid + 220] + 2.03e-01f * smem[tid + 221];
               }
             }
             if (own_0 && (m1 >= zb && m1 < ze)) {
@@ -2146,14 +1850,8 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
           }
         }
         asm volatile("cp.async.wait_group 1;" ::: "memory");
-        float v_u_0_0 = smem[tlin * 2 + 272];
-        float v_u_0_1 = smem[tlin * 2 + 273];
-        q_u_0_2_0 = v_u_0_0;
-        smem[tid + 4] = q_u_0_1_0;
-        q_u_0_2_1 = v_u_0_1;
-        smem[tid + 36] = q_u_0_1_1;
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+256], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
-        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+260], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+304], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_0), "l"(in0_u) : "memory");
+        asm volatile("{ .reg .u64 ga; mul.wide.s32 ga, %1, 4; add.s64 ga, ga, %2; cp.async.ca.shared.global [%0+432], [ga], 4; }" :: "r"(sring), "r"(min(max(jr + 2, 0), n0 - 1) * n1 + cc1_1), "l"(in0_u) : "memory");
         asm volatile("cp.async.commit_group;" ::: "memory");
         __syncthreads();
       }
