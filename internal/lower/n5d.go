@@ -579,7 +579,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if D > 0 && PD > 1 {
 		return builtKernel{}, 0, fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
 	}
-	windows := shElems > 0 // shared planes that other threads read: barriers
+	windows := shElems > 0           // shared planes that other threads read: barriers
 	private := D > 0 && ringWin == 0 // the copies' own ring
 	threads := block[0] * block[1]
 	ringPlane := NC * threads
