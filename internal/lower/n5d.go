@@ -466,13 +466,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// planes, and a divisor of the round for static slots. Other stencils, and depths with no
 	// such divisor, copy into a ring of their own (below).
 	ringWin := 0
-	if pl.Async > 0 && !assoc && !offPlaneInPlane && !shfl {
-		for n := pl.Async + L + R + 1; n <= copies; n++ {
-			if copies%n == 0 {
-				ringWin = n
-				break
-			}
-		}
+	if !assoc && !offPlaneInPlane && !shfl {
+		ringWin = pl.N5DStarRing(R, copies)
 	}
 	type window struct {
 		queue [][]string // queue[k][i]: register k of cell i's queue of U planes (not in assoc mode)

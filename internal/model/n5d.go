@@ -351,9 +351,22 @@ func n5dPlanRegisters(f *n5dFacts, pl plan.Plan, b int, c N5DCalibration) int {
 	regs := n5dRegisters(f, rx*ry, b, c)
 	if pl.Async > 0 {
 		freed := float64(rx*ry*f.nState*f.word) / 4 * c.RegScale
+		if n5dStarRing(f, pl) > 0 {
+			// Level 0's queue too: level 1 reads the copies in shared memory.
+			freed += c.RegPerQueue * float64(f.U*rx*ry*f.nState*f.word) / 4 * c.RegScale
+		}
 		regs = max(regs-int(math.Round(freed)), 16)
 	}
 	return regs
+}
+
+// n5dStarRing is the lowering's ring of level 0's planes that a star's asynchronous copies
+// fill (plan.N5DStarRing; 0: none, the copies keep a ring of their own).
+func n5dStarRing(f *n5dFacts, pl plan.Plan) int {
+	if f.assoc || f.ring || pl.Shfl {
+		return 0
+	}
+	return pl.N5DStarRing(f.R, 2*f.U)
 }
 
 // n5dLaunch is the model of one launch of b time levels.
@@ -414,7 +427,13 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		stores + barriers + // shared stores and barriers of levels 0..b-1
 		2*cells + c.PlaneOverhead // global load and store
 	ring := 0.0
-	if pl.Async > 0 {
+	switch {
+	case pl.Async > 0 && n5dStarRing(f, pl) > 0:
+		// The copies write level 0's planes (in place of its stores); level 1 reads its
+		// column above and below from them: 2R more shared loads per cell and plane.
+		ring = float64(2*f.R) * cells
+		other += ring + c.AsyncPlane
+	case pl.Async > 0:
 		// Level 0 reads its cells from the ring, which the copies wrote: two shared accesses
 		// per cell and plane.
 		ring = 2 * cells
@@ -527,7 +546,11 @@ func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 		ring = 2 * f.U
 	}
 	bytes := f.nState * b * ring * (plane + 2*pad) * f.word
-	if pl.Async > 0 {
+	switch n := n5dStarRing(f, pl); {
+	case n > 0:
+		// Level 0's planes are the copies' ring of n.
+		bytes += f.nState * (n - ring) * (plane + 2*pad) * f.word
+	case pl.Async > 0:
 		// The ring of planes of the block's own cells, 16-byte aligned.
 		bytes = (bytes+15)/16*16 + f.nState*pl.N5DRing(2*f.U)*pl.BX*max(pl.BY, 1)*rx*ry*f.word
 	}

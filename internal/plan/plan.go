@@ -251,6 +251,27 @@ func (pl Plan) N5DRing(round int) int {
 	return n
 }
 
+// N5DStarRing is the shared planes into which a star's asynchronous copies go when they go
+// straight into level 0's planes (n5d's lowering), for reach r along the streaming axis and an
+// unrolled round of round planes: the fewest, at least async+L+r+1 (L the lag between levels:
+// r, or r+1 in wave order), that divide the round; 0 where none does (the copies then keep a
+// ring of their own, N5DRing) or without async.
+func (pl Plan) N5DStarRing(r, round int) int {
+	if pl.Async <= 0 {
+		return 0
+	}
+	lag := r
+	if pl.Wave {
+		lag = r + 1
+	}
+	for n := pl.Async + lag + r + 1; n <= round; n++ {
+		if round%n == 0 {
+			return n
+		}
+	}
+	return 0
+}
+
 // N5DAlign is the cells that an n5d tile's first output and its output width along x are
 // multiples of: rx for rx = 2 or 4, so that a thread's rx cells are one aligned vector in
 // global memory and it loads and stores them with one access instead of rx strided ones
