@@ -441,8 +441,9 @@ func contenders(cands []*Candidate, best *Candidate) []*Candidate {
 
 // refineAsync are the planes ahead that the refinement tries with asynchronous copies
 // (n5d's async): on the H100 one plane ahead measured below two (star3d1r 395 against 484
-// GCells/s) and four (star2d2r 965 against 1295), too little to hide the load.
-var refineAsync = []int{2, 4}
+// GCells/s) and four (star2d2r 965 against 1295), too little to hide the load; five won on
+// box2d1r (1560.6 against 1508.6 at four and 1515.7 for the tuned plan).
+var refineAsync = []int{2, 5}
 
 // asyncVariants are an n5d plan with asynchronous copies instead of its prefetch (CUDA on
 // sm_80+; the device's limits prune them elsewhere): refineAsync planes ahead, and in 3D,

@@ -480,10 +480,10 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 }
 
 // TestAsyncVariants: the refinement's asynchronous-copy variants of an n5d plan are two and
-// four planes ahead in place of its prefetch, and in 3D two-row tiles four planes ahead, capped where a plan of 80 registers
-// would need twice as many as a block of its threads may hold (a 1024-thread tile twice as
-// tall, whose cap would be 64, is left out); none for other strategies, plans that already
-// copy asynchronously, or shuffle tiles.
+// five planes ahead in place of its prefetch, and in 3D two-row tiles five planes ahead,
+// capped where a plan of 80 registers would need twice as many as a block of its threads may
+// hold (a 1024-thread tile twice as tall, whose cap would be 64, is left out); none for other
+// strategies, plans that already copy asynchronously, or shuffle tiles.
 func TestAsyncVariants(t *testing.T) {
 	for _, c := range []struct {
 		program, plan string
@@ -491,19 +491,19 @@ func TestAsyncVariants(t *testing.T) {
 	}{
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=3,maxregs=96", []string{
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,async=2,chunk=256,maxregs=96",
-			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,async=4,chunk=256,maxregs=96"}},
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,async=5,chunk=256,maxregs=96"}},
 		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=4,rx=2", []string{
 			"n5d:bx=128,by=1,bt=4,rx=2,wave=true,async=2,chunk=256",
-			"n5d:bx=128,by=1,bt=4,rx=2,wave=true,async=4,chunk=256"}},
+			"n5d:bx=128,by=1,bt=4,rx=2,wave=true,async=5,chunk=256"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,pf=3", []string{
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,chunk=64",
-			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=4,chunk=64",
-			"n5d:bx=16,by=16,bt=4,rx=2,ry=2,wave=true,async=4,chunk=64",
-			"n5d:bx=16,by=32,bt=4,rx=2,ry=2,wave=true,async=4,chunk=64,maxregs=128"}},
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=5,chunk=64",
+			"n5d:bx=16,by=16,bt=4,rx=2,ry=2,wave=true,async=5,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,ry=2,wave=true,async=5,chunk=64,maxregs=128"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=32,by=32,bt=3,rx=2", []string{
 			"n5d:bx=32,by=32,bt=3,rx=2,wave=true,async=2,chunk=64",
-			"n5d:bx=32,by=32,bt=3,rx=2,wave=true,async=4,chunk=64",
-			"n5d:bx=32,by=16,bt=3,rx=2,ry=2,wave=true,async=4,chunk=64,maxregs=128"}},
+			"n5d:bx=32,by=32,bt=3,rx=2,wave=true,async=5,chunk=64",
+			"n5d:bx=32,by=16,bt=3,rx=2,ry=2,wave=true,async=5,chunk=64,maxregs=128"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=32,by=16,bt=2,async=1", nil},
 		{"an5d/j2d5pt.stencil", "n5d:bx=64,shfl=true", nil},
 		{"an5d/j2d5pt.stencil", "pyramid", nil},
