@@ -192,6 +192,18 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			if alt.FitBT(p) != nil {
 				continue
 			}
+			if shuffles {
+				// Asynchronous copies (CUDA): one plane ahead on the default plan, and two on the
+				// sampled variant (short chunks, register tiles, vector copies in the interior
+				// blocks, the other level order; reach 2 and more along the streaming axis
+				// take a ring of more planes than three, the fewest that divide the round).
+				as := def
+				as.Async = 1
+				out = append(out, as)
+				as = alt
+				as.Prefetch, as.Async = 0, 2
+				out = append(out, as)
+			}
 			if shuffles && p.Dims() == 2 {
 				// Warps as tiles: two per block with pairs of cells per thread in level
 				// order, and one per block with three cells per thread in wave order.

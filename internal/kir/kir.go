@@ -162,6 +162,8 @@ type (
 		Width int
 		Array Expr
 		Idx   Expr
+		// Shared says Array is the shared array (OpenCL needs its address space).
+		Shared bool
 	}
 	// VecStore writes the vector variable Vec (declared by a VecLoad of the same T and Width),
 	// or the vector of the Width scalars Vals when they are given, to Array[Idx], ...,
@@ -179,6 +181,48 @@ type (
 		Global bool
 	}
 )
+
+// Asynchronous copies (CUDA's cp.async, compute capability 8.0 and later): a thread copies
+// global memory into shared memory without passing it through registers, groups its copies,
+// and later waits for all but its newest groups. Only the copying thread may rely on the wait
+// (others need a barrier after it). Only CUDA has them: plans that need them are refused for
+// OpenCL (plan.Limits.NoAsync); the OpenCL printer renders their synchronous equivalent, for
+// tests.
+type (
+	// SharedBase declares Name, the 32-bit shared-window address of element Idx of the
+	// dynamic shared array smem: what AsyncCopy addresses its destination from. Declared once
+	// ahead of a loop, it is the one register the copies' destinations need (a generic
+	// pointer per destination would be two each, kept live across the loop).
+	SharedBase struct {
+		Name string
+		Idx  Expr
+	}
+	// AsyncCopy starts copying Width consecutive elements of type T from global buffer Src
+	// (a pointer parameter) at SrcIdx, an index of type IdxType (I32 or I64), to shared memory
+	// at element DstIdx past the address DstBase (a SharedBase of an array of T). Width times
+	// the element size must be 4, 8 or 16 bytes, and both addresses aligned to it: for the
+	// shared side the strategy lays its planes out so; for the buffer it establishes it, at
+	// run time if need be.
+	AsyncCopy struct {
+		T       Type
+		Width   int
+		Src     string
+		SrcIdx  Expr
+		IdxType Type
+		DstBase string
+		DstIdx  Expr
+	}
+	// AsyncCommit closes the thread's copies started since the last commit into a group.
+	AsyncCommit struct{}
+	// AsyncWait waits until at most Pending of the thread's committed groups are still in
+	// flight (the older ones have landed and are visible to the thread).
+	AsyncWait struct{ Pending int }
+)
+
+func (*SharedBase) stmt()  {}
+func (*AsyncCopy) stmt()   {}
+func (*AsyncCommit) stmt() {}
+func (*AsyncWait) stmt()   {}
 
 func (*Decl) stmt()          {}
 func (*ArrayDecl) stmt()     {}

@@ -273,6 +273,9 @@ func (p *printer) stmt(s Stmt) {
 		space := ""
 		if p.d == OpenCL {
 			space = "__global "
+			if s.Shared {
+				space = "__local "
+			}
 		}
 		p.line("%s %s = *(%sconst %s*)(%s + %s);", vt, s.Name, space, vt, p.expr(s.Array, prec["+"]), p.expr(s.Idx, prec["+"]+1))
 	case *VecStore:
@@ -300,6 +303,8 @@ func (p *printer) stmt(s Stmt) {
 			}
 		}
 		p.line("*(%s%s*)(%s + %s) = %s;", space, vt, s.Array, p.expr(s.Idx, prec["+"]+1), val)
+	case *SharedBase, *AsyncCopy, *AsyncCommit, *AsyncWait:
+		p.async(s)
 	case *Block:
 		p.line("{")
 		p.indent++
@@ -308,6 +313,84 @@ func (p *printer) stmt(s Stmt) {
 		p.line("}")
 	default:
 		panic(fmt.Sprintf("internal error: kir statement %T", s))
+	}
+}
+
+// async prints an asynchronous-copy statement as inline PTX (no header needed under NVRTC).
+// A shared base is the generic pointer converted to the 32-bit shared window (CUTLASS's way
+// where __cvta_generic_to_shared is missing); 16-byte copies bypass L1 (.cg), smaller ones may
+// only cache in it (.ca). The copies, commits and waits clobber memory, so that the compiler
+// neither moves the thread's shared reads of a slot above the wait nor below a copy that
+// refills it.
+func (p *printer) async(s Stmt) {
+	if p.d != CUDA {
+		p.syncCopy(s)
+		return
+	}
+	size := func(t Type) int {
+		n, ok := map[Type]int{I32: 4, F32: 4, I64: 8, F64: 8}[t]
+		if !ok {
+			panic("internal error: asynchronous copy of " + p.typ(t))
+		}
+		return n
+	}
+	switch s := s.(type) {
+	case *SharedBase:
+		p.line("unsigned %s;", s.Name)
+		p.line("asm(\"{ .reg .u64 ta; cvta.to.shared.u64 ta, %%1; cvt.u32.u64 %%0, ta; }\" : \"=r\"(%s) : \"l\"(smem + %s));", s.Name, p.expr(s.Idx, prec["+"]+1))
+	case *AsyncCopy:
+		bytes := s.Width * size(s.T)
+		level := "ca"
+		switch bytes {
+		case 16:
+			level = "cg"
+		case 4, 8:
+		default:
+			panic(fmt.Sprintf("internal error: asynchronous copy of %d bytes", bytes))
+		}
+		// The global address is formed inside the statement from the buffer and the element
+		// index, so that the compiler keeps only the buffer's pointer across a loop (given
+		// the address, it kept 64-bit partial sums of it); a constant shared offset is the
+		// instruction's immediate, so the shared base is the only register on that side.
+		wide := "mul.wide.s32"
+		idx := "r"
+		switch s.IdxType {
+		case I32:
+		case I64:
+			wide, idx = "mul.lo.s64", "l"
+		default:
+			panic("internal error: asynchronous copy indexed by " + p.typ(s.IdxType))
+		}
+		dst, off := fmt.Sprintf("%s + %d * (%s)", s.DstBase, size(s.T), p.expr(s.DstIdx, 0)), ""
+		if c, ok := s.DstIdx.(*Int); ok {
+			dst, off = s.DstBase, fmt.Sprintf("+%d", c.V*int64(size(s.T)))
+		}
+		p.line("asm volatile(\"{ .reg .u64 ga; %s ga, %%1, %d; add.s64 ga, ga, %%2; cp.async.%s.shared.global [%%0%s], [ga], %d; }\" :: \"r\"(%s), \"%s\"(%s), \"l\"(%s) : \"memory\");",
+			wide, size(s.T), level, off, bytes, dst, idx, p.expr(s.SrcIdx, 0), s.Src)
+	case *AsyncCommit:
+		p.line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");")
+	case *AsyncWait:
+		if s.Pending < 0 {
+			panic(fmt.Sprintf("internal error: waiting for %d pending groups", s.Pending))
+		}
+		p.line("asm volatile(\"cp.async.wait_group %d;\" ::: \"memory\");", s.Pending)
+	}
+}
+
+// syncCopy renders an asynchronous-copy statement in OpenCL, which has none, as its
+// synchronous equivalent: the base is an element index, a copy moves its elements at once
+// (so the data has landed before any wait), and commits and waits are empty. Plans refuse
+// async on OpenCL (it only costs there); the equivalent lets tests check the ring's indices
+// on any OpenCL device.
+func (p *printer) syncCopy(s Stmt) {
+	switch s := s.(type) {
+	case *SharedBase:
+		p.line("int %s = %s;", s.Name, p.expr(s.Idx, 0))
+	case *AsyncCopy:
+		for k := 0; k < s.Width; k++ {
+			p.line("smem[%s] = %s[%s];", p.expr(Add(Add(Id(s.DstBase), s.DstIdx), I(k)), 0), s.Src, p.expr(Add(s.SrcIdx, &Int{V: int64(k), T: s.IdxType}), 0))
+		}
+	case *AsyncCommit, *AsyncWait:
 	}
 }
 

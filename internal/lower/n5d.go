@@ -31,7 +31,9 @@ import (
 //     simply never stored: no divergent guards. Programs that read other grids from global
 //     memory keep a guard, since a halo thread's coordinates may lie outside the domain.
 //   - The next plane is loaded one iteration ahead (a register prefetch; pf planes ahead
-//     with the plan's pf), so the global latency overlaps BT levels of work.
+//     with the plan's pf), so the global latency overlaps BT levels of work; with async=D
+//     (CUDA, sm_80+) the planes are instead copied D ahead into a ring of shared planes by
+//     asynchronous copies (cp.async), which hold no registers.
 //
 // The fixed boundary is AN5D's: rim cells keep their values, and cells outside the domain are
 // never needed.
@@ -505,10 +507,23 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 		}
 	}
+	// Stars with asynchronous copies (async=D) take them straight into level 0's shared
+	// planes: a ring of ringWin planes in the planes' own layout, which level 1 reads for all
+	// its inputs, the column above and below included, so that level 0 keeps no register
+	// queue, stores nothing and reads nothing back. Each thread copies its own cells; level 1
+	// reads them after the plane's barrier (each thread waits for its own copies before it),
+	// and a slot is refilled only once no level reads it in the same copy: D planes ahead of
+	// the newest, behind the oldest that level 1 reads (lag L, reach R), so at least D+L+R+1
+	// planes, and a divisor of the round for static slots. Other stencils, and depths with no
+	// such divisor, copy into a ring of their own (below).
+	ringWin := 0
+	if !assoc && !offPlaneInPlane && !shfl {
+		ringWin = pl.N5DStarRing(R, copies)
+	}
 	type window struct {
 		queue [][]string // queue[k][i]: register k of cell i's queue of U planes (not in assoc mode)
 		sh    int        // element offset of its planes in smem
-		ring  int        // shared planes: 0, 2 (double-buffered) or 2U
+		ring  int        // shared planes: 0, 2 (double-buffered), 2U or ringWin
 	}
 	shElems, shared := 0, 0
 	win := map[[2]int]*window{}
@@ -517,7 +532,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		t := kir.FromIR(g.Type)
 		for lv := 0; lv < bt; lv++ {
 			w := &window{}
-			if !assoc {
+			if !assoc && !(lv == 0 && ringWin > 0) {
 				for k := 0; k < U; k++ {
 					var regs []string
 					for i := 0; i < NC; i++ {
@@ -529,6 +544,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				}
 			}
 			switch {
+			case lv == 0 && ringWin > 0:
+				w.ring = ringWin
 			case !inPlaneReads[g] || shfl:
 			case assoc:
 				w.ring = 2
@@ -569,13 +586,6 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			return fmt.Sprintf("pf_%s_%d", g.Name, i)
 		}
 		return fmt.Sprintf("pf_%s_%d_%d", g.Name, k, i)
-	}
-	for _, u := range p.Updates {
-		for k := 0; k < PD; k++ {
-			for i := 0; i < NC; i++ {
-				decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), i))
-			}
-		}
 	}
 	// pushes[i] is where cell i's published values go besides its own word: the ghost words
 	// of each neighbouring block of the cluster that reads the cell (a direction e per
@@ -720,6 +730,109 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return w.sh + slot*stride + pad + o
 	}
+	// Async: instead of prefetch registers, a ring of S >= D+1 shared planes per state grid
+	// (plan.N5DRing) that asynchronous copies fill D planes ahead. Plane first+x (first: the
+	// loop's first plane) lives in slot x mod S, static since S divides the round. Each thread
+	// copies and
+	// reads only its own cells, so the ring needs no barrier: the thread's own wait makes its
+	// copies visible to it. A slot is refilled at least one copy after it was read (the copy
+	// for plane jr+D goes to the slot of plane jr+D-S), with the plane's barrier between them
+	// where the kernel has shared planes. A thread's cells lie in runs of VW, each run of every thread
+	// side by side, so that a run is one aligned 4-, 8- or 16-byte copy and one vector read
+	// (whole rows of a warp: no bank conflicts beyond the vector's own phases).
+	D, S := pl.Async, pl.N5DRing(copies)
+	if ringWin > 0 {
+		S = ringWin
+	}
+	if D >= copies {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round; use async=%d or less", pl, D, copies, copies-1)
+	}
+	if D > 0 && clustered {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: async and clusters (cx, cy) do not combine; give one of them", pl)
+	}
+	if D > 0 && PD > 1 {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
+	}
+	windows := shElems > 0           // shared planes that other threads read: barriers
+	private := D > 0 && ringWin == 0 // the copies' own ring
+	threads := block[0] * block[1]
+	ringPlane := NC * threads
+	ringOf := map[*ir.Grid]int{}
+	for n, u := range p.Updates {
+		ringOf[u.Grid] = n
+	}
+	// ringOff is cell i's element in slot slot of g's ring, past the thread's first one.
+	ringOff := func(g *ir.Grid, slot, i int) int {
+		return ringOf[g]*S*ringPlane + slot*ringPlane + i/VW*threads*VW + i%VW
+	}
+	ringBase := 0
+	ringAt := func(g *ir.Grid, slot, i int) kir.Expr {
+		return kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase+ringOff(g, slot, i)))
+	}
+	if private {
+		// The ring starts 16-byte aligned (the dynamic array is), for 16-byte copies.
+		al := max(16/shType.Size(), 1)
+		shElems = (shElems + al - 1) / al * al
+		ringBase = shElems
+		shElems += len(p.Updates) * S * ringPlane
+		shared = shElems * shType.Size()
+		var tl kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
+		if d == 3 {
+			tl = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(block[0])), tl)
+		}
+		decl("tlin", kir.I32, tl)
+		// The copies address the ring from the thread's first element: one 32-bit register.
+		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase))})
+	}
+	// loadIdx is the element of g's input holding plane z (clamped into the domain) at cell
+	// i's column, clamped (scalar) or not (an aligned run of an interior block).
+	loadIdx := func(z kir.Expr, i int, clamped bool) kir.Expr {
+		pos := cellOf(col, i)
+		if clamped {
+			pos = cellOf(ccol, i)
+		}
+		pos[0] = clamp(z, kir.Id("n0"))
+		return em0.linear(pos, nil)
+	}
+	// asyncPlane copies plane z of every state grid into ring slot slot and commits it as one
+	// group.
+	asyncPlane := func(z kir.Expr, slot int, vec bool) []kir.Stmt {
+		var out []kir.Stmt
+		for _, u := range p.Updates {
+			g := u.Grid
+			w := 1
+			if vec && private {
+				w = VW
+			}
+			for i := 0; i < NC; i += w {
+				var dst int
+				if private {
+					dst = ringOff(g, slot, i)
+				} else {
+					dst = smemWord(win[[2]int{g.Index, 0}], slot, i, nil)
+				}
+				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, w == 1), IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(dst)})
+			}
+		}
+		return append(out, &kir.AsyncCommit{})
+	}
+	if D > 0 && !private {
+		// The copies address level 0's planes from the thread's word in them.
+		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Id("tid")})
+	}
+	if D > 0 {
+		for k := 0; k < D; k++ {
+			body = append(body, asyncPlane(kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), k, false)...)
+		}
+	} else {
+		for _, u := range p.Updates {
+			for k := 0; k < PD; k++ {
+				for i := 0; i < NC; i++ {
+					decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), i))
+				}
+			}
+		}
+	}
 	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
 		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(smemWord(w, slot, i, off))))
 	}
@@ -785,7 +898,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		// stores. The arrive's release orders the memory accesses before it, which would make
 		// every plane wait for its prefetch and its stores to complete.
 		var late []kir.Stmt
-		deferGlobal := clustered && wave && shElems > 0
+		deferGlobal := clustered && wave && windows
 		// cur holds each grid's newest plane value per cell of the level below the one being
 		// computed, for publishing and partial sums. In wave order the level below has not run
 		// yet in this copy: its values from the previous copy wait in the d_ registers.
@@ -807,11 +920,34 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				loads = &late
 			}
 			vals := map[*ir.Grid][]kir.Expr{}
+			if D > 0 {
+				// Plane jr's group has landed once at most D-1 newer ones are in flight.
+				loop = append(loop, &kir.AsyncWait{Pending: D - 1})
+			}
+			if ringWin > 0 {
+				// Level 0 is the copies: level 1 reads them after the plane's barrier.
+				return append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec)...)
+			}
 			for _, u := range p.Updates {
 				g := u.Grid
 				w := win[[2]int{g.Index, 0}]
 				next := kir.Add(kir.Id("jr"), kir.I(PD))
-				for i := 0; i < NC; i++ {
+				for i := 0; i < NC && D > 0; i++ {
+					ty := kir.FromIR(g.Type)
+					v := vName(g, 0, i)
+					switch {
+					case vec && i%VW == 0:
+						vn := fmt.Sprintf("a_%s_%d", g.Name, i)
+						loop = append(loop, &kir.VecLoad{Name: vn, T: ty, Width: VW, Array: kir.Id("smem"), Idx: ringAt(g, mod(r, S), i), Shared: true})
+						fallthrough
+					case vec:
+						loop = append(loop, &kir.Decl{Name: v, Type: ty, Init: &kir.Lane{Vec: fmt.Sprintf("a_%s_%d", g.Name, i-i%VW), I: i % VW}})
+					default:
+						loop = append(loop, &kir.Decl{Name: v, Type: ty, Init: kir.At("smem", ringAt(g, mod(r, S), i))})
+					}
+					vals[g] = append(vals[g], kir.Id(v))
+				}
+				for i := 0; i < NC && D == 0; i++ {
 					v := vName(g, 0, i)
 					loop = append(loop, &kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, mod(r, PD), i))})
 					if !vec {
@@ -819,7 +955,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					}
 					vals[g] = append(vals[g], kir.Id(v))
 				}
-				if vec {
+				if vec && D == 0 {
 					// Each run of VW cells of a row with one aligned vector load.
 					for i := 0; i < NC; i += VW {
 						pos := cellOf(col, i)
@@ -850,6 +986,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				}
 				loop = append(loop, keepD(g, 0, vals[g])...)
 			}
+			if D > 0 {
+				loop = append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec)...)
+			}
 			if !wave {
 				for g, v := range vals {
 					cur[g] = v
@@ -859,7 +998,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		if !wave {
 			loop = append(loop, level0()...)
-			if shElems > 0 {
+			if windows {
 				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}
@@ -989,7 +1128,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 							return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
 						}
 						w := win[[2]int{l.G.Index, prev}]
-						if j, ok := inThread(l, i); ok {
+						if j, ok := inThread(l, i); ok && w.queue != nil {
 							return kir.Id(w.queue[mod(mrel+l.Off[0], U)][j])
 						}
 						if shfl {
@@ -1011,7 +1150,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					var sets []kir.Stmt
 					for _, u := range p.Updates {
 						g := u.Grid
-						keep := kir.Id(win[[2]int{g.Index, prev}].queue[mod(mrel, U)][i])
+						w := win[[2]int{g.Index, prev}]
+						var keep kir.Expr
+						if w.queue != nil {
+							keep = kir.Id(w.queue[mod(mrel, U)][i])
+						} else {
+							keep = smemAt(w, mod(mrel, w.ring), i, nil) // level 0's copies
+						}
 						cs = append(cs, kir.Set(next[g][i], keep))
 						set := kir.Set(next[g][i], em.expr(u.Value))
 						if rim := rimAt(g, kir.Id(row), i); rim != nil {
@@ -1097,7 +1242,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				lvl = []kir.Stmt{lvl[0], &kir.If{Cond: active(t, kir.Id(row)), Then: lvl[1:]}}
 			}
 			loop = append(loop, &kir.Block{Body: lvl})
-			if t < bt && shElems > 0 && !wave {
+			if t < bt && windows && !wave {
 				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}
@@ -1108,7 +1253,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				loop = append(loop, &kir.ClusterArrive{})
 				loop = append(loop, late...)
 				loop = append(loop, &kir.ClusterWait{})
-			case shElems > 0:
+			case windows:
 				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}
@@ -1193,6 +1338,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		body = append(body, &kir.If{Cond: inside, Then: loop(false), Else: []kir.Stmt{rounds(first, end, true, phases)}})
 	} else {
 		body = append(body, loop(true)...)
+	}
+	if D > 0 {
+		// Nothing may land in shared memory after the block has left it.
+		body = append(body, &kir.AsyncWait{Pending: 0})
 	}
 	k.Body = body
 	if shElems > 0 {

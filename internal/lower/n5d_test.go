@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -220,4 +221,83 @@ func clusterRounds(t *testing.T, ss []kir.Stmt, underIf bool, rounds map[int]boo
 		t.Errorf("%s: an arrive without its wait", what)
 	}
 	return n
+}
+
+// asyncGolden are n5d plans with asynchronous copies whose CUDA kernels are compared with
+// testdata/<name>: a star in 2D with pairs of cells two planes ahead (copied straight into
+// level 0's six shared planes), a 3D box of 2x2 register tiles in partial sums one plane ahead
+// (a ring of its own: two planes, 8-byte copies in interior blocks), and a star four planes
+// ahead (too far for level 0's planes: a ring of its own of six planes, more than async+1).
+var asyncGolden = []struct {
+	example, plan, file string
+	private             bool // a ring of the copies' own, not level 0's planes
+}{
+	{"star2d1r", "n5d:bx=32,rx=2,bt=2,async=2", "star2d1r.n5d_async2.cu", false},
+	{"box3d1r", "n5d:bx=8,by=4,rx=2,ry=2,bt=2,async=1", "box3d1r.n5d_async1.cu", true},
+	{"star2d1r", "n5d:bx=32,bt=2,async=4", "star2d1r.n5d_async4.cu", true},
+}
+
+// TestN5DAsync: async plans replace the prefetch registers by a ring of shared planes
+// per state grid filled with cp.async (the golden kernels), add the ring to the block's shared
+// memory, and print for OpenCL as synchronous copies (plans refuse async there; tests use it).
+func TestN5DAsync(t *testing.T) {
+	for _, c := range asyncGolden {
+		src, err := os.ReadFile("../../examples/an5d/" + c.example + ".stencil")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := load.Source(c.example+".stencil", string(src), load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := []int{40, 70}
+		if p.Dims() == 3 {
+			shape = []int{20, 12, 20}
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Lower(p, shape, nil, pl)
+		if err != nil {
+			t.Fatalf("%s: %v", c.plan, err)
+		}
+		off := pl
+		off.Async = 0
+		l0, err := Lower(p, shape, nil, off)
+		if err != nil {
+			t.Fatalf("%s: %v", off, err)
+		}
+		threads := pl.Threads()
+		cells := threads * max(pl.RX, 1) * max(pl.RY, 1)
+		planes := pl.N5DRing(N5DRound(p))
+		if ring := l.SharedBytes - l0.SharedBytes; c.private && (ring < planes*cells*4 || ring >= planes*cells*4+16) || ring <= 0 {
+			t.Errorf("%s: %d shared bytes, %d without async: the ring of %d planes of %d cells is not what was added", c.plan, l.SharedBytes, l0.SharedBytes, planes, cells)
+		}
+		cu := kir.Print(l.Module, kir.CUDA)
+		for _, want := range []string{"cp.async.commit_group", fmt.Sprintf("cp.async.wait_group %d;", pl.Async-1), "cp.async.wait_group 0;", "cvta.to.shared.u64"} {
+			if !strings.Contains(cu, want) {
+				t.Errorf("%s lacks %q", c.plan, want)
+			}
+		}
+		if strings.Contains(cu, "pf_u") {
+			t.Errorf("%s still prefetches into registers", c.plan)
+		}
+		if !c.private && strings.Contains(cu, "q_u_0_") {
+			t.Errorf("%s keeps a register queue for level 0", c.plan)
+		}
+		path := filepath.Join("testdata", c.file)
+		if *update {
+			if err := os.WriteFile(path, []byte(cu), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if want, err := os.ReadFile(path); err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		} else if string(want) != cu {
+			t.Errorf("%s changed; run go test ./internal/lower -run N5DAsync -update and review the diff", path)
+		}
+		if cl := kir.Print(l.Module, kir.OpenCL); strings.Contains(cl, "asm") || !strings.Contains(cl, "int sring = ") || !strings.Contains(cl, "smem[sring + ") {
+			t.Errorf("%s: OpenCL lacks the synchronous copies:\n%s", c.plan, cl[:min(len(cl), 2000)])
+		}
+	}
 }

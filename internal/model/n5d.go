@@ -20,7 +20,9 @@ import (
 //
 // What one thread does per plane of the streamed axis (b = the launch's time levels):
 //
-//	level 0     one global load per cell (prefetched a plane ahead), a shared store, a barrier
+//	level 0     one global load per cell (prefetched a plane ahead; with async, copied into a
+//	            ring of shared planes and read back from it, which frees the prefetch
+//	            registers), a shared store, a barrier
 //	level 1..b  the in-plane neighbour reads from shared memory (those outside the thread's own
 //	            rx cells), the update's arithmetic (boxes: each plane's partial sums added to
 //	            2R+1 accumulators), a shared store and a barrier (level b: a predicated
@@ -116,6 +118,10 @@ type N5DCalibration struct {
 	// plane's outstanding global loads and stores, measured before those moved past the
 	// arrive. PushCost is nominal.
 	ClusterBarrier, PushCost float64
+	// AsyncPlane is instructions per thread and plane that asynchronous copies (async) add:
+	// the wait, the commit and the ring's shared addresses. Nominal, not yet fitted: no async
+	// plan had been measured when it was set.
+	AsyncPlane float64
 }
 
 // N5DCal is the calibration the "n5d" model uses.
@@ -135,6 +141,7 @@ var N5DCal = N5DCalibration{
 	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.413,
 	SpillCost:      0.37,
 	ClusterBarrier: 1000, PushCost: 2,
+	AsyncPlane: 4,
 }
 
 // n5dFacts are the properties of a program the n5d model needs, as the lowering sees them.
@@ -432,6 +439,32 @@ func n5dRegisters(f *n5dFacts, cells, b int, c N5DCalibration) int {
 	return int(math.Ceil(r/8)) * 8
 }
 
+// n5dPlanRegisters is n5dRegisters for a plan's tile at b levels. The fitted counts hold a
+// prefetch register per cell and state grid (pf=1), which asynchronous copies (async) leave in
+// shared memory.
+func n5dPlanRegisters(f *n5dFacts, pl plan.Plan, b int, c N5DCalibration) int {
+	rx, ry := n5dTile(f, pl)
+	regs := n5dRegisters(f, rx*ry, b, c)
+	if pl.Async > 0 {
+		freed := float64(rx*ry*f.nState*f.word) / 4 * c.RegScale
+		if n5dStarRing(f, pl) > 0 {
+			// Level 0's queue too: level 1 reads the copies in shared memory.
+			freed += c.RegPerQueue * float64(f.U*rx*ry*f.nState*f.word) / 4 * c.RegScale
+		}
+		regs = max(regs-int(math.Round(freed)), 16)
+	}
+	return regs
+}
+
+// n5dStarRing is the lowering's ring of level 0's planes that a star's asynchronous copies
+// fill (plan.N5DStarRing; 0: none, the copies keep a ring of their own).
+func n5dStarRing(f *n5dFacts, pl plan.Plan) int {
+	if f.assoc || f.ring || pl.Shfl {
+		return 0
+	}
+	return pl.N5DStarRing(f.R, 2*f.U)
+}
+
 // n5dLaunch is the model of one launch of b time levels.
 type n5dLaunch struct {
 	seconds                float64
@@ -466,7 +499,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	fp := f.fp(pl.FastMath, c)
 	reads := float64(f.sharedReads(rx, ry))
 	cells := float64(rx * ry * f.nState)
-	regs := n5dRegisters(f, rx*ry, b, c)
+	regs := n5dPlanRegisters(f, pl, b, c)
 	dirs, slots := n5dPushes(f, pl)
 	regs += 2*dirs + slots // a neighbour's address and the push flags
 	spill := 0.0
@@ -492,6 +525,19 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		stores + barriers + // shared stores and barriers of levels 0..b-1
 		float64(b*slots*f.nState)*c.PushCost + // pushes into the cluster's neighbours
 		2*cells + c.PlaneOverhead // global load and store
+	ring := 0.0
+	switch {
+	case pl.Async > 0 && n5dStarRing(f, pl) > 0:
+		// The copies write level 0's planes (in place of its stores); level 1 reads its
+		// column above and below from them: 2R more shared loads per cell and plane.
+		ring = float64(2*f.R) * cells
+		other += ring + c.AsyncPlane
+	case pl.Async > 0:
+		// Level 0 reads its cells from the ring, which the copies wrote: two shared accesses
+		// per cell and plane.
+		ring = 2 * cells
+		other += cells + c.AsyncPlane
+	}
 	// Cycles per block and plane: issue and shared wavefronts.
 	wf := float64(gcd(rx, 32))
 	if rx == 2 && pl.Wave {
@@ -505,7 +551,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	if pl.Shfl {
 		wf = 1 // a shuffle moves one word per lane, without bank conflicts
 	}
-	Y := float64(g.warps) * 32 * (stores + float64(b)*reads) * wf / shRate * clock
+	Y := float64(g.warps) * 32 * (stores + float64(b)*reads + ring) * wf / shRate * clock
 	Z := smoothMaxP(c.Smooth, X, Y)
 	// A block alone on the multiprocessor: each scheduler runs warps/4 of its warps, each at
 	// WarpCPI cycles per instruction (divided by its rx independent cells: ry rows measured no
@@ -605,7 +651,16 @@ func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	if f.ring {
 		ring = 2 * f.U
 	}
-	return f.nState * b * ring * (plane + 2*pad) * f.word
+	bytes := f.nState * b * ring * (plane + 2*pad) * f.word
+	switch n := n5dStarRing(f, pl); {
+	case n > 0:
+		// Level 0's planes are the copies' ring of n.
+		bytes += f.nState * (n - ring) * (plane + 2*pad) * f.word
+	case pl.Async > 0:
+		// The ring of planes of the block's own cells, 16-byte aligned.
+		bytes = (bytes+15)/16*16 + f.nState*pl.N5DRing(2*f.U)*pl.BX*max(pl.BY, 1)*rx*ry*f.word
+	}
+	return bytes
 }
 
 // n5dBlocksPerSM is the resident blocks per multiprocessor (gpu.ResidentBlocks).

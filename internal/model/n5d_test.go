@@ -14,6 +14,7 @@ import (
 
 	"tempest/internal/analysis"
 	"tempest/internal/ir"
+	"tempest/internal/lower"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
 )
@@ -451,4 +452,57 @@ func parseMeasured(text string, p *ir.Program) (plan.Plan, error) {
 		pl.Wave = false
 	}
 	return pl, err
+}
+
+// TestN5DAsync: asynchronous copies take shared memory as the lowering allocates it (a ring of
+// the block's cells, or more of level 0's planes for stars) and give back the prefetch
+// registers (and a star's level-0 queue), so a register-bound plan keeps at least
+// as many blocks resident; the extra shared accesses and instructions make an async plan that
+// gains no block slower than its plain twin, not free.
+func TestN5DAsync(t *testing.T) {
+	for _, c := range []struct {
+		stencil, plan string
+		shape         []int
+	}{
+		{"star3d1r", "n5d:bx=16,by=32,bt=4,rx=2,ry=2,fastmath=1", []int{514, 514, 514}},
+		{"box3d1r", "n5d:bx=16,by=16,bt=3,rx=2,ry=2,fastmath=1", []int{514, 514, 514}},
+		{"j2d5pt", "n5d:bx=128,bt=12,rx=2,fastmath=1", []int{16386, 16386}},
+	} {
+		p, s := prog(t, c.stencil)
+		plain := mustParse(t, c.plan, p)
+		async := plain
+		async.Async = 2
+		f := n5dFactsOf(p, s)
+		var lowered [2]int
+		for k, pl := range []plan.Plan{plain, async} {
+			low, err := lower.Lower(p, c.shape, nil, pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lowered[k] = low.SharedBytes
+		}
+		if got, want := n5dSharedBytes(f, async, plain.BT)-n5dSharedBytes(f, plain, plain.BT), lowered[1]-lowered[0]; got != want {
+			t.Errorf("%s: async=2 adds %d shared bytes, the lowering %d", c.plan, got, want)
+		}
+		pred := func(pl plan.Plan) Prediction {
+			r, err := Predict(Input{Prog: p, Sum: s, Plan: pl, Shape: c.shape, Steps: 1000, Dev: h100Probed()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		a, b := pred(async), pred(plain)
+		t.Logf("%s: %.1f ms, %d blocks/SM plain; %.1f ms, %d blocks/SM with async=2", c.plan, b.Seconds*1e3, b.ActivePerSM, a.Seconds*1e3, a.ActivePerSM)
+		ra, rb := n5dPlanRegisters(f, async, plain.BT, N5DCal), n5dPlanRegisters(f, plain, plain.BT, N5DCal)
+		if ra >= rb {
+			t.Errorf("%s: %d registers with async=2, %d without", c.plan, ra, rb)
+		}
+		sh := n5dSharedBytes(f, async, plain.BT)
+		if n5dMeanBlocksPerSM(h100Probed(), plain.Threads(), sh, ra) < n5dMeanBlocksPerSM(h100Probed(), plain.Threads(), sh, rb) {
+			t.Errorf("%s: fewer registers keep fewer blocks resident", c.plan)
+		}
+		if a.ActivePerSM == b.ActivePerSM && !(a.Seconds > b.Seconds) {
+			t.Errorf("%s: async=2 with the same residency predicted %.3g s, not slower than %.3g s", c.plan, a.Seconds, b.Seconds)
+		}
+	}
 }

@@ -66,6 +66,11 @@ type Plan struct {
 	// the cluster's tiles behave like one tile whose redundant halo is paid only at the
 	// cluster's outer edges.
 	CX, CY int
+	// Async is how many planes ahead n5d copies its input into a ring of shared planes with
+	// asynchronous copies (cp.async, CUDA on sm_80 and later), instead of loading them into
+	// prefetch registers (0: off). The registers it frees let wider tiles and deeper temporal
+	// blocks keep their occupancy. The ring has N5DRing planes.
+	Async int
 }
 
 // Cluster is the plan's cluster dimensions along x and y (1 where unset).
@@ -240,6 +245,43 @@ func (pl *Plan) FitBT(p *ir.Program) error {
 	return nil
 }
 
+// N5DRing is the shared planes of the ring that n5d's asynchronous copies fill, for an
+// unrolled round of round planes: the fewest, at least async+1 (a plane in flight for each of
+// the async planes ahead, and the one being read), that divide the round, so that every
+// plane's slot is static in the unrolled loop (6-plane rounds: async=1 takes 2 planes, 2
+// takes 3, 3 to 5 take 6). 0 without async.
+func (pl Plan) N5DRing(round int) int {
+	if pl.Async <= 0 {
+		return 0
+	}
+	n := pl.Async + 1
+	for round%n != 0 {
+		n++
+	}
+	return n
+}
+
+// N5DStarRing is the shared planes into which a star's asynchronous copies go when they go
+// straight into level 0's planes (n5d's lowering), for reach r along the streaming axis and an
+// unrolled round of round planes: the fewest, at least async+L+r+1 (L the lag between levels:
+// r, or r+1 in wave order), that divide the round; 0 where none does (the copies then keep a
+// ring of their own, N5DRing) or without async.
+func (pl Plan) N5DStarRing(r, round int) int {
+	if pl.Async <= 0 {
+		return 0
+	}
+	lag := r
+	if pl.Wave {
+		lag = r + 1
+	}
+	for n := pl.Async + lag + r + 1; n <= round; n++ {
+		if round%n == 0 {
+			return n
+		}
+	}
+	return 0
+}
+
 // N5DAlign is the cells that an n5d tile's first output and its output width along x are
 // multiples of: rx for rx = 2 or 4, so that a thread's rx cells are one aligned vector in
 // global memory and it loads and stores them with one access instead of rx strided ones
@@ -311,7 +353,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
 	}
 	if pl.Strategy == "n5d" {
-		fields["rx"], fields["ry"], fields["pf"], fields["vec"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec
+		fields["rx"], fields["ry"], fields["pf"], fields["vec"], fields["async"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec, &pl.Async
 		fields["cx"], fields["cy"] = &pl.CX, &pl.CY
 	}
 	for _, kv := range strings.Split(args, ",") {
@@ -388,6 +430,9 @@ func (pl Plan) String() string {
 		if pl.Vec == 1 {
 			parts = append(parts, "vec=1")
 		}
+		if pl.Async > 0 {
+			parts = append(parts, fmt.Sprintf("async=%d", pl.Async))
+		}
 		if pl.CX > 1 {
 			parts = append(parts, fmt.Sprintf("cx=%d", pl.CX))
 		}
@@ -419,6 +464,11 @@ type Limits struct {
 	// NoClusters says the device has no thread-block clusters with distributed shared memory
 	// (they need CUDA on sm_90 or newer).
 	NoClusters bool
+	// NoAsync says the backend generates no asynchronous copies (Tempest emits them for CUDA).
+	NoAsync bool
+	// SM is the CUDA device's compute capability as major*10+minor (90 for Hopper; 0:
+	// unknown or not CUDA). Asynchronous copies need 80 or more.
+	SM int
 }
 
 // Threads is the number of threads per block.
@@ -481,6 +531,23 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if pl.Prefetch < 0 || pl.Prefetch > 8 {
 			return fmt.Errorf("plan %s: pf, the planes n5d loads ahead, must be 1..8", pl)
+		}
+		if pl.Async < 0 || pl.Async > 8 {
+			return fmt.Errorf("plan %s: async, the planes n5d copies ahead into shared memory, must be 0 (off) to 8", pl)
+		}
+		if pl.Async > 0 {
+			if pl.Prefetch > 1 {
+				return fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
+			}
+			if round := 2 * (2*p.Reach()[0] + 1); pl.Async >= round {
+				return fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round (reach %d along %s); use async=%d or less", pl, pl.Async, round, p.Reach()[0], p.Axes[0], round-1)
+			}
+			if lim.NoAsync {
+				return fmt.Errorf("plan %s: asynchronous copies (async=%d) are generated for CUDA only; drop async on this backend", pl, pl.Async)
+			}
+			if lim.SM > 0 && lim.SM < 80 {
+				return fmt.Errorf("plan %s: asynchronous copies (cp.async) need compute capability 8.0 or later; this device is %d.%d: drop async", pl, lim.SM/10, lim.SM%10)
+			}
 		}
 		if pl.Vec != 0 && pl.Vec != 1 {
 			return fmt.Errorf("plan %s: n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)", pl)

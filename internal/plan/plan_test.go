@@ -220,3 +220,62 @@ func TestN5DClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DAsync checks where asynchronous copies are accepted: CUDA devices of compute
+// capability 8.0 or later (or an unknown one), fewer planes ahead than the unrolled round
+// (6 planes for reach 1, 10 for reach 2), not together with a register prefetch; the ring's
+// planes (the fewest, at least async+1, that divide the round); and that the plan prints back
+// to itself.
+func TestN5DAsync(t *testing.T) {
+	r1 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
+	r2 := "axes z, y, x\nstate u boundary fixed\nupdate u = u[x-2] + u[x+1] + u[z+2] + u[y-1]\n"
+	for _, c := range []struct {
+		src, plan string
+		lim       plan.Limits
+		err       string
+	}{
+		{r1, "n5d:bx=64,rx=2,async=1", plan.Limits{}, ""},
+		{r1, "n5d:bx=64,rx=2,async=2", plan.Limits{SM: 90}, ""},
+		{r1, "n5d:bx=64,async=5", plan.Limits{SM: 80}, ""},
+		{r1, "n5d:bx=64,async=3", plan.Limits{}, ""},
+		{r1, "n5d:bx=64,async=6", plan.Limits{}, "use async=5 or less"},
+		{r1, "n5d:bx=64,async=2,pf=3", plan.Limits{}, "not both"},
+		{r1, "n5d:bx=64,async=9", plan.Limits{}, "0 (off) to 8"},
+		{r1, "n5d:bx=64,async=1", plan.Limits{NoAsync: true, NoShuffle: true}, "CUDA only"},
+		{r1, "n5d:bx=64,async=1", plan.Limits{SM: 75}, "compute capability 8.0 or later; this device is 7.5"},
+		{r1, "n5d:bx=64,async=0", plan.Limits{NoAsync: true, SM: 75}, ""},
+		{r2, "n5d:bx=16,by=16,rx=2,ry=2,async=4", plan.Limits{}, ""},
+		{r2, "n5d:bx=16,by=16,rx=2,ry=2,async=2", plan.Limits{}, ""},
+	} {
+		p, err := load.Source("t.stencil", c.src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
+			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
+		}
+		err = pl.Validate(p, c.lim, 0)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s %+v: %v", c.plan, c.lim, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s %+v: got %v, want an error mentioning %q", c.plan, c.lim, err, c.err)
+		}
+	}
+}
+
+// TestN5DRing: the ring of n5d's asynchronous copies is the fewest planes, at least async+1,
+// that divide the unrolled round.
+func TestN5DRing(t *testing.T) {
+	for _, c := range []struct{ async, round, want int }{
+		{0, 6, 0}, {1, 6, 2}, {2, 6, 3}, {3, 6, 6}, {5, 6, 6}, {1, 10, 2}, {2, 10, 5}, {4, 10, 5}, {5, 10, 10}, {3, 14, 7},
+	} {
+		if got := (plan.Plan{Async: c.async}).N5DRing(c.round); got != c.want {
+			t.Errorf("async=%d, round %d: %d planes, want %d", c.async, c.round, got, c.want)
+		}
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"tempest/internal/analysis"
 	"tempest/internal/gpu"
 	"tempest/internal/gpurun"
+	"tempest/internal/ir"
 	"tempest/internal/kir"
 	"tempest/internal/lower"
 	"tempest/internal/model"
@@ -438,6 +439,60 @@ func contenders(cands []*Candidate, best *Candidate) []*Candidate {
 	return out[:min(len(out), 3)]
 }
 
+// refineAsync are the planes ahead that the refinement tries with asynchronous copies
+// (n5d's async): on the H100 one plane ahead measured below two (star3d1r 395 against 484
+// GCells/s) and four (star2d2r 965 against 1295), too little to hide the load; five won on
+// box2d1r (1560.6 against 1508.6 at four and 1515.7 for the tuned plan).
+var refineAsync = []int{2, 5}
+
+// asyncVariants are an n5d plan with asynchronous copies instead of its prefetch (CUDA on
+// sm_80+; the device's limits prune them elsewhere): refineAsync planes ahead, and in 3D,
+// for a plan of one row per thread, the deepest of them with two
+// rows per thread over the same tile (half the threads) and over a tile twice as tall. Async
+// belongs here rather than in the ranked space: what it changes (registers, load latency) is
+// what the model cannot rank, and in the space its twins crowded the model's top-5 (box2d1r's
+// and j2d9pt-gol's best depths fell out of it; every 3D top-5 became unmeasured 2x2 tiles).
+// regs is the plan's compiled registers per thread (0: unknown): the tall tile, twice the
+// cells per thread at the same threads, is capped (maxregs) where twice as many would not let
+// its block launch within regsPerBlock, and left out where the cap would be below the
+// plan's own registers (it would spill most of the second row).
+func asyncVariants(p *ir.Program, pl plan.Plan, regs, regsPerBlock int) []plan.Plan {
+	if pl.Strategy != "n5d" || pl.Async > 0 || pl.Shfl {
+		return nil
+	}
+	var out []plan.Plan
+	deepest := 0
+	for _, a := range refineAsync {
+		v := pl
+		v.Prefetch, v.Async = 0, a
+		if v.Validate(p, plan.Limits{}, 0) == nil {
+			out = append(out, v)
+			deepest = a
+		}
+	}
+	if deepest == 0 || p.Dims() != 3 || max(pl.RY, 1) > 1 || pl.RX < 2 {
+		return out
+	}
+	if regsPerBlock <= 0 {
+		regsPerBlock = 65536
+	}
+	for _, by := range []int{pl.BY / 2, pl.BY} {
+		v := pl
+		v.Prefetch, v.Async, v.RY, v.BY = 0, deepest, 2, by
+		if by < 1 || v.FitBT(p) != nil || v.BT != pl.BT || v.Validate(p, plan.Limits{}, 0) != nil {
+			continue
+		}
+		if most := regsPerBlock / v.Threads() / 8 * 8; 2*regs > most && (v.MaxRegs == 0 || v.MaxRegs > most) {
+			if most < regs {
+				continue
+			}
+			v.MaxRegs = most
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // refinePF are the prefetch distances the refinement tries on an n5d plan (the lowering
 // refuses those that do not divide its unrolled round; at most two are kept).
 var refinePF = []int{2, 3, 5}
@@ -474,7 +529,8 @@ func registerCaps(props gpu.Props, threads, shared, regs, maxRegs int) []int {
 // caps that let one or two more blocks reside on a multiprocessor (the compiler then spills a
 // little or schedules tighter; n5d blocks of 128-170 registers gained 3-8% on the H100 from
 // caps of 96 or 128), deeper prefetches for n5d (pf: up to 7% on some stencils, a loss on
-// others), and both together. Each plan's own registers, threads and shared memory, as
+// others), and both together; for n5d also asynchronous copies instead of the prefetch
+// (asyncVariants). Each plan's own registers, threads and shared memory, as
 // compiled, decide the caps, so the variants are measured rather than predicted; they join
 // the candidates marked Refined, and the fastest of all is the result.
 func (t *tuner) refine(plans []*Candidate) {
@@ -482,7 +538,7 @@ func (t *tuner) refine(plans []*Candidate) {
 	for _, best := range plans {
 		caps := registerCaps(t.dev.Props(), best.Plan.Threads(), best.SharedBytes, best.Regs, best.Plan.MaxRegs)
 		pfs := []int{best.Plan.Prefetch}
-		if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 {
+		if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 && best.Plan.Async == 0 {
 			for _, pf := range refinePF {
 				if lower.N5DRound(t.s.Prog)%pf == 0 && len(pfs) < 3 {
 					pfs = append(pfs, pf)
@@ -500,6 +556,11 @@ func (t *tuner) refine(plans []*Candidate) {
 				if v := variant(pl); v != nil {
 					vars = append(vars, v)
 				}
+			}
+		}
+		for _, pl := range asyncVariants(t.s.Prog, best.Plan, best.Regs, t.dev.Props().RegsPerBlock) {
+			if v := variant(pl); v != nil {
+				vars = append(vars, v)
 			}
 		}
 		t.refined(best, vars)

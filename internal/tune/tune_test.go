@@ -478,3 +478,43 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 	}
 	verify(t, dev, s, res.Best.Plan, 7)
 }
+
+// TestAsyncVariants: the refinement's asynchronous-copy variants of an n5d plan are two and
+// five planes ahead in place of its prefetch, and in 3D two-row tiles five planes ahead,
+// capped where a plan of 80 registers would need twice as many as a block of its threads may
+// hold (a 1024-thread tile twice as tall, whose cap would be 64, is left out); none for other
+// strategies, plans that already copy asynchronously, or shuffle tiles.
+func TestAsyncVariants(t *testing.T) {
+	for _, c := range []struct {
+		program, plan string
+		want          []string
+	}{
+		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=3,maxregs=96", []string{
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,async=2,chunk=256,maxregs=96",
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,async=5,chunk=256,maxregs=96"}},
+		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=4,rx=2", []string{
+			"n5d:bx=128,by=1,bt=4,rx=2,wave=true,async=2,chunk=256",
+			"n5d:bx=128,by=1,bt=4,rx=2,wave=true,async=5,chunk=256"}},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,pf=3", []string{
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=5,chunk=64",
+			"n5d:bx=16,by=16,bt=4,rx=2,ry=2,wave=true,async=5,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,ry=2,wave=true,async=5,chunk=64,maxregs=128"}},
+		{"an5d/star3d1r.stencil", "n5d:bx=32,by=32,bt=3,rx=2", []string{
+			"n5d:bx=32,by=32,bt=3,rx=2,wave=true,async=2,chunk=64",
+			"n5d:bx=32,by=32,bt=3,rx=2,wave=true,async=5,chunk=64",
+			"n5d:bx=32,by=16,bt=3,rx=2,ry=2,wave=true,async=5,chunk=64,maxregs=128"}},
+		{"an5d/star3d1r.stencil", "n5d:bx=32,by=16,bt=2,async=1", nil},
+		{"an5d/j2d5pt.stencil", "n5d:bx=64,shfl=true", nil},
+		{"an5d/j2d5pt.stencil", "pyramid", nil},
+	} {
+		p := program(t, c.program)
+		var got []string
+		for _, pl := range asyncVariants(p, plans(t, p, c.plan)[0], 80, 65536) {
+			got = append(got, pl.String())
+		}
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s %s:\n got  %v\n want %v", c.program, c.plan, got, c.want)
+		}
+	}
+}

@@ -40,7 +40,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   float acc_u_2_0_0 = 0e+00f;
   float acc_u_2_1_0 = 0e+00f;
   float acc_u_2_2_0 = 0e+00f;
-  float pf_u_0 = in0_u[(min(max(zb - 2, 0), n0 - 1) * n1 + cc1) * n2 + cc2];
   unsigned rb_0 = tempest_cluster_addr(smem, (k1 + 1) % 2 * 2 + (k2 + 1) % 2);
   bool push_0_0 = k1 > 0 && l1 < 1 && (k2 > 0 && l2 < 1);
   unsigned rb_1 = tempest_cluster_addr(smem, (k1 + 1) % 2 * 2 + k2);
@@ -57,6 +56,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   bool push_6_0 = k1 < 1 && l1 >= 7;
   unsigned rb_7 = tempest_cluster_addr(smem, (k1 + 3) % 2 * 2 + (k2 + 3) % 2);
   bool push_7_0 = k1 < 1 && l1 >= 7 && (k2 < 1 && l2 >= 7);
+  float pf_u_0 = in0_u[(min(max(zb - 2, 0), n0 - 1) * n1 + cc1) * n2 + cc2];
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
@@ -2119,7 +2119,6 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
   float acc_u_1_0_0 = 0e+00f;
   float acc_u_1_1_0 = 0e+00f;
   float acc_u_1_2_0 = 0e+00f;
-  float pf_u_0 = in0_u[(min(max(zb - 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2];
   unsigned rb_0 = tempest_cluster_addr(smem, (k1 + 1) % 2 * 2 + (k2 + 1) % 2);
   bool push_0_0 = k1 > 0 && l1 < 1 && (k2 > 0 && l2 < 1);
   unsigned rb_1 = tempest_cluster_addr(smem, (k1 + 1) % 2 * 2 + k2);
@@ -2136,6 +2135,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
   bool push_6_0 = k1 < 1 && l1 >= 7;
   unsigned rb_7 = tempest_cluster_addr(smem, (k1 + 3) % 2 * 2 + (k2 + 3) % 2);
   bool push_7_0 = k1 < 1 && l1 >= 7 && (k2 < 1 && l2 >= 7);
+  float pf_u_0 = in0_u[(min(max(zb - 1, 0), n0 - 1) * n1 + cc1) * n2 + cc2];
   int jh = zb - 1;
   int jt = jh + 6 * (max(ze + 1 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");

@@ -51,8 +51,6 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   float q_u_1_1_1 = 0e+00f;
   float q_u_1_2_0 = 0e+00f;
   float q_u_1_2_1 = 0e+00f;
-  float pf_u_0 = in0_u[(min(max(zb - 4, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
-  float pf_u_1 = in0_u[(min(max(zb - 4, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
   unsigned rb_0 = tempest_cluster_addr(smem, (k1 + 1) % 2 * 2 + k2);
   bool push_0_0 = k1 > 0 && l1 < 1;
   bool push_0_1 = k1 > 0 && l1 < 1;
@@ -63,6 +61,8 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   unsigned rb_3 = tempest_cluster_addr(smem, (k1 + 3) % 2 * 2 + k2);
   bool push_3_0 = k1 < 1 && l1 >= 31;
   bool push_3_1 = k1 < 1 && l1 >= 31;
+  float pf_u_0 = in0_u[(min(max(zb - 4, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+  float pf_u_1 = in0_u[(min(max(zb - 4, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
@@ -2301,8 +2301,6 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
   float q_u_0_1_1 = 0e+00f;
   float q_u_0_2_0 = 0e+00f;
   float q_u_0_2_1 = 0e+00f;
-  float pf_u_0 = in0_u[(min(max(zb - 2, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
-  float pf_u_1 = in0_u[(min(max(zb - 2, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
   unsigned rb_0 = tempest_cluster_addr(smem, (k1 + 1) % 2 * 2 + k2);
   bool push_0_0 = k1 > 0 && l1 < 1;
   bool push_0_1 = k1 > 0 && l1 < 1;
@@ -2313,6 +2311,8 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
   unsigned rb_3 = tempest_cluster_addr(smem, (k1 + 3) % 2 * 2 + k2);
   bool push_3_0 = k1 < 1 && l1 >= 31;
   bool push_3_1 = k1 < 1 && l1 >= 31;
+  float pf_u_0 = in0_u[(min(max(zb - 2, 0), n0 - 1) * n1 + cc1) * n2 + cc2_0];
+  float pf_u_1 = in0_u[(min(max(zb - 2, 0), n0 - 1) * n1 + cc1) * n2 + cc2_1];
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
