@@ -9,7 +9,7 @@ build:
 
 # The README's test command.
 test:
-	$(GO) test ./...
+	$(GO) test -timeout 14m ./...
 
 # Static binaries for the GPU machine (it has no Go): the CLI and the test binaries of the
 # packages that touch a GPU, stripped (-s -w: 40 MiB instead of 54 MiB unstripped; the
