@@ -33,6 +33,9 @@ func overlapLine(l *decomp.Layout, mine func(int) bool, on bool, why string) str
 	if !on {
 		return fmt.Sprintf("overlap: off (%s)", why)
 	}
+	if l.Cols != nil {
+		return fmt.Sprintf("overlap: on (%s), but a grid of sub-domains (--split) exchanges in two phases, the second reading the first: its sub-domains run unsplit", why)
+	}
 	banded, local := 0, 0
 	for i := range l.Parts {
 		if !mine(i) {

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tempest/internal/decomp"
+	"tempest/internal/load"
 )
 
 // TestRunOverlapCUDA runs split runs with overlapped exchanges on a CUDA device and holds
@@ -71,5 +74,40 @@ func testRunOverlap(t *testing.T, backend string) {
 				t.Error("no output to compare")
 			}
 		})
+	}
+}
+
+// TestOverlapLine holds the report of an overlapped run to what runs split: bands on slabs
+// thick enough, none on thin slabs, and none on a grid of sub-domains (two-phase exchanges).
+func TestOverlapLine(t *testing.T) {
+	p, err := load.File("../../examples/demos/wave.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slabs, err := decomp.NewLayout(p, []int{96, 40}, 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thin, err := decomp.NewLayout(p, []int{20, 40}, 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid, err := decomp.NewGrid(p, []int{96, 40}, 2, 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		l    *decomp.Layout
+		on   bool
+		want string
+	}{
+		{slabs, false, "overlap: off (why)"},
+		{slabs, true, "2 of 2 sub-domains split into bands of 4 rows"},
+		{thin, true, "no sub-domain owns rows enough"},
+		{grid, true, "a grid of sub-domains (--split) exchanges in two phases"},
+	} {
+		if got := overlapLine(c.l, decomp.All, c.on, "why"); !strings.Contains(got, c.want) {
+			t.Errorf("overlapLine(%v, on=%v) = %q, want it to say %q", c.l.Shape, c.on, got, c.want)
+		}
 	}
 }
