@@ -88,7 +88,7 @@ func TestOverlapLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	thin, err := decomp.NewLayout(p, []int{20, 40}, 2, 4)
+	thin, err := decomp.NewLayout(p, []int{14, 40}, 2, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
