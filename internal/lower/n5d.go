@@ -605,53 +605,12 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				}
 			})
 		}
-		sign := func(v int) int {
-			switch {
-			case v < 0:
-				return -1
-			case v > 0:
-				return 1
-			}
-			return 0
-		}
 		axes := []int{X}
 		if d == 3 {
 			axes = []int{Y, X}
 		}
-		var dirs [][]int
-		var enum func(k int, e []int)
-		enum = func(k int, e []int) {
-			if k == len(axes) {
-				if nonzero(e) {
-					dirs = append(dirs, slices.Clone(e))
-				}
-				return
-			}
-			for _, v := range []int{-1, 0, 1} {
-				if v != 0 && cd[axes[k]] == 1 {
-					continue
-				}
-				e[axes[k]] = v
-				enum(k+1, e)
-			}
-			e[axes[k]] = 0
-		}
-		enum(0, make([]int, d))
 		n := 0
-		for _, e := range dirs {
-			need := false
-			for _, off := range offs {
-				ok := true
-				for _, a := range axes {
-					if e[a] != 0 && sign(off[a]) != -e[a] {
-						ok = false
-					}
-				}
-				need = need || ok
-			}
-			if !need {
-				continue
-			}
+		for _, e := range pl.ClusterPushes(d, offs) {
 			// The neighbour's rank (x fastest) and where the cell lies in its plane.
 			var rank kir.Expr = kir.I(0)
 			shift := 0

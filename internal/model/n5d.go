@@ -347,74 +347,32 @@ func n5dPushes(f *n5dFacts, pl plan.Plan) (dirs, slots int) {
 	}
 	rx, ry := n5dTile(f, pl)
 	X, Y := f.d-1, f.d-2
-	cd := map[int]int{X: cx}
 	axes := []int{X}
 	if f.d == 3 {
-		cd[Y] = cy
 		axes = []int{Y, X}
 	}
-	sign := func(v int) int {
-		switch {
-		case v < 0:
-			return -1
-		case v > 0:
-			return 1
-		}
-		return 0
+	var reads [][]int
+	for _, r := range f.reads {
+		reads = append(reads, r[1:])
 	}
-	var enum func(k int, e map[int]int)
-	enum = func(k int, e map[int]int) {
-		if k == len(axes) {
-			any := false
-			for _, v := range e {
-				any = any || v != 0
-			}
-			if !any {
-				return
-			}
-			need := false
-			for _, r := range f.reads {
-				off := r[1:]
-				ok, inPlane := true, false
-				for _, a := range axes {
-					inPlane = inPlane || off[a] != 0
-					if e[a] != 0 && sign(off[a]) != -e[a] {
-						ok = false
-					}
+	for _, e := range pl.ClusterPushes(f.d, reads) {
+		dirs++
+		for c := 0; c < rx*ry; c++ {
+			ok := true
+			for _, a := range axes {
+				i, n, h := c%rx, rx, f.reach[a]
+				if a == Y {
+					i, n = c/rx, ry
 				}
-				need = need || (ok && inPlane)
-			}
-			if !need {
-				return
-			}
-			dirs++
-			for c := 0; c < rx*ry; c++ {
-				ok := true
-				for _, a := range axes {
-					i, n, h := c%rx, rx, f.reach[a]
-					if a == Y {
-						i, n = c/rx, ry
-					}
-					if (e[a] < 0 && i >= h) || (e[a] > 0 && i < n-h) {
-						ok = false
-					}
-				}
-				if ok {
-					slots++
+				if (e[a] < 0 && i >= h) || (e[a] > 0 && i < n-h) {
+					ok = false
 				}
 			}
-			return
+			if ok {
+				slots++
+			}
 		}
-		for _, v := range []int{-1, 0, 1} {
-			if v != 0 && cd[axes[k]] == 1 {
-				continue
-			}
-			e[axes[k]] = v
-			enum(k+1, e)
-		}
-		e[axes[k]] = 0
 	}
-	enum(0, map[int]int{})
 	return dirs, slots
 }
 
