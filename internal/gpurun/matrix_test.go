@@ -16,6 +16,7 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/lower"
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
@@ -203,6 +204,16 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				as = alt
 				as.Prefetch, as.Async = 0, 2
 				out = append(out, as)
+			}
+			if reach == 1 && lower.N5DShortRound(p) {
+				// Short rounds of 2R+1 planes (rings of three shared planes per level) with
+				// phased loops at depth three, and a prefetch as deep as the round; first
+				// order only (CI time).
+				sr := alt
+				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT = 3, true, 3, 3
+				if sr.FitBT(p) == nil && sr.BT == 3 {
+					out = append(out, sr)
+				}
 			}
 			if shuffles && p.Dims() == 2 {
 				// Warps as tiles: two per block with pairs of cells per thread in level

@@ -63,10 +63,33 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, er
 	return low, nil
 }
 
-// N5DRound is the planes of one unrolled round of p's n5d loop, 2(2R+1) for reach R along the
-// streaming axis: every register queue, accumulator and shared slot repeats within it, so the
-// prefetch distance pf must divide it.
-func N5DRound(p *ir.Program) int { return 2 * (2*p.Reach()[0] + 1) }
+// N5DRound is the planes of one unrolled round of p's n5d loop under pl (plan.N5DRound): every
+// register queue, accumulator and shared slot repeats within it, so the prefetch distance pf
+// must divide it.
+func N5DRound(p *ir.Program, pl plan.Plan) int { return pl.N5DRound(p.Reach()[0]) }
+
+// N5DShortRound says p's n5d blocks can run rounds of 2R+1 planes (plan.Unroll): every level's
+// shared planes then form a ring of 2R+1, which holds a plane only while no neighbour reads it
+// where a level publishes its latest plane alone (stars, and boxes through partial sums), but
+// not where a level keeps a ring of every plane (other programs that read neighbouring planes
+// in-plane).
+func N5DShortRound(p *ir.Program) bool {
+	off, guard := false, false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok {
+				if l.G.Update != nil && nonzero(l.Off[1:]) && l.Off[0] != 0 {
+					off = true
+				}
+				if l.G.Update == nil || l.Layer != nil {
+					guard = true
+				}
+			}
+		})
+	}
+	_, assoc := n5dAssociative(p)
+	return !off || (assoc && p.Reach()[0] > 0 && !guard)
+}
 
 // n5dSum is an update in associative form: outer(sum over plane offsets o of parts[o]),
 // where parts[o] reads only plane m+o and outer is an optional product or quotient by a
@@ -476,6 +499,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// Partial sums only pay where off-centre planes are read in-plane (boxes); stars keep
 	// their columns in registers either way.
 	assoc = assoc && offPlaneInPlane && R > 0 && !guard
+	if N5DRound(p, pl)%2 != 0 && !N5DShortRound(p) {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: %s reads other planes' in-plane neighbours without partial sums, so each level keeps a ring of every plane, which a round of %d planes cannot hold (a plane is refilled while its neighbours still read it); drop unroll", pl, p.Name, N5DRound(p, pl))
+	}
 
 	// One element type for every state grid: all planes live in one dynamic shared array, so
 	// blocks may use the opt-in maximum (227 KB on Hopper) rather than 48 KB of static arrays.
@@ -488,7 +514,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 	}
 	U := 2*R + 1
-	copies := N5DRound(p)
+	copies := N5DRound(p, pl)
+	dbl := pl.N5DPlanes(R) // the planes of windows that would be double-buffered
 	// wave: levels run deepest first, each one plane further behind the level below (lag
 	// R+1 instead of R), so that all of them read shared planes published in the previous
 	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).
@@ -523,7 +550,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	type window struct {
 		queue [][]string // queue[k][i]: register k of cell i's queue of U planes (not in assoc mode)
 		sh    int        // element offset of its planes in smem
-		ring  int        // shared planes: 0, 2 (double-buffered), 2U or ringWin
+		ring  int        // shared planes: 0, dbl (2: double-buffered, or U), the round or ringWin
+		every bool       // the ring holds every plane (the round or ringWin), not only the latest
 	}
 	shElems, shared := 0, 0
 	win := map[[2]int]*window{}
@@ -545,14 +573,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 			switch {
 			case lv == 0 && ringWin > 0:
-				w.ring = ringWin
+				w.ring, w.every = ringWin, true
 			case !inPlaneReads[g] || shfl:
 			case assoc:
-				w.ring = 2
+				w.ring = dbl
 			case offPlaneInPlane:
-				w.ring = copies
+				w.ring, w.every = copies, true
 			default:
-				w.ring = 2
+				w.ring = dbl
 			}
 			if w.ring > 0 {
 				w.sh = shElems
@@ -934,10 +962,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 0:
 					case 2:
 						if assoc {
-							loop = append(loop, publish(w, mod(r, 2), i, vals[g][i])...)
+							loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
 						} else {
 							// The queue's centre is the plane the next level computes.
-							loop = append(loop, publish(w, mod(r-R, 2), i, kir.Id(w.queue[mod(r-R, U)][i]))...)
+							loop = append(loop, publish(w, mod(r-R, w.ring), i, kir.Id(w.queue[mod(r-R, U)][i]))...)
 						}
 					default:
 						loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
@@ -1042,7 +1070,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 									j, lanes := across(l, i)
 									return shuffle(cur[l.G][j], kir.FromIR(l.G.Type), lanes)
 								}
-								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, 2), i, l.Off)
+								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, win[[2]int{l.G.Index, prev}].ring), i, l.Off)
 							}
 							v := em.expr(s.parts[o])
 							switch {
@@ -1094,8 +1122,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 							j, lanes := across(l, i)
 							return shuffle(kir.Id(w.queue[mod(mrel+l.Off[0], U)][j]), kir.FromIR(l.G.Type), lanes)
 						}
-						if w.ring == 2 {
-							return smemAt(w, mod(mrel, 2), i, l.Off)
+						if !w.every {
+							return smemAt(w, mod(mrel, w.ring), i, l.Off)
 						}
 						return smemAt(w, mod(mrel+l.Off[0], w.ring), i, l.Off)
 					}
@@ -1176,10 +1204,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 0:
 					case 2:
 						if assoc {
-							lvl = append(lvl, publish(w, mod(mrel, 2), i, v)...)
+							lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
 						} else {
 							// Publish the queue's centre: the plane level t+1 computes next.
-							lvl = append(lvl, publish(w, mod(mrel-R, 2), i, kir.Id(w.queue[mod(mrel-R, U)][i]))...)
+							lvl = append(lvl, publish(w, mod(mrel-R, w.ring), i, kir.Id(w.queue[mod(mrel-R, U)][i]))...)
 						}
 					default:
 						lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
@@ -1223,10 +1251,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// barriers inside it, which some OpenCL compilers mishandle.) For bt <= 2, three phases: a
 	// head whose copies skip the levels that have no needed plane yet, an inner loop of rounds
 	// where every level is active, and a tail that skips the levels already past their last
-	// needed plane. Deeper blocks run one loop: their unrolled rounds are long, and three of
-	// them overflow the instruction cache (measured on the H100: 6-23% slower at bt 3-12 in
-	// 2D and 3D, while bt = 2 gains 3-5% on the 3D boxes).
-	phases := bt <= 2
+	// needed plane. Deeper blocks run one loop unless the plan says phased: their unrolled
+	// rounds are long, and three of them overflow the instruction cache (measured on the H100:
+	// 6-23% slower at bt 3-12 in 2D and 3D, while bt = 2 gains 3-5% on the 3D boxes; later
+	// star3d1r gained 6% at bt=4, chunk 80, the 2D stencils lost 2-30%).
+	phases := pl.N5DPhased(bt)
 	// The first plane any output needs is zb-R*bt (level 0's reach over bt levels); in wave
 	// order a level lags L = R+1 planes, so level bt's last output comes L*bt planes after the
 	// loaded one, but nothing before zb-R*bt is ever needed: the single loop of deep blocks

@@ -270,7 +270,7 @@ func TestN5DAsync(t *testing.T) {
 		}
 		threads := pl.Threads()
 		cells := threads * max(pl.RX, 1) * max(pl.RY, 1)
-		planes := pl.N5DRing(N5DRound(p))
+		planes := pl.N5DRing(N5DRound(p, pl))
 		if ring := l.SharedBytes - l0.SharedBytes; c.private && (ring < planes*cells*4 || ring >= planes*cells*4+16) || ring <= 0 {
 			t.Errorf("%s: %d shared bytes, %d without async: the ring of %d planes of %d cells is not what was added", c.plan, l.SharedBytes, l0.SharedBytes, planes, cells)
 		}
@@ -298,6 +298,61 @@ func TestN5DAsync(t *testing.T) {
 		}
 		if cl := kir.Print(l.Module, kir.OpenCL); strings.Contains(cl, "asm") || !strings.Contains(cl, "int sring = ") || !strings.Contains(cl, "smem[sring + ") {
 			t.Errorf("%s: OpenCL lacks the synchronous copies:\n%s", c.plan, cl[:min(len(cl), 2000)])
+		}
+	}
+}
+
+// TestN5DShortRound: rounds of 2R+1 planes halve the unrolled loop and give each level a ring
+// of 2R+1 shared planes instead of two (stars and boxes: 3/2 the shared memory at reach 1);
+// programs whose levels keep a ring of every plane refuse them with a hint.
+func TestN5DShortRound(t *testing.T) {
+	for _, c := range []struct {
+		file, plan string
+		err        string
+	}{
+		{"an5d/star2d1r.stencil", "n5d:bx=32,bt=4,rx=2,unroll=3", ""},
+		{"an5d/box3d1r.stencil", "n5d:bx=8,by=8,bt=2,rx=2,unroll=3", ""},
+		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2,unroll=3", "drop unroll"},
+	} {
+		p, err := load.File("../../examples/"+c.file, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := []int{40, 70}
+		if p.Dims() == 3 {
+			shape = []int{20, 30, 40}
+		}
+		short, err := Lower(p, shape, nil, pl)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s %s: got %v, want an error mentioning %q", c.file, c.plan, err, c.err)
+			}
+			if N5DShortRound(p) {
+				t.Errorf("%s: N5DShortRound says yes", c.file)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.file, c.plan, err)
+		}
+		pl.Unroll = 0
+		full, err := Lower(p, shape, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if short.SharedBytes*2 != full.SharedBytes*3 {
+			t.Errorf("%s: %d shared bytes with short rounds, %d without: want 3/2", c.file, short.SharedBytes, full.SharedBytes)
+		}
+		a, b := kir.Print(short.Module, kir.CUDA), kir.Print(full.Module, kir.CUDA)
+		if !(len(a) < len(b)*3/5) {
+			t.Errorf("%s: %d bytes of CUDA with short rounds, %d without: not about half", c.file, len(a), len(b))
+		}
+		if !strings.Contains(a, "j += 3)") || !strings.Contains(b, "j += 6)") {
+			t.Errorf("%s: the loops do not advance 3 and 6 planes per round", c.file)
 		}
 	}
 }

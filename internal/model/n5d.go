@@ -323,7 +323,7 @@ func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, 
 	if chunk <= 0 || chunk > shape[0] {
 		chunk = shape[0]
 	}
-	copies := 2 * f.U
+	copies := pl.N5DRound(f.R)
 	ns := ceilDiv(shape[0], chunk)
 	total := 0
 	for k := 0; k < ns; k++ {
@@ -420,7 +420,7 @@ func n5dStarRing(f *n5dFacts, pl plan.Plan) int {
 	if f.assoc || f.ring || pl.Shfl {
 		return 0
 	}
-	return pl.N5DStarRing(f.R, 2*f.U)
+	return pl.N5DStarRing(f.R, pl.N5DRound(f.R))
 }
 
 // n5dLaunch is the model of one launch of b time levels.
@@ -580,7 +580,8 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 }
 
 // n5dSharedBytes is what the lowering allocates per block: per state grid and level, two
-// planes (stars, boxes) or a ring of 2(2R+1) (other shapes) of the block's cells plus a
+// planes (stars, boxes; 2R+1 with unroll=2R+1) or a ring of the round's planes (other shapes)
+// of the block's cells plus a
 // padded halo of the in-plane reach on both sides.
 func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	rx, ry := n5dTile(f, pl)
@@ -605,9 +606,9 @@ func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 		stride *= bsize[i]
 	}
 	pad = (pad + 3) / 4 * 4
-	ring := 2
+	ring := pl.N5DPlanes(f.R)
 	if f.ring {
-		ring = 2 * f.U
+		ring = pl.N5DRound(f.R)
 	}
 	bytes := f.nState * b * ring * (plane + 2*pad) * f.word
 	switch n := n5dStarRing(f, pl); {
@@ -616,7 +617,7 @@ func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 		bytes += f.nState * (n - ring) * (plane + 2*pad) * f.word
 	case pl.Async > 0:
 		// The ring of planes of the block's own cells, 16-byte aligned.
-		bytes = (bytes+15)/16*16 + f.nState*pl.N5DRing(2*f.U)*pl.BX*max(pl.BY, 1)*rx*ry*f.word
+		bytes = (bytes+15)/16*16 + f.nState*pl.N5DRing(pl.N5DRound(f.R))*pl.BX*max(pl.BY, 1)*rx*ry*f.word
 	}
 	return bytes
 }

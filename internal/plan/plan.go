@@ -71,6 +71,39 @@ type Plan struct {
 	// prefetch registers (0: off). The registers it frees let wider tiles and deeper temporal
 	// blocks keep their occupancy. The ring has N5DRing planes.
 	Async int
+	// Unroll is the planes per unrolled round of n5d's plane loop: 0 (the default) or
+	// 2(2R+1) for reach R along the streaming axis, the least common multiple of the register
+	// queues' 2R+1 planes and the double-buffered shared planes; or 2R+1, half the code, with
+	// 2R+1 shared planes per level in place of two. Deep blocks' rounds outgrow the
+	// instruction cache, and the shorter round halves them at the price of the extra planes.
+	Unroll int
+	// Phased runs every n5d block in three loops, a head that skips the levels with no needed
+	// plane yet, the rounds where all are active, and a tail that skips the levels already
+	// done, instead of one loop that computes them all; blocks of bt <= 2 always do. Deep
+	// blocks' three copies of the round can outgrow the instruction cache (2D lost 5-30% on
+	// the H100), but the skipped warm-up paid on star3d1r (+6%).
+	Phased bool
+}
+
+// N5DPhased says n5d blocks of depth bt run phased loops (Phased).
+func (pl Plan) N5DPhased(bt int) bool { return bt <= 2 || pl.Phased }
+
+// N5DRound is the planes of one unrolled round of the n5d loop for reach R along the
+// streaming axis (Unroll): every register queue, accumulator and shared slot repeats within it.
+func (pl Plan) N5DRound(R int) int {
+	if pl.Unroll == 2*R+1 {
+		return 2*R + 1
+	}
+	return 2 * (2*R + 1)
+}
+
+// N5DPlanes is the shared planes per level of the n5d windows that would otherwise be
+// double-buffered: two where the round is even, else a ring of the round's 2R+1.
+func (pl Plan) N5DPlanes(R int) int {
+	if r := pl.N5DRound(R); r%2 != 0 {
+		return r
+	}
+	return 2
 }
 
 // Cluster is the plan's cluster dimensions along x and y (1 where unset).
@@ -354,6 +387,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 	}
 	if pl.Strategy == "n5d" {
 		fields["rx"], fields["ry"], fields["pf"], fields["vec"], fields["async"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec, &pl.Async
+		fields["unroll"] = &pl.Unroll
 		fields["cx"], fields["cy"] = &pl.CX, &pl.CY
 	}
 	for _, kv := range strings.Split(args, ",") {
@@ -361,7 +395,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		if !ok {
 			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
 		}
-		if k == "fastmath" || ((k == "wave" || k == "shfl") && pl.Strategy == "n5d") {
+		if k == "fastmath" || ((k == "wave" || k == "shfl" || k == "phased") && pl.Strategy == "n5d") {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
@@ -371,6 +405,8 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 				pl.Wave = b
 			case "shfl":
 				pl.Shfl = b
+			case "phased":
+				pl.Phased = b
 			default:
 				pl.FastMath = b
 			}
@@ -385,7 +421,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 			sort.Strings(keys)
 			extra := "fastmath"
 			if pl.Strategy == "n5d" {
-				extra = "fastmath, shfl, wave"
+				extra = "fastmath, phased, shfl, wave"
 			}
 			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), extra)
 		}
@@ -438,6 +474,12 @@ func (pl Plan) String() string {
 		}
 		if pl.CY > 1 {
 			parts = append(parts, fmt.Sprintf("cy=%d", pl.CY))
+		}
+		if pl.Unroll > 0 {
+			parts = append(parts, fmt.Sprintf("unroll=%d", pl.Unroll))
+		}
+		if pl.Phased {
+			parts = append(parts, "phased=true")
 		}
 	}
 	if pl.Strategy == "inplane" {
@@ -539,7 +581,7 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 			if pl.Prefetch > 1 {
 				return fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
 			}
-			if round := 2 * (2*p.Reach()[0] + 1); pl.Async >= round {
+			if round := pl.N5DRound(p.Reach()[0]); pl.Async >= round {
 				return fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round (reach %d along %s); use async=%d or less", pl, pl.Async, round, p.Reach()[0], p.Axes[0], round-1)
 			}
 			if lim.NoAsync {
@@ -548,6 +590,9 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 			if lim.SM > 0 && lim.SM < 80 {
 				return fmt.Errorf("plan %s: asynchronous copies (cp.async) need compute capability 8.0 or later; this device is %d.%d: drop async", pl, lim.SM/10, lim.SM%10)
 			}
+		}
+		if R := p.Reach()[0]; pl.Unroll != 0 && pl.Unroll != 2*R+1 && pl.Unroll != 2*(2*R+1) {
+			return fmt.Errorf("plan %s: unroll, the planes per unrolled round, is %d or %d for reach %d along %s (or left out)", pl, 2*R+1, 2*(2*R+1), R, p.Axes[0])
 		}
 		if pl.Vec != 0 && pl.Vec != 1 {
 			return fmt.Errorf("plan %s: n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)", pl)

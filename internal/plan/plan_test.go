@@ -279,3 +279,59 @@ func TestN5DRing(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DRounds checks the rounds and phases settings: unroll is the default 2(2R+1) or 2R+1
+// planes, with 2R+1 shared planes per level in place of two; phased loops run at every depth
+// with phased=true and at depths up to two without; and both print back to themselves.
+func TestN5DRounds(t *testing.T) {
+	r1 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
+	r2 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-2] + u[x+2] + u[y-2] + u[y+2]\n"
+	for _, c := range []struct {
+		src, plan     string
+		round, planes int
+		phased        bool // at the plan's depth
+		err           string
+	}{
+		{r1, "n5d:bx=64,bt=4", 6, 2, false, ""},
+		{r1, "n5d:bx=64,bt=4,unroll=3", 3, 3, false, ""},
+		{r1, "n5d:bx=64,bt=4,unroll=6,phased=true", 6, 2, true, ""},
+		{r1, "n5d:bx=64,bt=2", 6, 2, true, ""},
+		{r2, "n5d:bx=64,bt=3,unroll=5,phased=true", 5, 5, true, ""},
+		{r2, "n5d:bx=64,bt=3,unroll=3", 0, 0, false, "unroll, the planes per unrolled round, is 5 or 10"},
+		{r1, "n5d:bx=64,unroll=3,async=3", 0, 0, false, "use async=2 or less"},
+	} {
+		p, err := load.Source("t.stencil", c.src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pl.Validate(p, plan.Limits{}, 0)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.plan, err)
+			continue
+		}
+		R := p.Reach()[0]
+		if got := pl.N5DRound(R); got != c.round {
+			t.Errorf("%s: round %d, want %d", c.plan, got, c.round)
+		}
+		if got := pl.N5DPlanes(R); got != c.planes {
+			t.Errorf("%s: %d planes per level, want %d", c.plan, got, c.planes)
+		}
+		if got := pl.N5DPhased(pl.BT); got != c.phased {
+			t.Errorf("%s: phased %v, want %v", c.plan, got, c.phased)
+		}
+		back, err := plan.Parse(pl.String(), p)
+		if err != nil || back != pl {
+			t.Errorf("%s prints as %s, which reads back as %+v (%v)", c.plan, pl, back, err)
+		}
+	}
+}

@@ -540,7 +540,7 @@ func (t *tuner) refine(plans []*Candidate) {
 		pfs := []int{best.Plan.Prefetch}
 		if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 && best.Plan.Async == 0 {
 			for _, pf := range refinePF {
-				if lower.N5DRound(t.s.Prog)%pf == 0 && len(pfs) < 3 {
+				if lower.N5DRound(t.s.Prog, best.Plan)%pf == 0 && len(pfs) < 3 {
 					pfs = append(pfs, pf)
 				}
 			}
@@ -599,7 +599,8 @@ func (t *tuner) variants() func(plan.Plan) *Candidate {
 // blocks fill the multiprocessors' last wave: on the H100 star2d1r gained 1.5% at 320
 // planes instead of 256 and star3d1r 3% at 96 instead of 128, while 512 and more lost up to
 // 70%) and, for n5d, with scalar global accesses instead of vectors (vec=1: the vectors
-// gained 3-6% on most 2D stencils and lost 2% on box3d1r and star3d1r).
+// gained 3-6% on most 2D stencils and lost 2% on box3d1r and star3d1r), with phased loops
+// and with short rounds (roundVariants).
 func (t *tuner) neighbours(best *Candidate) {
 	if best == nil {
 		return
@@ -621,6 +622,9 @@ func (t *tuner) neighbours(best *Candidate) {
 		pl.Vec = 1
 		pls = append(pls, pl)
 	}
+	if best.Plan.Strategy == "n5d" {
+		pls = append(pls, roundVariants(t.s.Prog, best.Plan)...)
+	}
 	have := map[string]bool{}
 	for _, c := range t.res.Candidates {
 		have[c.Plan.String()] = true
@@ -635,6 +639,32 @@ func (t *tuner) neighbours(best *Candidate) {
 		}
 	}
 	t.refined(best, vars)
+}
+
+// roundVariants are an n5d plan with phased loops (where its depth runs one loop) and with
+// rounds of 2R+1 planes (where the program allows them, lower.N5DShortRound; a prefetch that
+// does not divide the round goes as deep as the round). Each changes the code's size and the
+// warm-up's cost, which the model does not rank: on the H100 phased loops gained 6% on
+// star3d1r and lost 2-30% in 2D, short rounds gained 3-5% on star3d1r and j2d9pt-gol and lost
+// up to 7% elsewhere.
+func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
+	var out []plan.Plan
+	if !pl.N5DPhased(pl.BT) {
+		v := pl
+		v.Phased = true
+		out = append(out, v)
+	}
+	if u := 2*p.Reach()[0] + 1; pl.Unroll == 0 && lower.N5DShortRound(p) {
+		v := pl
+		v.Unroll = u
+		if v.Prefetch > 1 && u%v.Prefetch != 0 {
+			v.Prefetch = u
+		}
+		if v.Validate(p, plan.Limits{}, 0) == nil {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // refined measures the variants of one plan and places them after the ranked candidates,

@@ -407,7 +407,9 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 			if c.Status != Measured {
 				t.Errorf("variant %s: %s", c.Plan, c.Status)
 			}
-			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT {
+			// The refinement's prefetch variants (the neighbours' round variants of the
+			// best follow them).
+			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Unroll == 0 && !c.Plan.Phased {
 				refined = append(refined, c.Plan.String())
 			}
 		}
@@ -443,12 +445,12 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 
 // TestNeighboursTryChunksAndScalarAccesses: the refinement ends with the fastest plan's stream
 // chunk a quarter shorter and longer (multiples of 16) and, for an n5d plan whose threads
-// hold pairs of cells, with scalar global accesses (vec=1).
+// hold pairs of cells, with scalar global accesses (vec=1), phased loops and short rounds.
 func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 	dev := openDevice(t)
 	p := program(t, "an5d/j2d5pt.stencil")
 	s := newState(t, p, []int{100, 70})
-	o := Options{Mode: Exhaustive, Steps: 4, Reps: 1, Candidates: plans(t, p, "n5d:bx=16,bt=2,rx=2,chunk=64"), Version: "test"}
+	o := Options{Mode: Exhaustive, Steps: 6, Reps: 1, Candidates: plans(t, p, "n5d:bx=16,bt=3,rx=2,chunk=64"), Version: "test"}
 	res, err := Tune(dev, s, o)
 	if err != nil {
 		t.Fatal(err)
@@ -466,9 +468,13 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			seen[fmt.Sprintf("chunk=%d", c.Plan.Chunk)] = true
 		case c.Plan.Vec == 1:
 			seen["vec=1"] = true
+		case c.Plan.Phased:
+			seen["phased"] = true
+		case c.Plan.Unroll == 3:
+			seen["unroll=3"] = true
 		}
 	}
-	for _, want := range []string{"chunk=48", "chunk=80", "vec=1"} {
+	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3"} {
 		if !seen[want] {
 			t.Errorf("no measured variant with %s among %d candidates", want, len(res.Candidates))
 		}
@@ -477,6 +483,32 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 		t.Errorf("best %s is not the fastest", res.Best.Plan)
 	}
 	verify(t, dev, s, res.Best.Plan, 7)
+}
+
+// TestRoundVariants: phased loops where the depth runs one loop, short rounds where the
+// program allows them, with a prefetch that divides them.
+func TestRoundVariants(t *testing.T) {
+	for _, c := range []struct {
+		program, plan string
+		want          []string
+	}{
+		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=2", []string{
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,phased=true,chunk=256",
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=3,unroll=3,chunk=256"}},
+		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=2,rx=2,pf=5", []string{
+			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unroll=5,chunk=256"}},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true", nil},
+		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", nil},
+	} {
+		p := program(t, c.program)
+		var got []string
+		for _, pl := range roundVariants(p, plans(t, p, c.plan)[0]) {
+			got = append(got, pl.String())
+		}
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s %s:\n got  %v\n want %v", c.program, c.plan, got, c.want)
+		}
+	}
 }
 
 // TestAsyncVariants: the refinement's asynchronous-copy variants of an n5d plan are two and
