@@ -68,6 +68,51 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, er
 // must divide it.
 func N5DRound(p *ir.Program, pl plan.Plan) int { return pl.N5DRound(p.Reach()[0]) }
 
+// n5dHasFastLoop says p's n5d blocks have a loop without the rim's checks, which blocks whose
+// planes and columns lie inside the interior run: p has a fixed rim and reads only its state
+// grids (others need a guard on every read).
+func n5dHasFastLoop(p *ir.Program) bool {
+	rim, guard := false, false
+	for _, u := range p.Updates {
+		if nonzero(u.Grid.Rim) {
+			rim = true
+		}
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && (l.G.Update == nil || l.Layer != nil) {
+				guard = true
+			}
+		})
+	}
+	return rim && !guard
+}
+
+// N5DRimCuts says p's n5d chunks can be cut at the rim (plan.RimCut changes the kernel): p has
+// a loop without the rim's checks, which the middle piece of a chunk that reaches the rim runs.
+func N5DRimCuts(p *ir.Program) bool { return n5dHasFastLoop(p) }
+
+// rimPieces wraps an n5d kernel's body (which computes planes pb .. pe-1) in the loop over the
+// pieces of the block's chunk zb0 .. ze0-1 (plan.RimCut): the planes before lo, those from lo
+// to hi, and those after hi, each clamped into the chunk; a chunk away from the rim is one
+// piece. A barrier ends each piece: the next one refills the same shared planes.
+func rimPieces(body []kir.Stmt, chunkDim int, lo, hi kir.Expr) []kir.Stmt {
+	mx := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, y}} }
+	mn := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{x, y}} }
+	eq := func(v int) kir.Expr { return &kir.Binary{Op: "==", X: kir.Id("pc"), Y: kir.I(v)} }
+	sel := func(a, b, c kir.Expr) kir.Expr { return &kir.Cond{C: eq(0), A: a, B: &kir.Cond{C: eq(1), A: b, B: c}} }
+	piece := append(append([]kir.Stmt(nil), body...), &kir.Barrier{})
+	return []kir.Stmt{
+		&kir.Decl{Name: "zb0", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk"))},
+		&kir.Decl{Name: "ze0", Type: kir.I32, Init: mn(kir.Add(kir.Id("zb0"), kir.Id("chunk")), kir.Id("n0"))},
+		&kir.Decl{Name: "z1", Type: kir.I32, Init: mn(mx(lo, kir.Id("zb0")), kir.Id("ze0"))},
+		&kir.Decl{Name: "z2", Type: kir.I32, Init: mn(mx(hi, kir.Id("z1")), kir.Id("ze0"))},
+		&kir.For{Var: "pc", From: kir.I(0), To: kir.I(3), Step: 1, Body: []kir.Stmt{
+			&kir.Decl{Name: "pb", Type: kir.I32, Init: sel(kir.Id("zb0"), kir.Id("z1"), kir.Id("z2"))},
+			&kir.Decl{Name: "pe", Type: kir.I32, Init: sel(kir.Id("z1"), kir.Id("z2"), kir.Id("ze0"))},
+			&kir.If{Cond: &kir.Binary{Op: "<", X: kir.Id("pb"), Y: kir.Id("pe")}, Then: piece},
+		}},
+	}
+}
+
 // N5DShortRound says p's n5d blocks can run rounds of 2R+1 planes (plan.Unroll): every level's
 // shared planes then form a ring of 2R+1, which holds a plane only while no neighbour reads it
 // where a level publishes its latest plane alone (stars, and boxes through partial sums), but
@@ -444,8 +489,15 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		own[i] = decl(fmt.Sprintf("own_%d", i), kir.Bool, o)
 	}
 	chunkDim := d - 1
-	decl("zb", kir.I32, kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk")))
-	decl("ze", kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}})
+	// rimCut: the chunk runs in pieces (rimPieces), this one of planes pb .. pe-1.
+	rimCut := pl.RimCut && n5dHasFastLoop(p)
+	if rimCut {
+		decl("zb", kir.I32, kir.Id("pb"))
+		decl("ze", kir.I32, kir.Id("pe"))
+	} else {
+		decl("zb", kir.I32, kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk")))
+		decl("ze", kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}})
+	}
 	// rimc_<g>_i: cell i's column lies in g's fixed rim (or outside the domain).
 	rimCol := map[*ir.Grid][]kir.Expr{}
 	for _, u := range p.Updates {
@@ -1304,6 +1356,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		// rounds, so they meet at the same cluster barriers.)
 		body = append(body, &kir.Barrier{Cluster: true})
 	}
+	if (nonzero(rim) && !guard) != n5dHasFastLoop(p) {
+		panic("internal error: n5dHasFastLoop disagrees with the kernel")
+	}
 	if nonzero(rim) && !guard {
 		var inside kir.Expr = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*L*bt)), kir.I(rim[0])),
 			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(L*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
@@ -1330,6 +1385,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if D > 0 {
 		// Nothing may land in shared memory after the block has left it.
 		body = append(body, &kir.AsyncWait{Pending: 0})
+	}
+	if rimCut {
+		// The pieces' bounds are the first and last planes of a chunk that the test above
+		// lets run without the rim's checks.
+		body = rimPieces(body, chunkDim, kir.I(rim[0]+2*L*bt), kir.Bin("-", kir.Id("n0"), kir.I(rim[0]+L*bt+copies)))
 	}
 	k.Body = body
 	if shElems > 0 {

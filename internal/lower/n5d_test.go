@@ -356,3 +356,53 @@ func TestN5DShortRound(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DRimCut: rimcut=true runs each chunk in up to three pieces split at the first and last
+// planes the unchecked loop may take (a piece loop around the kernel's body); a program whose
+// every read is guarded has no unchecked loop, so its kernel is the same with or without it.
+func TestN5DRimCut(t *testing.T) {
+	for _, c := range []struct {
+		src   string
+		plan  string
+		piece string // in the kernel with rimcut, "" where it changes nothing
+	}{
+		{"axes y, x\nstate u boundary fixed\nupdate u = 0.25*(u[x-1] + u[x+1] + u[y-1] + u[y+1])\n",
+			"n5d:bx=32,bt=3,rx=2,chunk=40", "int z1 = min(max(13, zb0), ze0);"},
+		{"axes z, y, x\nstate u boundary fixed\nupdate u = 0.2*(u + u[x-1] + u[x+1] + u[y+1] + u[z-1])\n",
+			"n5d:bx=8,by=8,bt=2,rx=2,chunk=16", "int z2 = min(max(n0 - 11, z1), ze0);"},
+		{"axes y, x\ninput f init 1\nstate u boundary fixed\nupdate u = 0.25*(u[x-1] + u[x+1] + u[y-1] + u[y+1]) + f\n",
+			"n5d:bx=32,bt=3,chunk=40", ""},
+	} {
+		p, err := load.Source("t.stencil", c.src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := []int{90, 70}
+		if p.Dims() == 3 {
+			shape = []int{40, 30, 20}
+		}
+		plain, err := Lower(p, shape, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.RimCut = true
+		cut, err := Lower(p, shape, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := kir.Print(cut.Module, kir.CUDA), kir.Print(plain.Module, kir.CUDA)
+		if c.piece == "" {
+			if a != b || N5DRimCuts(p) {
+				t.Errorf("%s: rimcut changed a kernel without an unchecked loop", c.plan)
+			}
+			continue
+		}
+		if !N5DRimCuts(p) || !strings.Contains(a, c.piece) || !strings.Contains(a, "for (int pc = 0; pc < 3; ++pc)") || strings.Contains(b, "zb0") {
+			t.Errorf("%s: no pieces split at the rim (want %q)", c.plan, c.piece)
+		}
+	}
+}

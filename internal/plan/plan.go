@@ -83,6 +83,12 @@ type Plan struct {
 	// blocks' three copies of the round can outgrow the instruction cache (2D lost 5-30% on
 	// the H100), but the skipped warm-up paid on star3d1r (+6%).
 	Phased bool
+	// RimCut splits an n5d chunk that reaches the fixed rim of the streaming axis (the first
+	// and last chunks of every tile) into up to three pieces: the planes near the rim in the
+	// loop with the rim's checks, the rest in the loop without them, which blocks away from
+	// the rim run alone. Without it such a chunk runs the checked loop throughout: with 3D
+	// tiles of 80 planes, two chunks in seven. Each piece pays its own warm-up.
+	RimCut bool
 }
 
 // N5DPhased says n5d blocks of depth bt run phased loops (Phased).
@@ -395,7 +401,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		if !ok {
 			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
 		}
-		if k == "fastmath" || ((k == "wave" || k == "shfl" || k == "phased") && pl.Strategy == "n5d") {
+		if k == "fastmath" || ((k == "wave" || k == "shfl" || k == "phased" || k == "rimcut") && pl.Strategy == "n5d") {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
@@ -407,6 +413,8 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 				pl.Shfl = b
 			case "phased":
 				pl.Phased = b
+			case "rimcut":
+				pl.RimCut = b
 			default:
 				pl.FastMath = b
 			}
@@ -421,7 +429,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 			sort.Strings(keys)
 			extra := "fastmath"
 			if pl.Strategy == "n5d" {
-				extra = "fastmath, phased, shfl, wave"
+				extra = "fastmath, phased, rimcut, shfl, wave"
 			}
 			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), extra)
 		}
@@ -480,6 +488,9 @@ func (pl Plan) String() string {
 		}
 		if pl.Phased {
 			parts = append(parts, "phased=true")
+		}
+		if pl.RimCut {
+			parts = append(parts, "rimcut=true")
 		}
 	}
 	if pl.Strategy == "inplane" {

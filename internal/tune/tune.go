@@ -641,10 +641,11 @@ func (t *tuner) neighbours(best *Candidate) {
 	t.refined(best, vars)
 }
 
-// roundVariants are an n5d plan with phased loops (where its depth runs one loop) and with
-// rounds of 2R+1 planes (where the program allows them, lower.N5DShortRound; a prefetch that
-// does not divide the round goes as deep as the round). Each changes the code's size and the
-// warm-up's cost, which the model does not rank: on the H100 phased loops gained 6% on
+// roundVariants are an n5d plan with phased loops (where its depth runs one loop), with chunks
+// cut at the rim (where a chunk can reach it, lower.N5DRimCuts) and with rounds of 2R+1 planes
+// (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
+// round goes as deep as the round). Each changes the code's size, the warm-up's cost or what
+// runs the checked loop, which the model does not rank: on the H100 phased loops gained 6% on
 // star3d1r and lost 2-30% in 2D, short rounds gained 3-5% on star3d1r and j2d9pt-gol and lost
 // up to 7% elsewhere.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
@@ -652,6 +653,11 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if !pl.N5DPhased(pl.BT) {
 		v := pl
 		v.Phased = true
+		out = append(out, v)
+	}
+	if !pl.RimCut && lower.N5DRimCuts(p) {
+		v := pl
+		v.RimCut = true
 		out = append(out, v)
 	}
 	if u := 2*p.Reach()[0] + 1; pl.Unroll == 0 && lower.N5DShortRound(p) {

@@ -445,7 +445,8 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 
 // TestNeighboursTryChunksAndScalarAccesses: the refinement ends with the fastest plan's stream
 // chunk a quarter shorter and longer (multiples of 16) and, for an n5d plan whose threads
-// hold pairs of cells, with scalar global accesses (vec=1), phased loops and short rounds.
+// hold pairs of cells, with scalar global accesses (vec=1), phased loops, chunks cut at the rim
+// and short rounds.
 func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 	dev := openDevice(t)
 	p := program(t, "an5d/j2d5pt.stencil")
@@ -472,9 +473,11 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			seen["phased"] = true
 		case c.Plan.Unroll == 3:
 			seen["unroll=3"] = true
+		case c.Plan.RimCut:
+			seen["rimcut"] = true
 		}
 	}
-	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3"} {
+	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut"} {
 		if !seen[want] {
 			t.Errorf("no measured variant with %s among %d candidates", want, len(res.Candidates))
 		}
@@ -485,8 +488,8 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 	verify(t, dev, s, res.Best.Plan, 7)
 }
 
-// TestRoundVariants: phased loops where the depth runs one loop, short rounds where the
-// program allows them, with a prefetch that divides them.
+// TestRoundVariants: phased loops where the depth runs one loop, chunks cut at the rim, short
+// rounds where the program allows them, with a prefetch that divides them.
 func TestRoundVariants(t *testing.T) {
 	for _, c := range []struct {
 		program, plan string
@@ -494,11 +497,14 @@ func TestRoundVariants(t *testing.T) {
 	}{
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=2", []string{
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,phased=true,chunk=256",
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,rimcut=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=3,unroll=3,chunk=256"}},
 		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=2,rx=2,pf=5", []string{
+			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,rimcut=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unroll=5,chunk=256"}},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true", nil},
-		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true", nil},
+		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
+			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256"}},
 	} {
 		p := program(t, c.program)
 		var got []string
