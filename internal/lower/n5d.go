@@ -1302,7 +1302,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// needed plane. Deeper blocks run one loop unless the plan says phased: their unrolled
 	// rounds are long, and three of them overflow the instruction cache (measured on the H100:
 	// 6-23% slower at bt 3-12 in 2D and 3D, while bt = 2 gains 3-5% on the 3D boxes; later
-	// star3d1r gained 6% at bt=4, chunk 80, the 2D stencils lost 2-30%).
+	// star3d1r gained 6% at bt=4, chunk 80, the 2D stencils lost 5-26%).
 	phases := pl.N5DPhased(bt)
 	// The first plane any output needs is zb-R*bt (level 0's reach over bt levels); in wave
 	// order a level lags L = R+1 planes, so level bt's last output comes L*bt planes after the

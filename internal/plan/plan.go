@@ -80,7 +80,7 @@ type Plan struct {
 	// Phased runs every n5d block in three loops, a head that skips the levels with no needed
 	// plane yet, the rounds where all are active, and a tail that skips the levels already
 	// done, instead of one loop that computes them all; blocks of bt <= 2 always do. Deep
-	// blocks' three copies of the round can outgrow the instruction cache (2D lost 5-30% on
+	// blocks' three copies of the round can outgrow the instruction cache (2D lost 5-26% on
 	// the H100), but the skipped warm-up paid on star3d1r (+6%).
 	Phased bool
 	// RimCut splits an n5d chunk that reaches the fixed rim of the streaming axis (the first

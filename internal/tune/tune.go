@@ -646,7 +646,7 @@ func (t *tuner) neighbours(best *Candidate) {
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
 // round goes as deep as the round). Each changes the code's size, the warm-up's cost or what
 // runs the checked loop, which the model does not rank: on the H100 phased loops gained 6% on
-// star3d1r and lost 2-30% in 2D, short rounds gained 3-5% on star3d1r and j2d9pt-gol and lost
+// star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on star3d1r and j2d9pt-gol and lost
 // up to 7% elsewhere.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	var out []plan.Plan
