@@ -96,18 +96,9 @@ func (p ncclPending) Wait() error {
 	return nil
 }
 
-// post has each local rank post its group through send, each from its own goroutine (a rank's
-// group may wait for its peers').
+// post has each local rank post its group through send.
 func (t *NCCL) post(parts []Part, copies []Copy, levels []Level, send func(Comm, []gpu.P2P) error) error {
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		if p == nil {
-			continue
-		}
-		if t.Comms[i] == nil {
-			return fmt.Errorf("internal error: part %d has no NCCL communicator", i)
-		}
+	return t.onRanks(parts, func(i int, p Part) error {
 		var ops []gpu.P2P
 		for _, c := range copies {
 			for _, lv := range levels {
@@ -122,10 +113,28 @@ func (t *NCCL) post(parts []Part, copies []Copy, levels []Level, send func(Comm,
 				}
 			}
 		}
+		return send(t.Comms[i], ops)
+	})
+}
+
+// onRanks runs work for every local rank's part, each on its own goroutine (a rank's group
+// may wait for its peers'), and returns the first error as the halo exchange's.
+func (t *NCCL) onRanks(parts []Part, work func(i int, p Part) error) error {
+	for i, p := range parts {
+		if p != nil && t.Comms[i] == nil {
+			return fmt.Errorf("internal error: part %d has no NCCL communicator", i)
+		}
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if p == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = send(t.Comms[i], ops)
+			errs[i] = work(i, p)
 		}()
 	}
 	wg.Wait()

@@ -2,7 +2,6 @@ package decomp
 
 import (
 	"fmt"
-	"sync"
 
 	"tempest/internal/gpu"
 )
@@ -39,15 +38,7 @@ func (t *NCCL) exchangeRegions(parts []Part, copies []Copy, levels []Level) erro
 	if len(t.stage) < len(parts) {
 		t.stage = append(t.stage, make([]gpu.Buffer, len(parts)-len(t.stage))...)
 	}
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		if p == nil {
-			continue
-		}
-		if t.Comms[i] == nil {
-			return fmt.Errorf("internal error: part %d has no NCCL communicator", i)
-		}
+	return t.onRanks(parts, func(i int, p Part) error {
 		var list []staged
 		var need int64
 		for _, c := range copies {
@@ -69,19 +60,8 @@ func (t *NCCL) exchangeRegions(parts []Part, copies []Copy, levels []Level) erro
 				}
 			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = t.exchangeStaged(i, p, list, need)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return fmt.Errorf("halo exchange: %w", err)
-		}
-	}
-	return nil
+		return t.exchangeStaged(i, p, list, need)
+	})
 }
 
 // exchangeStaged packs part i's strided sends into its staging buffer (grown to need bytes),
