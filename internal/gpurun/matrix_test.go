@@ -207,11 +207,12 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			}
 			if reach == 1 && lower.N5DShortRound(p) {
 				// Short rounds of 2R+1 planes (rings of three shared planes per level) with
-				// phased loops at depth three, a prefetch as deep as the round, and chunks
-				// cut at the rim (the short chunks make every block one to three pieces);
-				// first order only (CI time).
+				// phased loops at depth three, a prefetch as deep as the round, chunks cut
+				// at the rim (the short chunks make every block one to three pieces) and the
+				// edge loop (2D shapes reach it; TestN5DEdgesOpenCL runs 3D); first order
+				// only (CI time).
 				sr := alt
-				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut = 3, true, 3, 3, true
+				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut, sr.Edges = 3, true, 3, 3, true, lower.N5DEdges(p)
 				if sr.FitBT(p) == nil && sr.BT == 3 {
 					out = append(out, sr)
 				}

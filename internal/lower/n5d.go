@@ -212,6 +212,37 @@ func n5dStart(R, L, bt int) int {
 // mod is the non-negative remainder.
 func mod(a, b int) int { return ((a % b) + b) % b }
 
+// n5dMode is which of an n5d kernel's loops a body is built for: blocks whose planes and
+// columns lie inside the interior skip every rim check (n5dFast); blocks on an in-plane edge
+// whose planes are inside run the same unguarded loop on clamped columns and keep their rim
+// columns through a select (n5dEdge); the others test the rim per cell and plane (n5dChecked).
+type n5dMode int
+
+const (
+	n5dFast n5dMode = iota
+	n5dEdge
+	n5dChecked
+)
+
+// N5DEdges says p's n5d blocks on the in-plane edges can run the edge loop (plan.Edges,
+// n5dEdge): p has a loop without the rim's checks, and every grid's rim along each in-plane
+// axis is at least the reach, so cells outside the domain (whose clamped loads hold any
+// in-domain value) feed only rim cells, which keep their values.
+func N5DEdges(p *ir.Program) bool {
+	if !n5dHasFastLoop(p) {
+		return false
+	}
+	h := p.Reach()
+	for _, u := range p.Updates {
+		for a := 1; a < p.Dims(); a++ {
+			if u.Grid.Rim[a] < h[a] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name string) (builtKernel, int, error) {
 	d := p.Dims()
 	h := p.Reach()
@@ -790,6 +821,25 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	windows := shElems > 0           // shared planes that other threads read: barriers
 	private := D > 0 && ringWin == 0 // the copies' own ring
+	// edges: blocks on an in-plane edge whose planes are inside run the edge loop (plan.Edges);
+	// not in clusters (whose blocks must run the same rounds) nor with asynchronous copies.
+	edges := pl.Edges && N5DEdges(p) && !clustered && D == 0
+	// runOf is the clamped position of the aligned run of VW cells that starts at cell i (edge
+	// loop): a run lies wholly inside or wholly outside the domain (rows of a multiple of VW
+	// cells), so the clamped run is in the domain and aligned.
+	runCol := map[int]kir.Expr{}
+	if edges && VW > 1 {
+		n := kir.Id(fmt.Sprintf("n%d", X))
+		for i := 0; i < RX; i += VW {
+			hi := kir.Bin("-", n, kir.I(VW))
+			runCol[i] = decl(fmt.Sprintf("cv%d_%d", X, i), kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{col[X][i], kir.I(0)}}, hi}})
+		}
+	}
+	runOf := func(i int) []kir.Expr {
+		pos := cellOf(ccol, i)
+		pos[X] = runCol[cx(i)]
+		return pos
+	}
 	threads := block[0] * block[1]
 	ringPlane := NC * threads
 	ringOf := map[*ir.Grid]int{}
@@ -920,12 +970,21 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// any level lives in register x mod U of its queue or accumulators and shared slot
 	// x mod ring, all static because j advances by a multiple of 2U. phased copies run a
 	// level only where it is active (the head and tail phases).
-	bodyAt := func(r int, checks, phased bool) []kir.Stmt {
-		// Interior blocks (no checks) of aligned rows load and store vectors.
-		vec := !checks && VW > 1
+	bodyAt := func(r int, mode n5dMode, phased bool) []kir.Stmt {
+		// Blocks of aligned rows without per-plane checks load and store vectors.
+		vec := mode != n5dChecked && VW > 1
 		rimAt := rimAt
-		if !checks {
+		switch mode {
+		case n5dFast:
 			rimAt = func(*ir.Grid, kir.Expr, int) kir.Expr { return nil }
+		case n5dEdge:
+			// The block's planes are inside: only the columns' rim is left.
+			rimAt = func(g *ir.Grid, _ kir.Expr, i int) kir.Expr {
+				if rc := rimCol[g]; rc != nil {
+					return rc[i]
+				}
+				return nil
+			}
 		}
 		var loop []kir.Stmt
 		// late is what clustered wave-order copies run between the arrive and the wait of
@@ -994,6 +1053,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					// Each run of VW cells of a row with one aligned vector load.
 					for i := 0; i < NC; i += VW {
 						pos := cellOf(col, i)
+						if mode == n5dEdge {
+							pos = runOf(i)
+						}
 						pos[0] = clamp(next, kir.Id("n0"))
 						vn := fmt.Sprintf("w_%s_%d", g.Name, i)
 						*loads = append(*loads, &kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: VW, Array: kir.Id(bufName(g, In0)), Idx: em0.linear(pos, nil)})
@@ -1195,7 +1257,12 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						cs = append(cs, kir.Set(next[g][i], keep))
 						set := kir.Set(next[g][i], em.expr(u.Value))
 						if rim := rimAt(g, kir.Id(row), i); rim != nil {
-							set = &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{set}}
+							if mode == n5dEdge {
+								// A select: the same instructions in every thread, no branch.
+								set = kir.Set(next[g][i], &kir.Cond{C: rim, A: keep, B: em.expr(u.Value)})
+							} else {
+								set = &kir.If{Cond: &kir.Unary{Op: "!", X: rim}, Then: []kir.Stmt{set}}
+							}
 						}
 						sets = append(sets, set)
 					}
@@ -1314,10 +1381,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	start := n5dStart(R, L, bt)
 	first := kir.Bin("-", kir.Id("zb"), kir.I(start))
 	end := kir.Add(kir.Id("ze"), kir.I(L*bt))
-	rounds := func(from, to kir.Expr, checks, phased bool) kir.Stmt {
+	rounds := func(from, to kir.Expr, mode n5dMode, phased bool) kir.Stmt {
 		var round []kir.Stmt
 		for r := 0; r < copies; r++ {
-			round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r, checks, phased)...)})
+			round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, bodyAt(r, mode, phased)...)})
 		}
 		return &kir.For{Var: "j", From: from, To: to, Step: copies, Body: round}
 	}
@@ -1327,14 +1394,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	decl("jh", kir.I32, kir.Add(first, kir.I(headRounds*copies)))
 	inner := &kir.Binary{Op: "/", X: &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)}}, Y: kir.I(copies)}
 	decl("jt", kir.I32, kir.Add(kir.Id("jh"), kir.Mul(kir.I(copies), inner)))
-	loop := func(checks bool) []kir.Stmt {
+	loop := func(mode n5dMode) []kir.Stmt {
 		if !phases {
-			return []kir.Stmt{rounds(first, end, checks, false)}
+			return []kir.Stmt{rounds(first, end, mode, false)}
 		}
 		return []kir.Stmt{
-			rounds(first, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Id("jh"), end}}, checks, true),
-			rounds(kir.Id("jh"), kir.Id("jt"), checks, false),
-			rounds(kir.Id("jt"), end, checks, true),
+			rounds(first, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Id("jh"), end}}, mode, true),
+			rounds(kir.Id("jh"), kir.Id("jt"), mode, false),
+			rounds(kir.Id("jt"), end, mode, true),
 		}
 	}
 	// Blocks whose planes and columns, halos included, all lie inside the interior (nearly
@@ -1353,27 +1420,36 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		body = append(body, &kir.Barrier{Cluster: true})
 	}
 	if n5dHasFastLoop(p) { // nonzero(rim) && !guard
-		var inside kir.Expr = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*L*bt)), kir.I(rim[0])),
+		planes := and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*L*bt)), kir.I(rim[0])),
 			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(L*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
+		var columns kir.Expr = &kir.BoolLit{V: true}
 		for a := 1; a < d; a++ {
 			lo := tileLo(a)
 			n := kir.Id(fmt.Sprintf("n%d", a))
-			inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
+			columns = and(columns, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
 		}
+		inside, planesOnly := and(planes, columns), planes
 		if VW > 1 {
 			// Vector accesses need rows of a multiple of rx cells and aligned buffers.
 			n := kir.Id(fmt.Sprintf("n%d", X))
-			inside = and(inside, &kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)})
+			var aligned kir.Expr = &kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)}
 			for _, u := range p.Updates {
 				for _, role := range []Role{In0, Out0} {
-					inside = and(inside, &kir.Aligned{Ptr: bufName(u.Grid, role), Bytes: VW * u.Grid.Type.Size()})
+					aligned = and(aligned, &kir.Aligned{Ptr: bufName(u.Grid, role), Bytes: VW * u.Grid.Type.Size()})
 				}
 			}
+			inside, planesOnly = and(inside, aligned), and(planes, aligned)
 		}
 		// The few blocks on the rim run one phased loop, to keep the code small.
-		body = append(body, &kir.If{Cond: inside, Then: loop(false), Else: []kir.Stmt{rounds(first, end, true, phases)}})
+		var rest []kir.Stmt = []kir.Stmt{rounds(first, end, n5dChecked, phases)}
+		if edges {
+			// Blocks on an in-plane edge whose planes are inside (a sixth of the 3D tiles at
+			// AN5D's sizes) run one unguarded loop with selects for their rim columns.
+			rest = []kir.Stmt{&kir.If{Cond: planesOnly, Then: []kir.Stmt{rounds(first, end, n5dEdge, false)}, Else: rest}}
+		}
+		body = append(body, &kir.If{Cond: inside, Then: loop(n5dFast), Else: rest})
 	} else {
-		body = append(body, loop(true)...)
+		body = append(body, loop(n5dChecked)...)
 	}
 	if D > 0 {
 		// Nothing may land in shared memory after the block has left it.

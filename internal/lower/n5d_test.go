@@ -406,3 +406,60 @@ func TestN5DRimCut(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DEdges: edges=true adds the edge loop (clamped vector runs, a select for the rim
+// columns) where every grid's rim is as wide as the reach; elsewhere (reads of other grids,
+// which keep a guard, or a grid whose rim is narrower than the program's reach, so that its
+// cells outside the domain would feed its interior) the kernel is the same with or without it.
+func TestN5DEdges(t *testing.T) {
+	for _, c := range []struct {
+		src, plan string
+		edge      bool
+	}{
+		{"axes y, x\nstate u boundary fixed\nupdate u = 0.25*(u[x-1] + u[x+1] + u[y-1] + u[y+1])\n",
+			"n5d:bx=32,bt=3,rx=2,chunk=40", true},
+		{"axes z, y, x\nstate u boundary fixed\nupdate u = 0.2*(u + u[x-1] + u[x+1] + u[y+1] + u[z-1])\n",
+			"n5d:bx=8,by=8,bt=2,rx=2,chunk=16", true},
+		{"axes y, x\ninput f init 1\nstate u boundary fixed\nupdate u = 0.25*(u[x-1] + u[x+1] + u[y-1] + u[y+1]) + f\n",
+			"n5d:bx=32,bt=3,rx=2,chunk=40", false},
+		{"axes y, x\nstate u boundary fixed\nstate v boundary fixed\nupdate u = 0.25*(u[x-2] + u[x+2] + v[y-1] + v[y+1])\nupdate v = 0.5*(v[x-1] + u)\n",
+			"n5d:bx=32,bt=2,rx=2,chunk=40", false},
+	} {
+		p, err := load.Source("t.stencil", c.src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := []int{90, 70}
+		if p.Dims() == 3 {
+			shape = []int{40, 30, 20}
+		}
+		plain, err := Lower(p, shape, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.Edges = true
+		edged, err := Lower(p, shape, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := kir.Print(edged.Module, kir.CUDA), kir.Print(plain.Module, kir.CUDA)
+		if N5DEdges(p) != c.edge {
+			t.Errorf("%s: N5DEdges %v, want %v", c.src, !c.edge, c.edge)
+		}
+		if !c.edge {
+			if a != b {
+				t.Errorf("%s: edges=true changed a kernel without an edge loop", c.src)
+			}
+			continue
+		}
+		x := p.Dims() - 1
+		run := fmt.Sprintf("int cv%d_0 = min(max(c%d_0, 0), n%d - 2);", x, x, x)
+		if !strings.Contains(a, run) || !strings.Contains(a, "rimc_u_0 ? ") || strings.Contains(b, "rimc_u_0 ? ") {
+			t.Errorf("%s: no edge loop with edges=true (want %q and a select)", c.plan, run)
+		}
+	}
+}

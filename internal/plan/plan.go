@@ -89,6 +89,12 @@ type Plan struct {
 	// the rim run alone. Without it such a chunk runs the checked loop throughout: with 3D
 	// tiles of 80 planes, two chunks in seven. Each piece pays its own warm-up.
 	RimCut bool
+	// Edges runs the n5d blocks on the in-plane edges of the domain whose planes lie inside
+	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
+	// checks, on clamped columns, with a select that keeps each rim column's value, instead of
+	// the loop that checks every cell and plane. Only where every rim is as wide as the reach
+	// (lower.N5DEdges); not with clusters or asynchronous copies.
+	Edges bool
 }
 
 // N5DPhased says n5d blocks of depth bt run phased loops (Phased).
@@ -401,7 +407,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		if !ok {
 			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
 		}
-		if k == "fastmath" || ((k == "wave" || k == "shfl" || k == "phased" || k == "rimcut") && pl.Strategy == "n5d") {
+		if k == "fastmath" || ((k == "wave" || k == "shfl" || k == "phased" || k == "rimcut" || k == "edges") && pl.Strategy == "n5d") {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
@@ -415,6 +421,8 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 				pl.Phased = b
 			case "rimcut":
 				pl.RimCut = b
+			case "edges":
+				pl.Edges = b
 			default:
 				pl.FastMath = b
 			}
@@ -429,7 +437,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 			sort.Strings(keys)
 			extra := "fastmath"
 			if pl.Strategy == "n5d" {
-				extra = "fastmath, phased, rimcut, shfl, wave"
+				extra = "edges, fastmath, phased, rimcut, shfl, wave"
 			}
 			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), extra)
 		}
@@ -491,6 +499,9 @@ func (pl Plan) String() string {
 		}
 		if pl.RimCut {
 			parts = append(parts, "rimcut=true")
+		}
+		if pl.Edges {
+			parts = append(parts, "edges=true")
 		}
 	}
 	if pl.Strategy == "inplane" {

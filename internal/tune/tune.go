@@ -642,7 +642,8 @@ func (t *tuner) neighbours(best *Candidate) {
 }
 
 // roundVariants are an n5d plan with phased loops (where its depth runs one loop), with chunks
-// cut at the rim (where a chunk can reach it, lower.N5DRimCuts) and with rounds of 2R+1 planes
+// cut at the rim (where a chunk can reach it, lower.N5DRimCuts), with the edge loop for the
+// blocks on the in-plane edges (lower.N5DEdges) and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
 // round goes as deep as the round). Each changes the code's size, the warm-up's cost or what
 // runs the checked loop, which the model does not rank: on the H100 phased loops gained 6% on
@@ -658,6 +659,11 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if !pl.RimCut && lower.N5DRimCuts(p) {
 		v := pl
 		v.RimCut = true
+		out = append(out, v)
+	}
+	if !pl.Edges && lower.N5DEdges(p) && pl.Async == 0 && pl.CX <= 1 && pl.CY <= 1 {
+		v := pl
+		v.Edges = true
 		out = append(out, v)
 	}
 	if u := 2*p.Reach()[0] + 1; pl.Unroll == 0 && lower.N5DShortRound(p) {

@@ -475,9 +475,11 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			seen["unroll=3"] = true
 		case c.Plan.RimCut:
 			seen["rimcut"] = true
+		case c.Plan.Edges:
+			seen["edges"] = true
 		}
 	}
-	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut"} {
+	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut", "edges"} {
 		if !seen[want] {
 			t.Errorf("no measured variant with %s among %d candidates", want, len(res.Candidates))
 		}
@@ -488,8 +490,9 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 	verify(t, dev, s, res.Best.Plan, 7)
 }
 
-// TestRoundVariants: phased loops where the depth runs one loop, chunks cut at the rim, short
-// rounds where the program allows them, with a prefetch that divides them.
+// TestRoundVariants: phased loops where the depth runs one loop, chunks cut at the rim, the
+// edge loop (not with asynchronous copies), short rounds where the program allows them, with a
+// prefetch that divides them.
 func TestRoundVariants(t *testing.T) {
 	for _, c := range []struct {
 		program, plan string
@@ -498,13 +501,20 @@ func TestRoundVariants(t *testing.T) {
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=2", []string{
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,phased=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,rimcut=true,chunk=256",
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=3,unroll=3,chunk=256"}},
 		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=2,rx=2,pf=5", []string{
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,rimcut=true,chunk=256",
+			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unroll=5,chunk=256"}},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,async=2", []string{
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,phased=true,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimcut=true,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,unroll=3,chunk=64"}},
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
-			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256"}},
+			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256",
+			"n5d:bx=32,by=1,bt=2,wave=true,edges=true,chunk=256"}},
 	} {
 		p := program(t, c.program)
 		var got []string
