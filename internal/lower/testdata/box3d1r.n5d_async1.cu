@@ -67,7 +67,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 6;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
-  if (zb - 8 >= 1 && ze + 10 <= n0 - 1 && ((int)blockIdx.y * 4 - 2 >= 1 && (int)blockIdx.y * 4 - 2 + 8 <= n1 - 1 && ((int)blockIdx.x * 12 - 2 >= 1 && (int)blockIdx.x * 12 - 2 + 16 <= n2 - 1)) && (n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0)) {
+  if (zb - 8 >= 1 && ze + 10 <= n0 - 1 && ((int)blockIdx.y * 4 - 2 >= 1 && (int)blockIdx.y * 4 - 2 + 8 <= n1 - 1) && ((int)blockIdx.x * 12 - 2 >= 1 && (int)blockIdx.x * 12 - 2 + 16 <= n2 - 1) && n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 4; j < min(jh, ze + 4); j += 6) {
       {
         int jr = j;
@@ -2736,7 +2736,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
-  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y * 6 - 1 >= 1 && (int)blockIdx.y * 6 - 1 + 8 <= n1 - 1 && ((int)blockIdx.x * 12 - 2 >= 1 && (int)blockIdx.x * 12 - 2 + 16 <= n2 - 1)) && (n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0)) {
+  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y * 6 - 1 >= 1 && (int)blockIdx.y * 6 - 1 + 8 <= n1 - 1) && ((int)blockIdx.x * 12 - 2 >= 1 && (int)blockIdx.x * 12 - 2 + 16 <= n2 - 1) && n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 2; j < min(jh, ze + 2); j += 6) {
       {
         int jr = j;

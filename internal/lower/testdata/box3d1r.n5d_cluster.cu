@@ -60,7 +60,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y / 2 * 12 - 2 + k1 * 8 >= 1 && (int)blockIdx.y / 2 * 12 - 2 + k1 * 8 + 8 <= n1 - 1 && ((int)blockIdx.x / 2 * 12 - 2 + k2 * 8 >= 1 && (int)blockIdx.x / 2 * 12 - 2 + k2 * 8 + 8 <= n2 - 1))) {
+  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y / 2 * 12 - 2 + k1 * 8 >= 1 && (int)blockIdx.y / 2 * 12 - 2 + k1 * 8 + 8 <= n1 - 1) && ((int)blockIdx.x / 2 * 12 - 2 + k2 * 8 >= 1 && (int)blockIdx.x / 2 * 12 - 2 + k2 * 8 + 8 <= n2 - 1)) {
     for (int j = zb - 2; j < min(jh, ze + 2); j += 6) {
       {
         int jr = j;
@@ -2139,7 +2139,7 @@ extern "C" __global__ void __launch_bounds__(64) __cluster_dims__(2, 2, 1) tempe
   int jh = zb - 1;
   int jt = jh + 6 * (max(ze + 1 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-  if (zb - 2 >= 1 && ze + 7 <= n0 - 1 && ((int)blockIdx.y / 2 * 14 - 1 + k1 * 8 >= 1 && (int)blockIdx.y / 2 * 14 - 1 + k1 * 8 + 8 <= n1 - 1 && ((int)blockIdx.x / 2 * 14 - 1 + k2 * 8 >= 1 && (int)blockIdx.x / 2 * 14 - 1 + k2 * 8 + 8 <= n2 - 1))) {
+  if (zb - 2 >= 1 && ze + 7 <= n0 - 1 && ((int)blockIdx.y / 2 * 14 - 1 + k1 * 8 >= 1 && (int)blockIdx.y / 2 * 14 - 1 + k1 * 8 + 8 <= n1 - 1) && ((int)blockIdx.x / 2 * 14 - 1 + k2 * 8 >= 1 && (int)blockIdx.x / 2 * 14 - 1 + k2 * 8 + 8 <= n2 - 1)) {
     for (int j = zb - 1; j < min(jh, ze + 1); j += 6) {
       {
         int jr = j;

@@ -31,7 +31,7 @@ extern "C" __global__ void tempest_n5d(const float* __restrict__ in0_u, float* _
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
-  if (zb - 8 >= 1 && ze + 10 <= n0 - 1 && ((int)blockIdx.x * 60 - 2 >= 1 && (int)blockIdx.x * 60 - 2 + 64 <= n1 - 1) && (n1 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0)) {
+  if (zb - 8 >= 1 && ze + 10 <= n0 - 1 && ((int)blockIdx.x * 60 - 2 >= 1 && (int)blockIdx.x * 60 - 2 + 64 <= n1 - 1) && n1 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 4; j < min(jh, ze + 4); j += 6) {
       {
         int jr = j;
@@ -1192,7 +1192,7 @@ extern "C" __global__ void __launch_bounds__(32) tempest_n5d_1(const float* __re
   asm volatile("cp.async.commit_group;" ::: "memory");
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
-  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.x * 60 - 2 >= 1 && (int)blockIdx.x * 60 - 2 + 64 <= n1 - 1) && (n1 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0)) {
+  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.x * 60 - 2 >= 1 && (int)blockIdx.x * 60 - 2 + 64 <= n1 - 1) && n1 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 2; j < min(jh, ze + 2); j += 6) {
       {
         int jr = j;

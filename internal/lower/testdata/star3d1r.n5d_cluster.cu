@@ -66,7 +66,7 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) tempest_n5d(const float* __
   int jh = zb - 4 + 12;
   int jt = jh + 6 * (max(ze + 3 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-  if (zb - 8 >= 1 && ze + 10 <= n0 - 1 && ((int)blockIdx.y / 2 * 60 - 2 + k1 * 32 >= 1 && (int)blockIdx.y / 2 * 60 - 2 + k1 * 32 + 32 <= n1 - 1 && ((int)blockIdx.x / 2 * 60 - 2 + k2 * 32 >= 1 && (int)blockIdx.x / 2 * 60 - 2 + k2 * 32 + 32 <= n2 - 1)) && (n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0)) {
+  if (zb - 8 >= 1 && ze + 10 <= n0 - 1 && ((int)blockIdx.y / 2 * 60 - 2 + k1 * 32 >= 1 && (int)blockIdx.y / 2 * 60 - 2 + k1 * 32 + 32 <= n1 - 1) && ((int)blockIdx.x / 2 * 60 - 2 + k2 * 32 >= 1 && (int)blockIdx.x / 2 * 60 - 2 + k2 * 32 + 32 <= n2 - 1) && n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 4; j < min(jh, ze + 4); j += 6) {
       {
         int jr = j;
@@ -2316,7 +2316,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(2, 2, 1) temp
   int jh = zb - 2 + 6;
   int jt = jh + 6 * (max(ze + 2 - jh, 0) / 6);
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y / 2 * 62 - 1 + k1 * 32 >= 1 && (int)blockIdx.y / 2 * 62 - 1 + k1 * 32 + 32 <= n1 - 1 && ((int)blockIdx.x / 2 * 60 - 2 + k2 * 32 >= 1 && (int)blockIdx.x / 2 * 60 - 2 + k2 * 32 + 32 <= n2 - 1)) && (n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0)) {
+  if (zb - 4 >= 1 && ze + 8 <= n0 - 1 && ((int)blockIdx.y / 2 * 62 - 1 + k1 * 32 >= 1 && (int)blockIdx.y / 2 * 62 - 1 + k1 * 32 + 32 <= n1 - 1) && ((int)blockIdx.x / 2 * 60 - 2 + k2 * 32 >= 1 && (int)blockIdx.x / 2 * 60 - 2 + k2 * 32 + 32 <= n2 - 1) && n2 % 2 == 0 && ((unsigned long long)in0_u & 7) == 0 && ((unsigned long long)out0_u & 7) == 0) {
     for (int j = zb - 2; j < min(jh, ze + 2); j += 6) {
       {
         int jr = j;
