@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"tempest/internal/ir"
 	"tempest/internal/kir"
@@ -686,7 +687,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// PD divides the 2U copies of a round), so a load has PD planes of work to arrive in.
 	PD := max(pl.Prefetch, 1)
 	if copies%PD != 0 {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: the prefetch distance pf must divide the %d planes of an unrolled round (reach %d along %s); try pf=1 or pf=2", pl, copies, R, p.Axes[0])
+		var fits []string
+		for _, f := range []int{1, 2, 3, 5} {
+			if copies%f == 0 {
+				fits = append(fits, fmt.Sprintf("pf=%d", f))
+			}
+		}
+		return builtKernel{}, 0, fmt.Errorf("plan %s: the prefetch distance pf must divide the %d planes of an unrolled round (reach %d along %s); try %s", pl, copies, R, p.Axes[0], strings.Join(fits, " or "))
 	}
 	pfName := func(g *ir.Grid, k, i int) string {
 		if PD == 1 {

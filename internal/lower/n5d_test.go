@@ -62,8 +62,12 @@ func TestN5DLaunchBoundsAndPrefetch(t *testing.T) {
 			t.Errorf("pf=3 lacks %q", want)
 		}
 	}
-	if _, _, err := lowerText("n5d:bx=64,rx=2,bt=4,pf=4"); err == nil || !strings.Contains(err.Error(), "pf=1 or pf=2") {
+	if _, _, err := lowerText("n5d:bx=64,rx=2,bt=4,pf=4"); err == nil || !strings.HasSuffix(err.Error(), "try pf=1 or pf=2 or pf=3") {
 		t.Errorf("pf=4 on a round of 6 planes: %v", err)
+	}
+	// The hint offers only distances that divide the round: not pf=2 for a round of three.
+	if _, _, err := lowerText("n5d:bx=64,rx=2,bt=4,pf=2,unroll=3"); err == nil || !strings.HasSuffix(err.Error(), "try pf=1 or pf=3") {
+		t.Errorf("pf=2 on a round of 3 planes: %v", err)
 	}
 	if ocl := kir.Print(l.Module, kir.OpenCL); strings.Contains(ocl, "launch_bounds") {
 		t.Error("OpenCL has no launch bounds")
