@@ -377,28 +377,7 @@ func TestN5DRimCut(t *testing.T) {
 		{"axes y, x\ninput f init 1\nstate u boundary fixed\nupdate u = 0.25*(u[x-1] + u[x+1] + u[y-1] + u[y+1]) + f\n",
 			"n5d:bx=32,bt=3,chunk=40", ""},
 	} {
-		p, err := load.Source("t.stencil", c.src, load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		shape := []int{90, 70}
-		if p.Dims() == 3 {
-			shape = []int{40, 30, 20}
-		}
-		plain, err := Lower(p, shape, nil, pl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl.RimCut = true
-		cut, err := Lower(p, shape, nil, pl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := kir.Print(cut.Module, kir.CUDA), kir.Print(plain.Module, kir.CUDA)
+		p, a, b := withAndWithout(t, c.src, c.plan, func(pl *plan.Plan) { pl.RimCut = true })
 		if c.piece == "" {
 			if a != b || N5DRimCuts(p) {
 				t.Errorf("%s: rimcut changed a kernel without an unchecked loop", c.plan)
@@ -429,28 +408,7 @@ func TestN5DEdges(t *testing.T) {
 		{"axes y, x\nstate u boundary fixed\nstate v boundary fixed\nupdate u = 0.25*(u[x-2] + u[x+2] + v[y-1] + v[y+1])\nupdate v = 0.5*(v[x-1] + u)\n",
 			"n5d:bx=32,bt=2,rx=2,chunk=40", false},
 	} {
-		p, err := load.Source("t.stencil", c.src, load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		shape := []int{90, 70}
-		if p.Dims() == 3 {
-			shape = []int{40, 30, 20}
-		}
-		plain, err := Lower(p, shape, nil, pl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl.Edges = true
-		edged, err := Lower(p, shape, nil, pl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := kir.Print(edged.Module, kir.CUDA), kir.Print(plain.Module, kir.CUDA)
+		p, a, b := withAndWithout(t, c.src, c.plan, func(pl *plan.Plan) { pl.Edges = true })
 		if N5DEdges(p) != c.edge {
 			t.Errorf("%s: N5DEdges %v, want %v", c.src, !c.edge, c.edge)
 		}
@@ -466,4 +424,32 @@ func TestN5DEdges(t *testing.T) {
 			t.Errorf("%s: no edge loop with edges=true (want %q and a select)", c.plan, run)
 		}
 	}
+}
+
+// withAndWithout lowers the program src under plan text at a small shape (90x70 or 40x30x20),
+// with the setting set applies and without, and prints both kernels (CUDA).
+func withAndWithout(t *testing.T, src, text string, set func(*plan.Plan)) (p *ir.Program, with, without string) {
+	t.Helper()
+	p, err := load.Source("t.stencil", src, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse(text, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := []int{90, 70}
+	if p.Dims() == 3 {
+		shape = []int{40, 30, 20}
+	}
+	plain, err := Lower(p, shape, nil, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(&pl)
+	changed, err := Lower(p, shape, nil, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, kir.Print(changed.Module, kir.CUDA), kir.Print(plain.Module, kir.CUDA)
 }
