@@ -409,7 +409,7 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 			}
 			// The refinement's prefetch variants (the neighbours' round variants of the
 			// best follow them).
-			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut {
+			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.Edges {
 				refined = append(refined, c.Plan.String())
 			}
 		}
