@@ -315,12 +315,15 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
 	k := &kir.Kernel{Name: name, Params: ps}
-	if bt < pl.BT {
+	if bt < pl.BT || pl.Threads() > 512 {
 		// A shallower remainder kernel can take more registers than the main one (grad's
 		// bt=1 kernel 80 against the bt=3 kernel's 64 or fewer, so 1024-thread blocks could not
-		// launch it): launch bounds keep it within the block. Not on the main kernel: there
-		// they override the plan's register cap (maxregs) and measured slower on star3d1r
-		// (514 against 574 GCells/s at 512 threads, H100).
+		// launch it): launch bounds keep it within the block. Not on the main kernel of up to
+		// 512 threads: there they override the plan's register cap (maxregs) and measured
+		// slower on star3d1r (514 against 574 GCells/s at 512 threads, H100). Main kernels of
+		// 1024 threads need them: deep ones take more than the 64 registers a thread of such a
+		// block can have (star3d1r at bt=5, 64 x 32 cells: 71 registers, and the launch
+		// failed).
 		k.MaxThreads = pl.Threads()
 	}
 	var body []kir.Stmt

@@ -16,7 +16,7 @@ import (
 
 // TestN5DLaunchBoundsAndPrefetch: the shallower remainder kernels carry launch bounds of the
 // block (their registers may exceed the main kernel's), the main kernel none (they would
-// override the plan's register cap); pf loads that many planes ahead in static registers, and
+// override the plan's register cap) unless its blocks have 1024 threads; pf loads that many planes ahead in static registers, and
 // a pf that does not divide the unrolled round is refused with a hint.
 func TestN5DLaunchBoundsAndPrefetch(t *testing.T) {
 	src, err := os.ReadFile("../../examples/an5d/star2d1r.stencil")
@@ -64,6 +64,10 @@ func TestN5DLaunchBoundsAndPrefetch(t *testing.T) {
 	}
 	if _, _, err := lowerText("n5d:bx=64,rx=2,bt=4,pf=4"); err == nil || !strings.HasSuffix(err.Error(), "try pf=1 or pf=2 or pf=3") {
 		t.Errorf("pf=4 on a round of 6 planes: %v", err)
+	}
+	// Blocks of 1024 threads bound the main kernel too: a thread of theirs has 64 registers.
+	if _, cu, err := lowerText("n5d:bx=1024,bt=8"); err != nil || !strings.Contains(cu, "__launch_bounds__(1024) tempest_n5d(") {
+		t.Errorf("no launch bounds on a main kernel of 1024 threads (%v)", err)
 	}
 	// The hint offers only distances that divide the round: not pf=2 for a round of three.
 	if _, _, err := lowerText("n5d:bx=64,rx=2,bt=4,pf=2,unroll=3"); err == nil || !strings.HasSuffix(err.Error(), "try pf=1 or pf=3") {
