@@ -35,7 +35,7 @@ func TestN5DEdgesOpenCL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !lower.N5DEdges(p) {
+		if !lower.N5DEdges(p, plan.Plan{}) {
 			t.Fatalf("%s: no edge loop", c.example)
 		}
 		s, err := state.New(p, c.shape, state.DefaultParams(p), 4)

@@ -212,7 +212,7 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				// edge loop (2D shapes reach it; TestN5DEdgesOpenCL runs 3D); first order
 				// only (CI time).
 				sr := alt
-				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut, sr.Edges = 3, true, 3, 3, true, lower.N5DEdges(p)
+				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut, sr.Edges = 3, true, 3, 3, true, lower.N5DEdges(p, alt)
 				if sr.FitBT(p) == nil && sr.BT == 3 {
 					out = append(out, sr)
 				}

@@ -225,12 +225,13 @@ const (
 	n5dChecked
 )
 
-// N5DEdges says p's n5d blocks on the in-plane edges can run the edge loop (plan.Edges,
-// n5dEdge): p has a loop without the rim's checks, and every grid's rim along each in-plane
-// axis is at least the reach, so cells outside the domain (whose clamped loads hold any
-// in-domain value) feed only rim cells, which keep their values.
-func N5DEdges(p *ir.Program) bool {
-	if !n5dHasFastLoop(p) {
+// N5DEdges says p's n5d blocks on the in-plane edges can run the edge loop under pl
+// (plan.Edges, n5dEdge): p has a loop without the rim's checks, and every grid's rim along
+// each in-plane axis is at least the reach, so cells outside the domain (whose clamped loads
+// hold any in-domain value) feed only rim cells, which keep their values; and pl neither
+// groups blocks in clusters (which must run the same rounds) nor copies asynchronously.
+func N5DEdges(p *ir.Program, pl plan.Plan) bool {
+	if !n5dHasFastLoop(p) || pl.Async > 0 || pl.CX > 1 || (p.Dims() == 3 && pl.CY > 1) {
 		return false
 	}
 	h := p.Reach()
@@ -831,9 +832,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	windows := shElems > 0           // shared planes that other threads read: barriers
 	private := D > 0 && ringWin == 0 // the copies' own ring
-	// edges: blocks on an in-plane edge whose planes are inside run the edge loop (plan.Edges);
-	// not in clusters (whose blocks must run the same rounds) nor with asynchronous copies.
-	edges := pl.Edges && N5DEdges(p) && !clustered && D == 0
+	// edges: blocks on an in-plane edge whose planes are inside run the edge loop (plan.Edges).
+	edges := pl.Edges && N5DEdges(p, pl)
 	// runOf is the clamped position of the aligned run of VW cells that starts at cell i (edge
 	// loop): a run lies wholly inside or wholly outside the domain (rows of a multiple of VW
 	// cells), so the clamped run is in the domain and aligned.

@@ -413,7 +413,7 @@ func TestN5DEdges(t *testing.T) {
 			"n5d:bx=32,bt=2,rx=2,chunk=40", false},
 	} {
 		p, a, b := withAndWithout(t, c.src, c.plan, func(pl *plan.Plan) { pl.Edges = true })
-		if N5DEdges(p) != c.edge {
+		if N5DEdges(p, plan.Plan{}) != c.edge {
 			t.Errorf("%s: N5DEdges %v, want %v", c.src, !c.edge, c.edge)
 		}
 		if !c.edge {

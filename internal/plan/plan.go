@@ -402,44 +402,36 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		fields["unroll"] = &pl.Unroll
 		fields["cx"], fields["cy"] = &pl.CX, &pl.CY
 	}
+	switches := map[string]*bool{"fastmath": &pl.FastMath}
+	if pl.Strategy == "n5d" {
+		switches["wave"], switches["shfl"], switches["phased"] = &pl.Wave, &pl.Shfl, &pl.Phased
+		switches["rimcut"], switches["edges"] = &pl.RimCut, &pl.Edges
+	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
 			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
 		}
-		if k == "fastmath" || ((k == "wave" || k == "shfl" || k == "phased" || k == "rimcut" || k == "edges") && pl.Strategy == "n5d") {
+		if s, ok := switches[k]; ok {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
 			}
-			switch k {
-			case "wave":
-				pl.Wave = b
-			case "shfl":
-				pl.Shfl = b
-			case "phased":
-				pl.Phased = b
-			case "rimcut":
-				pl.RimCut = b
-			case "edges":
-				pl.Edges = b
-			default:
-				pl.FastMath = b
-			}
+			*s = b
 			continue
 		}
 		f, ok := fields[k]
 		if !ok {
-			var keys []string
+			var keys, flags []string
 			for key := range fields {
 				keys = append(keys, key)
 			}
-			sort.Strings(keys)
-			extra := "fastmath"
-			if pl.Strategy == "n5d" {
-				extra = "edges, fastmath, phased, rimcut, shfl, wave"
+			for key := range switches {
+				flags = append(flags, key)
 			}
-			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), extra)
+			sort.Strings(keys)
+			sort.Strings(flags)
+			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), strings.Join(flags, ", "))
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -494,14 +486,13 @@ func (pl Plan) String() string {
 		if pl.Unroll > 0 {
 			parts = append(parts, fmt.Sprintf("unroll=%d", pl.Unroll))
 		}
-		if pl.Phased {
-			parts = append(parts, "phased=true")
-		}
-		if pl.RimCut {
-			parts = append(parts, "rimcut=true")
-		}
-		if pl.Edges {
-			parts = append(parts, "edges=true")
+		for _, s := range []struct {
+			key string
+			on  bool
+		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"edges", pl.Edges}} {
+			if s.on {
+				parts = append(parts, s.key+"=true")
+			}
 		}
 	}
 	if pl.Strategy == "inplane" {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"tempest/internal/ir"
 	"tempest/internal/load"
 	"tempest/internal/plan"
 )
@@ -23,15 +24,8 @@ func TestInplaneVec4Needs4ByteElements(t *testing.T) {
 		{"f64", "inplane:vec=4", "use vec=2"},
 		{"i64", "inplane:vec=4", "grid u (i64)"},
 	} {
-		p, err := load.Source("t.stencil", src(c.ty), load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = pl.Validate(p, plan.Limits{}, 0)
+		p, pl := parsed(t, src(c.ty), c.plan)
+		err := pl.Validate(p, plan.Limits{}, 0)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%s %s: %v", c.ty, c.plan, err)
@@ -57,18 +51,11 @@ func TestN5DShfl(t *testing.T) {
 		{load2, "n5d:bx=64,shfl=true", true, "CUDA only"},
 		{load3, "n5d:bx=32,by=4,shfl=true", false, "2D grids"},
 	} {
-		p, err := load.Source("t.stencil", c.src, load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, pl := parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
-		err = pl.Validate(p, plan.Limits{NoShuffle: c.noShuffle}, 0)
+		err := pl.Validate(p, plan.Limits{NoShuffle: c.noShuffle}, 0)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%s: %v", c.plan, err)
@@ -186,18 +173,11 @@ func TestN5DClusters(t *testing.T) {
 		{load3, "n5d:bx=16,by=32,cx=2,cy=2", true, "sm_90"},
 		{load3, "n5d:bx=16,by=32,cx=1,cy=1", true, ""},
 	} {
-		p, err := load.Source("t.stencil", c.src, load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, pl := parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back.String() != pl.String() {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
-		err = pl.Validate(p, plan.Limits{NoClusters: c.noClusters}, 0)
+		err := pl.Validate(p, plan.Limits{NoClusters: c.noClusters}, 0)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%s: %v", c.plan, err)
@@ -247,18 +227,11 @@ func TestN5DAsync(t *testing.T) {
 		{r2, "n5d:bx=16,by=16,rx=2,ry=2,async=4", plan.Limits{}, ""},
 		{r2, "n5d:bx=16,by=16,rx=2,ry=2,async=2", plan.Limits{}, ""},
 	} {
-		p, err := load.Source("t.stencil", c.src, load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, pl := parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
-		err = pl.Validate(p, c.lim, 0)
+		err := pl.Validate(p, c.lim, 0)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%s %+v: %v", c.plan, c.lim, err)
@@ -303,15 +276,8 @@ func TestN5DRounds(t *testing.T) {
 		{r2, "n5d:bx=64,bt=3,unroll=3", 0, 0, false, "unroll, the planes per unrolled round, is 5 or 10"},
 		{r1, "n5d:bx=64,unroll=3,async=3", 0, 0, false, "use async=2 or less"},
 	} {
-		p, err := load.Source("t.stencil", c.src, load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = pl.Validate(p, plan.Limits{}, 0)
+		p, pl := parsed(t, c.src, c.plan)
+		err := pl.Validate(p, plan.Limits{}, 0)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
@@ -337,4 +303,18 @@ func TestN5DRounds(t *testing.T) {
 			t.Errorf("%s prints as %s, which reads back as %+v (%v)", c.plan, pl, back, err)
 		}
 	}
+}
+
+// parsed loads the program src and parses plan text for it.
+func parsed(t *testing.T, src, text string) (*ir.Program, plan.Plan) {
+	t.Helper()
+	p, err := load.Source("t.stencil", src, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse(text, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, pl
 }
