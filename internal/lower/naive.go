@@ -163,6 +163,9 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 		maxLayers = max(maxLayers, int64(l))
 	}
 	wide := cells*maxLayers > 1<<31-1
+	if pl.FastMath {
+		p = foldScales(p)
+	}
 	switch pl.Strategy {
 	case "naive":
 		return lowerNaive(p, shape, pl, wide)
