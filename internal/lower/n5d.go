@@ -956,6 +956,33 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		j := cx(i) + l.Off[X]
 		return jy*RX + j, j >= 0 && j < RX && jy >= 0 && jy < RY
 	}
+	// read[i] says another thread reads cell i of a state grid's shared plane. Where the
+	// levels keep register queues, a thread reads its own cells from registers, so a cell
+	// no neighbour reaches is never published: with rx = 4 and reach 1 along x, the two
+	// middle cells of a 2D thread (half its shared stores). Cells pushed to a cluster's
+	// neighbours are always published.
+	read := make([]bool, NC)
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			l, ok := e.(*ir.Load)
+			if !ok || l.G.Update == nil || !nonzero(l.Off[1:]) {
+				return
+			}
+			for i := 0; i < NC; i++ {
+				if _, own := inThread(l, i); own {
+					continue
+				}
+				ty := cy(i)
+				if RY > 1 {
+					ty = mod(ty+l.Off[Y], RY)
+				}
+				read[ty*RX+mod(cx(i)+l.Off[X], RX)] = true
+			}
+		})
+	}
+	for i := range read {
+		read[i] = read[i] || len(pushes[i]) > 0 || clustered
+	}
 	vName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i) }
 	// across says which cell of which neighbouring lane a read at l's x offset from cell i
 	// lands on, when not on the thread's own cells (shfl).
@@ -1083,7 +1110,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 2:
 						if assoc {
 							loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
-						} else {
+						} else if read[i] {
 							// The queue's centre is the plane the next level computes.
 							loop = append(loop, publish(w, mod(r-R, w.ring), i, kir.Id(w.queue[mod(r-R, U)][i]))...)
 						}
@@ -1330,7 +1357,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					case 2:
 						if assoc {
 							lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
-						} else {
+						} else if read[i] {
 							// Publish the queue's centre: the plane level t+1 computes next.
 							lvl = append(lvl, publish(w, mod(mrel-R, w.ring), i, kir.Id(w.queue[mod(mrel-R, U)][i]))...)
 						}
