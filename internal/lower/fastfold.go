@@ -13,7 +13,8 @@ import (
 // rounding, and the partial sums are the reference's scaled by k: the error stays within
 // what errbound allows the scaled form (the products' and the scaling's roundings). Only sums
 // whose every term carries a constant coefficient are folded, so the rewrite never adds an
-// operation. The program is copied; p is unchanged.
+// operation; a plan's KeepScale turns it off where the compiler did worse with it. The
+// program is copied; p is unchanged.
 func foldScales(p *ir.Program) *ir.Program {
 	var ups []*ir.Update
 	changed := false
@@ -31,6 +32,10 @@ func foldScales(p *ir.Program) *ir.Program {
 	q.Updates = ups
 	return &q
 }
+
+// FoldsScale says fast math folds a scale in one of p's updates, so that a plan's KeepScale
+// changes its kernels.
+func FoldsScale(p *ir.Program) bool { return foldScales(p) != p }
 
 // foldScale rewrites e when it is a float sum scaled by a constant.
 func foldScale(e ir.Expr) (ir.Expr, bool) {

@@ -163,7 +163,7 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 		maxLayers = max(maxLayers, int64(l))
 	}
 	wide := cells*maxLayers > 1<<31-1
-	if pl.FastMath {
+	if pl.FastMath && !pl.KeepScale {
 		p = foldScales(p)
 	}
 	switch pl.Strategy {

@@ -645,11 +645,13 @@ func (t *tuner) neighbours(best *Candidate) {
 // cut at the rim (where a chunk can reach it, lower.N5DRimCuts), with the edge loop for the
 // blocks on the in-plane edges (lower.N5DEdges) and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
-// round goes as deep as the round). Each changes the code's size, the warm-up's cost or what
-// runs the checked loop, which the model does not rank: on the H100 phased loops gained 6% on
-// star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on star3d1r and j2d9pt-gol and lost
-// up to 7% elsewhere, the edge loop gained 4-6% on the deep 2D stars and lost up to 8% on the
-// boxes and in 3D.
+// round goes as deep as the round), and under fast math with the update's scale kept apart
+// (where lowering would fold it, lower.FoldsScale). Each changes the code's size, the
+// warm-up's cost or what runs the checked loop, which the model does not rank: on the H100
+// phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
+// star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
+// 2D stars and lost up to 8% on the boxes and in 3D, and the folded scale gained 4-6% on three
+// stencils and lost 2% on j3d27pt.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	var out []plan.Plan
 	if !pl.N5DPhased(pl.BT) {
@@ -665,6 +667,11 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if !pl.Edges && lower.N5DEdges(p, pl) {
 		v := pl
 		v.Edges = true
+		out = append(out, v)
+	}
+	if pl.FastMath && !pl.KeepScale && lower.FoldsScale(p) {
+		v := pl
+		v.KeepScale = true
 		out = append(out, v)
 	}
 	if u := 2*p.Reach()[0] + 1; pl.Unroll == 0 && lower.N5DShortRound(p) {

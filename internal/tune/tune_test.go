@@ -512,6 +512,12 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,phased=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimcut=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,unroll=3,chunk=64"}},
+		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2,pf=2,fastmath=true", []string{
+			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,rimcut=true,chunk=64,fastmath=true",
+			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edges=true,chunk=64,fastmath=true",
+			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true,keepscale=true",
+			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,chunk=64,fastmath=true"}},
+		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,unroll=3,fastmath=true", nil},
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
 			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256",
 			"n5d:bx=32,by=1,bt=2,wave=true,edges=true,chunk=256"}},
