@@ -163,6 +163,7 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 		maxLayers = max(maxLayers, int64(l))
 	}
 	wide := cells*maxLayers > 1<<31-1
+	p = orderSquares(p)
 	if pl.FastMath && !pl.KeepScale {
 		p = foldScales(p)
 	}

@@ -533,6 +533,35 @@ func TestRoundVariants(t *testing.T) {
 	}
 }
 
+// TestRowVariants: a shallow 3D n5d plan gets two-row threads over the same tile and over a
+// tile twice as wide; deep, 2D, already two-row and clustered plans get none.
+func TestRowVariants(t *testing.T) {
+	for _, c := range []struct {
+		program, plan string
+		want          []string
+	}{
+		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,pf=2,fastmath=true", []string{
+			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true",
+			"n5d:bx=32,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true"}},
+		{"an5d/box3d1r.stencil", "n5d:bx=16,by=32,bt=1,rx=2,vec=1", []string{
+			"n5d:bx=16,by=16,bt=1,rx=2,ry=2,wave=true,vec=1,chunk=64",
+			"n5d:bx=32,by=16,bt=1,rx=2,ry=2,wave=true,vec=1,chunk=64"}},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", nil},
+		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2", nil},
+		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,cy=2", nil},
+		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=2,rx=2", nil},
+	} {
+		p := program(t, c.program)
+		var got []string
+		for _, pl := range rowVariants(p, plans(t, p, c.plan)[0]) {
+			got = append(got, pl.String())
+		}
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s %s:\n got  %v\n want %v", c.program, c.plan, got, c.want)
+		}
+	}
+}
+
 // TestAsyncVariants: the refinement's asynchronous-copy variants of an n5d plan are two and
 // five planes ahead in place of its prefetch, and in 3D two-row tiles five planes ahead,
 // capped where a plan of 80 registers would need twice as many as a block of its threads may
