@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -68,4 +70,79 @@ func TestOrderSquares(t *testing.T) {
 		{"not-a-square", "(u - u[y-1]) * (u - u[y+1])", ""},
 		{"product-of-sums", "(u + u[y-1]) * (u + u[y-1])", ""},
 	})
+}
+
+// TestFactorAffine: fast math factors the AN5D boxes (affine coefficients, after the folded
+// scale) into plane sums and moments that compute the same sum to within rounding, and leaves
+// stars, boxes with other coefficients and boxes it would not shorten as written.
+func TestFactorAffine(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		factor bool
+	}{
+		{"box2d1r", true}, {"box2d2r", true}, {"box2d3r", true}, {"box3d1r", true}, {"box3d2r", true},
+		{"j3d27pt", true}, {"star2d1r", false}, {"star3d1r", false}, {"j2d9pt-gol", false}, {"j2d5pt", false},
+	} {
+		p, err := load.File("../../examples/an5d/"+c.file+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := foldScales(p)
+		q := factorAffines(f)
+		if got := q != f; got != c.factor {
+			t.Errorf("%s: factored %v, want %v", c.file, got, c.factor)
+		}
+		// The factored sum against the written one on random values.
+		vals := map[string]float64{}
+		rnd := uint64(7)
+		value := func(l *ir.Load) float64 {
+			k := fmt.Sprint(l.Off)
+			if v, ok := vals[k]; ok {
+				return v
+			}
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			vals[k] = float64(rnd>>11) / (1 << 53)
+			return vals[k]
+		}
+		want, got := evalLinear(p.Updates[0].Value, value), evalLinear(q.Updates[0].Value, value)
+		if math.Abs(got-want) > 1e-5*math.Abs(want) {
+			t.Errorf("%s: factored sum %g, written %g", c.file, got, want)
+		}
+	}
+	// Coefficients that are not affine stay as written.
+	src := "axes y, x\nstate u boundary fixed\nupdate u = 0.1*u[y-1,x-1] + 0.1*u[y-1] + 0.1*u[y-1,x+1] + 0.1*u[x-1] + 0.5*u + 0.1*u[x+1] + 0.1*u[y+1,x-1] + 0.1*u[y+1] + 0.1*u[y+1,x+1]\n"
+	p, err := load.Source("s.stencil", src, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := factorAffines(p); q != p {
+		t.Errorf("a box with a heavier centre was factored")
+	}
+}
+
+// evalLinear evaluates sums, products and quotients of constants and loads in float64.
+func evalLinear(e ir.Expr, load func(*ir.Load) float64) float64 {
+	switch e := e.(type) {
+	case *ir.Const:
+		return e.V.F
+	case *ir.Load:
+		return load(e)
+	case *ir.LetRef:
+		return evalLinear(e.L.Value, load)
+	case *ir.Unary:
+		return -evalLinear(e.X, load)
+	case *ir.Binary:
+		x, y := evalLinear(e.X, load), evalLinear(e.Y, load)
+		switch e.Op {
+		case "+":
+			return x + y
+		case "-":
+			return x - y
+		case "*":
+			return x * y
+		case "/":
+			return x / y
+		}
+	}
+	panic(fmt.Sprintf("evalLinear: %T", e))
 }
