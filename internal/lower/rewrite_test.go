@@ -8,7 +8,9 @@ import (
 
 	"tempest/internal/ir"
 	"tempest/internal/irprint"
+	"tempest/internal/kir"
 	"tempest/internal/load"
+	"tempest/internal/plan"
 )
 
 // rewriteCase is an update before a rewrite of lowering's and as printed after it ("": the
@@ -147,4 +149,41 @@ func evalLinear(e ir.Expr, load func(*ir.Load) float64) float64 {
 		}
 	}
 	panic(fmt.Sprintf("evalLinear: %T", e))
+}
+
+// TestKeepScale: a fast-math plan lowers j2d5pt's and box2d2r's updates rewritten and, with
+// keepscale, as written; star2d1r
+// has nothing to rewrite either way.
+func TestKeepScale(t *testing.T) {
+	for _, c := range []struct {
+		file    string
+		shape   []int
+		differs bool
+	}{
+		{"j2d5pt", []int{66, 130}, true}, {"box2d2r", []int{68, 132}, true}, {"star2d1r", []int{66, 130}, false},
+	} {
+		p, err := load.File("../../examples/an5d/"+c.file+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := func(text string) string {
+			pl, err := plan.Parse(text, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Lower(p, c.shape, nil, pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kir.Print(l.Module, kir.CUDA)
+		}
+		fast := code("n5d:bx=32,bt=2,rx=2,wave=true,fastmath=true")
+		kept := code("n5d:bx=32,bt=2,rx=2,wave=true,fastmath=true,keepscale=true")
+		if (fast != kept) != c.differs {
+			t.Errorf("%s: keepscale changes the code: %v, want %v", c.file, fast != kept, c.differs)
+		}
+		if got := FoldsScale(p); got != c.differs {
+			t.Errorf("%s: FoldsScale %v, want %v", c.file, got, c.differs)
+		}
+	}
 }
