@@ -959,8 +959,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// read[i] says another thread reads cell i of a state grid's shared plane. Where the
 	// levels keep register queues, a thread reads its own cells from registers, so a cell
 	// no neighbour reaches is never published: with rx = 4 and reach 1 along x, the two
-	// middle cells of a 2D thread (half its shared stores). Cells pushed to a cluster's
-	// neighbours are always published.
+	// middle cells of a 2D thread (half its shared stores). In a cluster every cell is
+	// published, as its pushes to the neighbours' ghost words are (pushes exist only there).
 	read := make([]bool, NC)
 	for _, u := range p.Updates {
 		ir.WalkDeep(u.Value, func(e ir.Expr) {
@@ -981,7 +981,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		})
 	}
 	for i := range read {
-		read[i] = read[i] || len(pushes[i]) > 0 || clustered
+		read[i] = read[i] || clustered
 	}
 	vName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i) }
 	// across says which cell of which neighbouring lane a read at l's x offset from cell i

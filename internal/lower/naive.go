@@ -165,7 +165,7 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 	wide := cells*maxLayers > 1<<31-1
 	p = orderSquares(p)
 	if pl.FastMath && !pl.KeepScale {
-		p = factorAffines(foldScales(p))
+		p = fastMath(p)
 	}
 	switch pl.Strategy {
 	case "naive":

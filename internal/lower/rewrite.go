@@ -27,12 +27,13 @@ func foldScales(p *ir.Program) *ir.Program { return mapUpdates(p, foldScale) }
 // factorAffines applies factorAffine to every update (fast math).
 func factorAffines(p *ir.Program) *ir.Program { return mapUpdates(p, factorAffine) }
 
-// FoldsScale says fast math folds a scale or factors a box in one of p's updates, so that a
-// plan's KeepScale changes its kernels.
-func FoldsScale(p *ir.Program) bool {
-	f := foldScales(p)
-	return f != p || factorAffines(f) != f
-}
+// fastMath is what fast math rewrites in p's updates (p itself where nothing changes): the
+// folded scale, then the factored box, whose fit sees the folded coefficients.
+func fastMath(p *ir.Program) *ir.Program { return factorAffines(foldScales(p)) }
+
+// RewritesFastMath says fast math rewrites one of p's updates, so that a plan's KeepScale
+// changes its kernels.
+func RewritesFastMath(p *ir.Program) bool { return fastMath(p) != p }
 
 // foldScale rewrites e when it is a float sum scaled by a constant, reporting whether it did.
 func foldScale(e ir.Expr) (ir.Expr, bool) {
@@ -96,14 +97,10 @@ func isSum(e ir.Expr) bool {
 // into the terms' constant coefficients; it fails on a term without one.
 func distribute(e ir.Expr, k float64, div bool, t ir.Type) (ir.Expr, bool) {
 	scaled := func(c float64) *ir.Const {
-		v := c * k
 		if div {
-			v = c / k
+			return &ir.Const{V: ir.MakeFloat(t, c/k)}
 		}
-		if t == ir.F32 {
-			v = float64(float32(v))
-		}
-		return &ir.Const{V: ir.Value{T: t, F: v}}
+		return &ir.Const{V: ir.MakeFloat(t, c*k)}
 	}
 	switch e := e.(type) {
 	case *ir.Binary:
@@ -135,10 +132,7 @@ func distribute(e ir.Expr, k float64, div bool, t ir.Type) (ir.Expr, bool) {
 				if div {
 					v = 1 / (c.V.F * k)
 				}
-				if t == ir.F32 {
-					v = float64(float32(v))
-				}
-				return &ir.Binary{Op: "*", X: e.X, Y: &ir.Const{V: ir.Value{T: t, F: v}}, T: t}, true
+				return &ir.Binary{Op: "*", X: e.X, Y: &ir.Const{V: ir.MakeFloat(t, v)}, T: t}, true
 			}
 		}
 	case *ir.Unary:
@@ -260,7 +254,7 @@ func factorAffine(e ir.Expr) (ir.Expr, bool) {
 	}
 	g, lvl := terms[0].l.G, terms[0].l.Level
 	d := len(terms[0].l.Off)
-	if d < 2 {
+	if d < 2 || d > 4 {
 		return e, false
 	}
 	lo, hi := make([]int, d), make([]int, d)
@@ -268,7 +262,7 @@ func factorAffine(e ir.Expr) (ir.Expr, bool) {
 	copy(hi, terms[0].l.Off)
 	seen := map[[4]int]bool{}
 	for _, tm := range terms {
-		if tm.l.G != g || tm.l.Level != lvl || tm.l.Layer != nil || len(tm.l.Off) != d || d > 4 {
+		if tm.l.G != g || tm.l.Level != lvl || tm.l.Layer != nil || len(tm.l.Off) != d {
 			return e, false
 		}
 		var k [4]int
@@ -350,19 +344,15 @@ func factorAffine(e ir.Expr) (ir.Expr, bool) {
 	if float64(sums+A+2*P) > 0.65*float64((w+1)*P) {
 		return e, false
 	}
-	c := func(v float64) *ir.Const {
-		if t == ir.F32 {
-			v = float64(float32(v))
-		}
-		return &ir.Const{V: ir.Value{T: t, F: v}}
-	}
 	add := func(x, y ir.Expr) ir.Expr {
 		if x == nil {
 			return y
 		}
 		return &ir.Binary{Op: "+", X: x, Y: y, T: t}
 	}
-	mul := func(k float64, x ir.Expr) ir.Expr { return &ir.Binary{Op: "*", X: c(k), Y: x, T: t} }
+	mul := func(k float64, x ir.Expr) ir.Expr {
+		return &ir.Binary{Op: "*", X: &ir.Const{V: ir.MakeFloat(t, k)}, Y: x, T: t}
+	}
 	// slice is the sum of plane i's loads with offset k along axis a (every other in-plane
 	// offset in order), built afresh each time so that equal sums print alike.
 	slice := func(i, a, k int) ir.Expr {

@@ -3,12 +3,12 @@ package lower
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
 	"tempest/internal/ir"
 	"tempest/internal/irprint"
-	"tempest/internal/kir"
 	"tempest/internal/load"
 	"tempest/internal/plan"
 )
@@ -157,33 +157,20 @@ func evalLinear(e ir.Expr, load func(*ir.Load) float64) float64 {
 func TestKeepScale(t *testing.T) {
 	for _, c := range []struct {
 		file    string
-		shape   []int
 		differs bool
 	}{
-		{"j2d5pt", []int{66, 130}, true}, {"box2d2r", []int{68, 132}, true}, {"star2d1r", []int{66, 130}, false},
+		{"j2d5pt", true}, {"box2d2r", true}, {"star2d1r", false},
 	} {
-		p, err := load.File("../../examples/an5d/"+c.file+".stencil", load.Options{})
+		src, err := os.ReadFile("../../examples/an5d/" + c.file + ".stencil")
 		if err != nil {
 			t.Fatal(err)
 		}
-		code := func(text string) string {
-			pl, err := plan.Parse(text, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := Lower(p, c.shape, nil, pl)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kir.Print(l.Module, kir.CUDA)
-		}
-		fast := code("n5d:bx=32,bt=2,rx=2,wave=true,fastmath=true")
-		kept := code("n5d:bx=32,bt=2,rx=2,wave=true,fastmath=true,keepscale=true")
+		p, kept, fast := withAndWithout(t, string(src), "n5d:bx=32,bt=2,rx=2,wave=true,fastmath=true", func(pl *plan.Plan) { pl.KeepScale = true })
 		if (fast != kept) != c.differs {
 			t.Errorf("%s: keepscale changes the code: %v, want %v", c.file, fast != kept, c.differs)
 		}
-		if got := FoldsScale(p); got != c.differs {
-			t.Errorf("%s: FoldsScale %v, want %v", c.file, got, c.differs)
+		if got := RewritesFastMath(p); got != c.differs {
+			t.Errorf("%s: RewritesFastMath %v, want %v", c.file, got, c.differs)
 		}
 	}
 }

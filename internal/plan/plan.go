@@ -97,7 +97,7 @@ type Plan struct {
 	Edges bool
 	// KeepScale keeps, under fast math, an update's arithmetic as written: a constant scale of
 	// a weighted sum stays its own multiplication instead of being folded into the sum's
-	// coefficients (lower.FoldsScale), and a box with affine coefficients is not factored into
+	// coefficients (lower.RewritesFastMath), and a box with affine coefficients is not factored into
 	// plane sums and moments. Folding saves one operation per cell and level (+4-6% on j2d5pt,
 	// j2d9pt and j2d9pt-gol on the H100), but j3d27pt with its old tile compiled 2% slower.
 	KeepScale bool

@@ -647,7 +647,7 @@ func (t *tuner) neighbours(best *Candidate) {
 // blocks on the in-plane edges (lower.N5DEdges) and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
 // round goes as deep as the round), and under fast math with the update's scale kept apart
-// (where lowering would fold it, lower.FoldsScale). Each changes the code's size, the
+// (where lowering would rewrite it, lower.RewritesFastMath). Each changes the code's size, the
 // warm-up's cost or what runs the checked loop, which the model does not rank: on the H100
 // phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
 // star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
@@ -670,7 +670,7 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 		v.Edges = true
 		out = append(out, v)
 	}
-	if pl.FastMath && !pl.KeepScale && lower.FoldsScale(p) {
+	if pl.FastMath && !pl.KeepScale && lower.RewritesFastMath(p) {
 		v := pl
 		v.KeepScale = true
 		out = append(out, v)
