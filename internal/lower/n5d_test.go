@@ -13,6 +13,7 @@ import (
 	"tempest/internal/kir"
 	"tempest/internal/load"
 	"tempest/internal/plan"
+	"tempest/internal/testkit"
 )
 
 // TestN5DLaunchBoundsAndPrefetch: the shallower remainder kernels carry launch bounds of the
@@ -435,14 +436,7 @@ func TestN5DEdges(t *testing.T) {
 // with the setting set applies and without, and prints both kernels (CUDA).
 func withAndWithout(t *testing.T, src, text string, set func(*plan.Plan)) (p *ir.Program, with, without string) {
 	t.Helper()
-	p, err := load.Source("t.stencil", src, load.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Parse(text, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pl := testkit.Parsed(t, src, text)
 	shape := []int{90, 70}
 	if p.Dims() == 3 {
 		shape = []int{40, 30, 20}

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"tempest/internal/ir"
 	"tempest/internal/load"
 	"tempest/internal/plan"
+	"tempest/internal/testkit"
 )
 
 // TestInplaneVec4Needs4ByteElements checks that vec=4 is refused, with the way out, for a
@@ -24,7 +24,7 @@ func TestInplaneVec4Needs4ByteElements(t *testing.T) {
 		{"f64", "inplane:vec=4", "use vec=2"},
 		{"i64", "inplane:vec=4", "grid u (i64)"},
 	} {
-		p, pl := parsed(t, src(c.ty), c.plan)
+		p, pl := testkit.Parsed(t, src(c.ty), c.plan)
 		err := pl.Validate(p, plan.Limits{}, 0)
 		switch {
 		case c.err == "" && err != nil:
@@ -51,7 +51,7 @@ func TestN5DShfl(t *testing.T) {
 		{load2, "n5d:bx=64,shfl=true", true, "CUDA only"},
 		{load3, "n5d:bx=32,by=4,shfl=true", false, "2D grids"},
 	} {
-		p, pl := parsed(t, c.src, c.plan)
+		p, pl := testkit.Parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
@@ -173,7 +173,7 @@ func TestN5DClusters(t *testing.T) {
 		{load3, "n5d:bx=16,by=32,cx=2,cy=2", true, "sm_90"},
 		{load3, "n5d:bx=16,by=32,cx=1,cy=1", true, ""},
 	} {
-		p, pl := parsed(t, c.src, c.plan)
+		p, pl := testkit.Parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back.String() != pl.String() {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
@@ -227,7 +227,7 @@ func TestN5DAsync(t *testing.T) {
 		{r2, "n5d:bx=16,by=16,rx=2,ry=2,async=4", plan.Limits{}, ""},
 		{r2, "n5d:bx=16,by=16,rx=2,ry=2,async=2", plan.Limits{}, ""},
 	} {
-		p, pl := parsed(t, c.src, c.plan)
+		p, pl := testkit.Parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
@@ -278,7 +278,7 @@ func TestN5DRounds(t *testing.T) {
 		{r2, "n5d:bx=64,bt=3,unroll=3", 0, 0, false, "unroll, the planes per unrolled round, is 5 or 10"},
 		{r1, "n5d:bx=64,unroll=3,async=3", 0, 0, false, "use async=2 or less"},
 	} {
-		p, pl := parsed(t, c.src, c.plan)
+		p, pl := testkit.Parsed(t, c.src, c.plan)
 		err := pl.Validate(p, plan.Limits{}, 0)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
@@ -305,18 +305,4 @@ func TestN5DRounds(t *testing.T) {
 			t.Errorf("%s prints as %s, which reads back as %+v (%v)", c.plan, pl, back, err)
 		}
 	}
-}
-
-// parsed loads the program src and parses plan text for it.
-func parsed(t *testing.T, src, text string) (*ir.Program, plan.Plan) {
-	t.Helper()
-	p, err := load.Source("t.stencil", src, load.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Parse(text, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, pl
 }

@@ -1,5 +1,6 @@
-// Package testkit holds what several packages' tests share: golden diagnostic files and a
-// private PoCL kernel cache per test binary. Only tests import it.
+// Package testkit holds what several packages' tests share: golden diagnostic files, a
+// private PoCL kernel cache per test binary and parsed programs with plans. Only tests import
+// it.
 package testkit
 
 import (
@@ -7,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tempest/internal/ir"
+	"tempest/internal/load"
+	"tempest/internal/plan"
 )
 
 // Diagnostics loads every testdata/errors/*<ext> file through load and compares the error with
@@ -64,4 +69,19 @@ func PoCLMain(m *testing.M) {
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// Parsed loads the stencil source src and parses plan text for it, failing the test on
+// either error.
+func Parsed(t *testing.T, src, text string) (*ir.Program, plan.Plan) {
+	t.Helper()
+	p, err := load.Source("t.stencil", src, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse(text, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, pl
 }

@@ -494,10 +494,7 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 // edge loop (not with asynchronous copies), short rounds where the program allows them, with a
 // prefetch that divides them.
 func TestRoundVariants(t *testing.T) {
-	for _, c := range []struct {
-		program, plan string
-		want          []string
-	}{
+	checkVariants(t, roundVariants, []variantCase{
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=2", []string{
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,phased=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,rimcut=true,chunk=256",
@@ -521,25 +518,13 @@ func TestRoundVariants(t *testing.T) {
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
 			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256",
 			"n5d:bx=32,by=1,bt=2,wave=true,edges=true,chunk=256"}},
-	} {
-		p := program(t, c.program)
-		var got []string
-		for _, pl := range roundVariants(p, plans(t, p, c.plan)[0]) {
-			got = append(got, pl.String())
-		}
-		if strings.Join(got, " ") != strings.Join(c.want, " ") {
-			t.Errorf("%s %s:\n got  %v\n want %v", c.program, c.plan, got, c.want)
-		}
-	}
+	})
 }
 
 // TestRowVariants: a shallow 3D n5d plan gets two-row threads over the same tile and over a
 // tile twice as wide; deep, 2D, already two-row and clustered plans get none.
 func TestRowVariants(t *testing.T) {
-	for _, c := range []struct {
-		program, plan string
-		want          []string
-	}{
+	checkVariants(t, rowVariants, []variantCase{
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,pf=2,fastmath=true", []string{
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true",
 			"n5d:bx=32,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true"}},
@@ -550,16 +535,7 @@ func TestRowVariants(t *testing.T) {
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2", nil},
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,cy=2", nil},
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=2,rx=2", nil},
-	} {
-		p := program(t, c.program)
-		var got []string
-		for _, pl := range rowVariants(p, plans(t, p, c.plan)[0]) {
-			got = append(got, pl.String())
-		}
-		if strings.Join(got, " ") != strings.Join(c.want, " ") {
-			t.Errorf("%s %s:\n got  %v\n want %v", c.program, c.plan, got, c.want)
-		}
-	}
+	})
 }
 
 // TestAsyncVariants: the refinement's asynchronous-copy variants of an n5d plan are two and
@@ -568,10 +544,7 @@ func TestRowVariants(t *testing.T) {
 // hold (a 1024-thread tile twice as tall, whose cap would be 64, is left out); none for other
 // strategies, plans that already copy asynchronously, or shuffle tiles.
 func TestAsyncVariants(t *testing.T) {
-	for _, c := range []struct {
-		program, plan string
-		want          []string
-	}{
+	checkVariants(t, func(p *ir.Program, pl plan.Plan) []plan.Plan { return asyncVariants(p, pl, 80, 65536) }, []variantCase{
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=3,maxregs=96", []string{
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,async=2,chunk=256,maxregs=96",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,async=5,chunk=256,maxregs=96"}},
@@ -590,10 +563,22 @@ func TestAsyncVariants(t *testing.T) {
 		{"an5d/star3d1r.stencil", "n5d:bx=32,by=16,bt=2,async=1", nil},
 		{"an5d/j2d5pt.stencil", "n5d:bx=64,shfl=true", nil},
 		{"an5d/j2d5pt.stencil", "pyramid", nil},
-	} {
+	})
+}
+
+// variantCase is a plan of a program and the refinement variants wanted of it, printed.
+type variantCase struct {
+	program, plan string
+	want          []string
+}
+
+// checkVariants compares the variants of each case's plan with those wanted, in order.
+func checkVariants(t *testing.T, variants func(*ir.Program, plan.Plan) []plan.Plan, cases []variantCase) {
+	t.Helper()
+	for _, c := range cases {
 		p := program(t, c.program)
 		var got []string
-		for _, pl := range asyncVariants(p, plans(t, p, c.plan)[0], 80, 65536) {
+		for _, pl := range variants(p, plans(t, p, c.plan)[0]) {
 			got = append(got, pl.String())
 		}
 		if strings.Join(got, " ") != strings.Join(c.want, " ") {
