@@ -11,32 +11,23 @@ import (
 	"tempest/internal/state"
 )
 
-// TestN5DEdgesOpenCL runs n5d plans with the edge loop (edges=true) at shapes where blocks on
-// the in-plane edges have chunks inside the streaming axis's rim, so that they run it: stars
-// (a select keeps the rim columns' register values), boxes through partial sums (the rim
-// columns reload their value) in 3D and 2D, with vectors and with scalar accesses. Each must
-// agree with the reference within the matrix's tolerances and be bitwise the plan without
-// edges=true, whose blocks run the checked loop instead (the same arithmetic in the same order).
-func TestN5DEdgesOpenCL(t *testing.T) {
+// switchCase is a plan and a shape at which a plan switch changes which code the blocks run
+// or in what order, but not the arithmetic.
+type switchCase struct {
+	example, plan string
+	shape         []int
+}
+
+// checkSwitch runs each case with the switch off and on (set turns it on): both must agree
+// with the reference within the matrix's tolerances and bitwise with each other.
+func checkSwitch(t *testing.T, name string, set func(*plan.Plan), cases []switchCase) {
 	dev := openDevice(t, "opencl")
 	mods := matrixModules(dev)
 	defer mods.Close()
-	for _, c := range []struct {
-		example, plan string
-		shape         []int
-	}{
-		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{30, 14, 22}},
-		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,phased=true,unroll=3,chunk=4", []int{34, 17, 36}},
-		{"an5d/box3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,vec=1,chunk=5", []int{30, 14, 22}},
-		{"an5d/j2d9pt", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,chunk=4", []int{40, 70}},
-		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,chunk=4", []int{40, 70}},
-	} {
+	for _, c := range cases {
 		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
 		if err != nil {
 			t.Fatal(err)
-		}
-		if !lower.N5DEdges(p, plan.Plan{}) {
-			t.Fatalf("%s: no edge loop", c.example)
 		}
 		s, err := state.New(p, c.shape, state.DefaultParams(p), 4)
 		if err != nil {
@@ -47,12 +38,14 @@ func TestN5DEdgesOpenCL(t *testing.T) {
 		want := s.Clone()
 		ref.Run(want, steps)
 		var got []*state.State
-		for _, edges := range []bool{false, true} {
+		for _, on := range []bool{false, true} {
 			pl, err := plan.Parse(c.plan, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pl.Edges = edges
+			if on {
+				set(&pl)
+			}
 			gs := s.Clone()
 			r, err := PrepareWith(dev, gs, pl, mods)
 			if err != nil {
@@ -74,10 +67,56 @@ func TestN5DEdgesOpenCL(t *testing.T) {
 			a, b := got[0].Cur[u.Grid.Index].Float64s(), got[1].Cur[u.Grid.Index].Float64s()
 			for i := range a {
 				if a[i] != b[i] && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
-					t.Errorf("%s %s size %v: grid %s cell %d is %v with edges=true, %v without", c.example, c.plan, c.shape, u.Grid.Name, i, b[i], a[i])
+					t.Errorf("%s %s size %v: grid %s cell %d is %v with %s, %v without", c.example, c.plan, c.shape, u.Grid.Name, i, b[i], name, a[i])
 					break
 				}
 			}
 		}
 	}
+}
+
+// TestN5DEdgesOpenCL runs n5d plans with the edge loop (edges=true) at shapes where blocks on
+// the in-plane edges have chunks inside the streaming axis's rim, so that they run it: stars
+// (a select keeps the rim columns' register values), boxes through partial sums (the rim
+// columns reload their value) in 3D and 2D, with vectors and with scalar accesses. Each must
+// agree with the reference within the matrix's tolerances and be bitwise the plan without
+// edges=true, whose blocks run the checked loop instead (the same arithmetic in the same order).
+func TestN5DEdgesOpenCL(t *testing.T) {
+	cases := []switchCase{
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{30, 14, 22}},
+		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,phased=true,unroll=3,chunk=4", []int{34, 17, 36}},
+		{"an5d/box3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,vec=1,chunk=5", []int{30, 14, 22}},
+		{"an5d/j2d9pt", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,chunk=4", []int{40, 70}},
+		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,chunk=4", []int{40, 70}},
+	}
+	for _, c := range cases {
+		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !lower.N5DEdges(p, plan.Plan{}) {
+			t.Fatalf("%s: no edge loop", c.example)
+		}
+	}
+	checkSwitch(t, "edges=true", func(pl *plan.Plan) { pl.Edges = true }, cases)
+}
+
+// TestN5DEdgesFirstOpenCL runs n5d plans with the edge tiles launched first (edgesfirst=true)
+// on grids of tiles where the reordering takes each of its paths: many tiles along each
+// in-plane axis (a ring of edge tiles around an interior), one or two along an axis (no
+// interior: all tiles are edges), with chunks cut at the rim and with the edge loop. A block
+// the permutation missed or took twice leaves cells at their old values: each run must agree
+// with the reference and bitwise with the plan in raster order.
+func TestN5DEdgesFirstOpenCL(t *testing.T) {
+	checkSwitch(t, "edgesfirst=true", func(pl *plan.Plan) { pl.EdgesFirst = true }, []switchCase{
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{30, 14, 22}}, // 6 x 3 tiles
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{12, 30, 5}},  // 1 x 7
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{12, 8, 26}},  // 7 x 2
+		{"an5d/box3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,vec=1,rimcut=true,chunk=5", []int{30, 14, 22}},
+		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,phased=true,edges=true,chunk=4", []int{34, 17, 36}},
+		{"an5d/j2d9pt", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,chunk=4", []int{40, 70}},       // 17 tiles
+		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,chunk=4", []int{40, 12}},                     // 2
+		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,chunk=4", []int{40, 5}},                      // 1
+		{"an5d/j2d5pt", "n5d:bx=8,rx=2,bt=3,wave=true,edges=true,chunk=4", []int{40, 70}}, // with the edge loop
+	})
 }

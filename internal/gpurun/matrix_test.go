@@ -174,8 +174,8 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 		if s == "n5d" {
 			// Short chunks, three steps per launch, several cells per thread along x (and
 			// rows along y in 3D), the other level order than the default's (wave order or
-			// one barrier per level), two planes loaded ahead.
-			alt.Chunk, alt.BT, alt.RX, alt.Wave, alt.Prefetch = 5, 3, 2, !def.Wave, 2
+			// one barrier per level), two planes loaded ahead, the edge tiles launched first.
+			alt.Chunk, alt.BT, alt.RX, alt.Wave, alt.Prefetch, alt.EdgesFirst = 5, 3, 2, !def.Wave, 2, true
 			if p.Dims() == 3 && reach == 1 {
 				alt.RY = 2 // first-order only: wider boxes' unrolled kernels grow with the cells (CI time)
 			}

@@ -103,14 +103,14 @@ func N5DRimCuts(p *ir.Program) bool { return n5dHasFastLoop(p) }
 // pieces of the block's chunk zb0 .. ze0-1 (plan.RimCut): the planes before lo, those from lo
 // to hi, and those after hi, each clamped into the chunk; a chunk away from the rim is one
 // piece. A barrier ends each piece: the next one refills the same shared planes.
-func rimPieces(body []kir.Stmt, chunkDim int, lo, hi kir.Expr) []kir.Stmt {
+func rimPieces(body []kir.Stmt, chunkIdx kir.Expr, lo, hi kir.Expr) []kir.Stmt {
 	mx := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, y}} }
 	mn := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{x, y}} }
 	eq := func(v int) kir.Expr { return &kir.Binary{Op: "==", X: kir.Id("pc"), Y: kir.I(v)} }
 	sel := func(a, b, c kir.Expr) kir.Expr { return &kir.Cond{C: eq(0), A: a, B: &kir.Cond{C: eq(1), A: b, B: c}} }
 	piece := append(append([]kir.Stmt(nil), body...), &kir.Barrier{})
 	return []kir.Stmt{
-		&kir.Decl{Name: "zb0", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk"))},
+		&kir.Decl{Name: "zb0", Type: kir.I32, Init: kir.Mul(chunkIdx, kir.Id("chunk"))},
 		&kir.Decl{Name: "ze0", Type: kir.I32, Init: mn(kir.Add(kir.Id("zb0"), kir.Id("chunk")), kir.Id("n0"))},
 		&kir.Decl{Name: "z1", Type: kir.I32, Init: mn(mx(lo, kir.Id("zb0")), kir.Id("ze0"))},
 		&kir.Decl{Name: "z2", Type: kir.I32, Init: mn(mx(hi, kir.Id("z1")), kir.Id("ze0"))},
@@ -138,6 +138,60 @@ func N5DShortRound(p *ir.Program) bool {
 	}
 	_, assoc := n5dAssociative(p)
 	return !off || (assoc && p.Reach()[0] > 0 && !n5dGuarded(p))
+}
+
+// edgesFirstBlocks reorders an n5d launch of d dimensions (plan.EdgesFirst): the linear block
+// index (x fastest, the chunks slowest) takes first the edge tiles, those in the first or
+// last column or row of tiles, chunk by chunk, and then the interior tiles in raster order,
+// chunk by chunk. It returns the declarations and the tile and chunk indices along launch
+// axes x, y (3D) and the chunk axis, a permutation of the launch's blocks for every grid
+// (grids of one or two tiles along an axis have no interior: all tiles are edges).
+func edgesFirstBlocks(d int) ([]kir.Stmt, [3]kir.Expr) {
+	var pre []kir.Stmt
+	decl := func(name string, init kir.Expr) kir.Expr {
+		pre = append(pre, &kir.Decl{Name: name, Type: kir.I32, Init: init})
+		return kir.Id(name)
+	}
+	mx := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, y}} }
+	lt := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }
+	cond := func(c, a, b kir.Expr) kir.Expr { return &kir.Cond{C: c, A: a, B: b} }
+	grid := func(i int) kir.Expr { return &kir.Builtin{D: kir.GridDim, Axis: i} }
+	block := func(i int) kir.Expr { return &kir.Builtin{D: kir.BlockIdx, Axis: i} }
+	var at [3]kir.Expr
+	gx := decl("eg_x", grid(0))
+	if d == 2 {
+		gz := grid(1)
+		bl := decl("eb_l", kir.Add(kir.Mul(block(1), gx), block(0)))
+		ni := decl("eb_ni", mx(kir.Bin("-", gx, kir.I(2)), kir.I(0)))
+		ne := decl("eb_ne", kir.Bin("-", gx, ni))
+		bi := decl("eb_i", kir.Bin("-", bl, kir.Mul(ne, gz)))
+		edge := lt(bi, kir.I(0))
+		at[0] = decl("eb_x", cond(edge, cond(&kir.Binary{Op: "==", X: kir.Bin("%", bl, ne), Y: kir.I(0)}, kir.I(0), kir.Bin("-", gx, kir.I(1))), kir.Add(kir.I(1), kir.Bin("%", bi, ni))))
+		at[1] = decl("eb_z", cond(edge, kir.Bin("/", bl, ne), kir.Bin("/", bi, ni)))
+		return pre, at
+	}
+	gy := decl("eg_y", grid(1))
+	gz := grid(2)
+	bl := decl("eb_l", kir.Add(kir.Mul(kir.Add(kir.Mul(block(2), gy), block(1)), gx), block(0)))
+	nx := decl("eb_nx", mx(kir.Bin("-", gx, kir.I(2)), kir.I(0)))
+	ni := decl("eb_ni", kir.Mul(nx, mx(kir.Bin("-", gy, kir.I(2)), kir.I(0))))
+	ne := decl("eb_ne", kir.Bin("-", kir.Mul(gx, gy), ni))
+	bi := decl("eb_i", kir.Bin("-", bl, kir.Mul(ne, gz)))
+	edge := lt(bi, kir.I(0))
+	// An edge tile's index et runs along the first row of tiles, the last row, then the
+	// first and last columns of the rows between, two per row; with no interior, row-major.
+	et := decl("eb_t", kir.Bin("%", bl, ne))
+	ring := kir.Bin("-", et, kir.Mul(kir.I(2), gx))
+	noInterior := &kir.Binary{Op: "==", X: ni, Y: kir.I(0)}
+	ex := cond(noInterior, kir.Bin("%", et, gx), cond(lt(et, gx), et, cond(lt(et, kir.Mul(kir.I(2), gx)), kir.Bin("-", et, gx),
+		cond(&kir.Binary{Op: "==", X: kir.Bin("%", ring, kir.I(2)), Y: kir.I(0)}, kir.I(0), kir.Bin("-", gx, kir.I(1))))))
+	ey := cond(noInterior, kir.Bin("/", et, gx), cond(lt(et, gx), kir.I(0), cond(lt(et, kir.Mul(kir.I(2), gx)), kir.Bin("-", gy, kir.I(1)),
+		kir.Add(kir.I(1), kir.Bin("/", ring, kir.I(2))))))
+	it := kir.Bin("%", bi, ni) // an interior tile's index
+	at[0] = decl("eb_x", cond(edge, ex, kir.Add(kir.I(1), kir.Bin("%", it, nx))))
+	at[1] = decl("eb_y", cond(edge, ey, kir.Add(kir.I(1), kir.Bin("/", it, nx))))
+	at[2] = decl("eb_z", cond(edge, kir.Bin("/", bl, ne), kir.Bin("/", bi, ni)))
+	return pre, at
 }
 
 // n5dSum is an update in associative form: outer(sum over plane offsets o of parts[o]),
@@ -349,8 +403,17 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i; likewise
 	// its RY rows along y in 3D.
 	// tileIdx is the tile's index along in-plane axis a.
+	// blockAt is the block's index along launch axis i (0 = x): the launch's own, or with
+	// edgesfirst the place the reordering gives it (declared ahead of everything, pre).
+	var pre []kir.Stmt
+	blockAt := func(i int) kir.Expr { return &kir.Builtin{D: kir.BlockIdx, Axis: i} }
+	if pl.EdgesFirst && d >= 2 {
+		var at [3]kir.Expr
+		pre, at = edgesFirstBlocks(d)
+		blockAt = func(i int) kir.Expr { return at[i] }
+	}
 	tileIdx := func(a int) kir.Expr {
-		b := kir.Expr(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a})
+		b := blockAt(d - 1 - a)
 		if shfl && a == X {
 			warp := kir.Bin(">>", &kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(5))
 			b = kir.Add(kir.Mul(b, kir.I(tiles)), warp)
@@ -534,7 +597,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		decl("zb", kir.I32, kir.Id("pb"))
 		decl("ze", kir.I32, kir.Id("pe"))
 	} else {
-		decl("zb", kir.I32, kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk")))
+		decl("zb", kir.I32, kir.Mul(blockAt(chunkDim), kir.Id("chunk")))
 		decl("ze", kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}})
 	}
 	// rimc_<g>_i: cell i's column lies in g's fixed rim (or outside the domain).
@@ -1498,9 +1561,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if rimCut {
 		// The pieces' bounds are the first and last planes of a chunk that the test above
 		// lets run without the rim's checks.
-		body = rimPieces(body, chunkDim, kir.I(rim[0]+2*L*bt), kir.Bin("-", kir.Id("n0"), kir.I(rim[0]+L*bt+copies)))
+		body = rimPieces(body, blockAt(chunkDim), kir.I(rim[0]+2*L*bt), kir.Bin("-", kir.Id("n0"), kir.I(rim[0]+L*bt+copies)))
 	}
-	k.Body = body
+	k.Body = append(pre, body...)
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
 	}

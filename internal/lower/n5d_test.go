@@ -480,3 +480,130 @@ func TestN5DPublishesReadCellsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgesFirstBlocks evaluates the reordering's declarations (plan.EdgesFirst) for every
+// block of grids from 1 x 1 to 6 x 5 tiles and 1 to 3 chunks: each block gets a distinct tile
+// and chunk inside the grid, the edge tiles (first or last row or column) all come before the
+// interior ones, and the interior ones keep the raster order.
+func TestEdgesFirstBlocks(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		pre, at := edgesFirstBlocks(d)
+		maxY := 5
+		if d == 2 {
+			maxY = 1
+		}
+		for gx := 1; gx <= 6; gx++ {
+			for gy := 1; gy <= maxY; gy++ {
+				for gz := 1; gz <= 3; gz++ {
+					grid := [3]int{gx, gy, gz}
+					if d == 2 {
+						grid = [3]int{gx, gz, 1}
+					}
+					seen := map[[3]int]bool{}
+					interior, last := false, -1
+					for l := 0; l < gx*gy*gz; l++ {
+						block := [3]int{l % grid[0], l / grid[0] % grid[1], l / (grid[0] * grid[1])}
+						env := map[string]int{}
+						for _, s := range pre {
+							dc := s.(*kir.Decl)
+							env[dc.Name] = evalInt(t, dc.Init, env, block, grid)
+						}
+						var got [3]int
+						for i := 0; i < d; i++ {
+							got[i] = evalInt(t, at[i], env, block, grid)
+							if got[i] < 0 || got[i] >= grid[i] {
+								t.Fatalf("%dD grid %v: block %d goes to %v, outside", d, grid, l, got)
+							}
+						}
+						if seen[got] {
+							t.Fatalf("%dD grid %v: block %d goes to %v, taken twice", d, grid, l, got)
+						}
+						seen[got] = true
+						x, y := got[0], 0
+						if d == 3 {
+							y = got[1]
+						}
+						edge := x == 0 || x == gx-1 || (d == 3 && (y == 0 || y == gy-1))
+						if edge && interior {
+							t.Fatalf("%dD grid %v: edge tile %v after an interior one", d, grid, got)
+						}
+						if !edge {
+							interior = true
+							raster := (got[d-1]*gy+y)*gx + x
+							if raster <= last {
+								t.Fatalf("%dD grid %v: interior tile %v out of raster order", d, grid, got)
+							}
+							last = raster
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// evalInt evaluates the integer expressions edgesFirstBlocks declares, for one block of a grid.
+func evalInt(t *testing.T, e kir.Expr, env map[string]int, block, grid [3]int) int {
+	t.Helper()
+	ev := func(x kir.Expr) int { return evalInt(t, x, env, block, grid) }
+	switch e := e.(type) {
+	case *kir.Int:
+		return int(e.V)
+	case *kir.Ident:
+		v, ok := env[e.Name]
+		if !ok {
+			t.Fatalf("%s used before its declaration", e.Name)
+		}
+		return v
+	case *kir.Builtin:
+		switch e.D {
+		case kir.BlockIdx:
+			return block[e.Axis]
+		case kir.GridDim:
+			return grid[e.Axis]
+		}
+	case *kir.Cond:
+		if ev(e.C) != 0 {
+			return ev(e.A)
+		}
+		return ev(e.B)
+	case *kir.Call:
+		a, b := ev(e.Args[0]), ev(e.Args[1])
+		switch e.Fn {
+		case "max":
+			return max(a, b)
+		case "min":
+			return min(a, b)
+		}
+	case *kir.Binary:
+		x, y := ev(e.X), ev(e.Y)
+		b2i := func(b bool) int {
+			if b {
+				return 1
+			}
+			return 0
+		}
+		switch e.Op {
+		case "+":
+			return x + y
+		case "-":
+			return x - y
+		case "*":
+			return x * y
+		case "/", "%":
+			if y == 0 {
+				t.Fatalf("division by zero (%s)", e.Op)
+			}
+			if e.Op == "/" {
+				return x / y
+			}
+			return x % y
+		case "<":
+			return b2i(x < y)
+		case "==":
+			return b2i(x == y)
+		}
+	}
+	t.Fatalf("unexpected expression %T", e)
+	return 0
+}

@@ -172,6 +172,10 @@ func TestN5DClusters(t *testing.T) {
 		{load2, "n5d:bx=64,shfl=true,cx=2", false, "drop cx and cy or shfl"},
 		{load3, "n5d:bx=16,by=32,cx=2,cy=2", true, "sm_90"},
 		{load3, "n5d:bx=16,by=32,cx=1,cy=1", true, ""},
+		{load3, "n5d:bx=16,by=32,rx=2,edgesfirst=true", false, ""},
+		{load2, "n5d:bx=128,rx=2,edges=true,edgesfirst=true", false, ""},
+		{load3, "n5d:bx=16,by=32,cy=2,edgesfirst=true", false, "edgesfirst reorders whole tiles"},
+		{load2, "n5d:bx=64,shfl=true,edgesfirst=true", false, "edgesfirst reorders whole tiles"},
 	} {
 		p, pl := testkit.Parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back.String() != pl.String() {
