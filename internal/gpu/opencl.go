@@ -143,15 +143,8 @@ type clAPI struct {
 	clRectAPI // optional region copies (copy2d.go)
 }
 
-// loadOpenCL loads the ICD loader and binds the API. It sets POCL_WORK_GROUP_METHOD=cbs
-// unless the environment says otherwise: PoCL 3.1's default work-group loops crashed the
-// process (a segmentation fault inside PoCL) on a 512-work-item fast-math j3d27pt kernel, while
-// its continuation-based ones run every kernel of the PoCL matrix in the same time (438 s
-// against 440 s) and the Gray-Scott demo faster (2.8 s against 3.6 s). Other platforms ignore it.
+// loadOpenCL loads the ICD loader and binds the API.
 func loadOpenCL() (*clAPI, error) {
-	if _, ok := os.LookupEnv("POCL_WORK_GROUP_METHOD"); !ok {
-		os.Setenv("POCL_WORK_GROUP_METHOD", "cbs")
-	}
 	lib, err := loadLibrary("opencl", openclLibNames, envLibOpenCL, openclLibHint)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package gpu
 import (
 	"errors"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -191,30 +190,5 @@ func TestExecutor(t *testing.T) {
 	}
 	if n != 100 {
 		t.Errorf("n = %d", n)
-	}
-}
-
-// TestPoCLWorkGroupMethod: loading OpenCL picks PoCL's continuation-based work-group loops
-// unless the environment already chose a method.
-func TestPoCLWorkGroupMethod(t *testing.T) {
-	for _, c := range []struct {
-		set        bool
-		value, got string
-	}{{false, "", "cbs"}, {true, "loops", "loops"}} {
-		t.Setenv("POCL_WORK_GROUP_METHOD", c.value)
-		if !c.set {
-			os.Unsetenv("POCL_WORK_GROUP_METHOD")
-		}
-		t.Setenv(envLibOpenCL, "")
-		saved := openclLibNames
-		openclLibNames = []string{"/nonexistent/libOpenCL.so.1"}
-		_, err := loadOpenCL()
-		openclLibNames = saved
-		if err == nil {
-			t.Fatal("loaded a library that does not exist")
-		}
-		if got := os.Getenv("POCL_WORK_GROUP_METHOD"); got != c.got {
-			t.Errorf("set %v to %q: POCL_WORK_GROUP_METHOD=%q after loading, want %q", c.set, c.value, got, c.got)
-		}
 	}
 }
