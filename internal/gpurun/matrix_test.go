@@ -270,12 +270,20 @@ func runMatrix(t *testing.T, backend string) {
 	mods := matrixModules(dev)
 	defer mods.Close()
 	runs := 0
+	// TEMPEST_MATRIX_EXAMPLES: a comma-separated subset of example folders or names (an5d,
+	// morph/dilate2d), for quick runs.
+	only := os.Getenv("TEMPEST_MATRIX_EXAMPLES")
 	for _, f := range examples(t) {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "../../examples/"), ".stencil")
+		if only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(o string) bool {
+			return name == o || strings.HasPrefix(name, strings.TrimSuffix(o, "/")+"/")
+		}) {
+			continue
+		}
 		p, err := load.File(f, load.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(f, "../../examples/"), ".stencil")
 		start := time.Now()
 		plans := planVariants(p, backend == "cuda")
 		if clustersOn(dev) {
