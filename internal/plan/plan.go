@@ -99,8 +99,8 @@ type Plan struct {
 	// others in the usual order: the edge tiles run the loop with the rim's checks (or the
 	// edge loop), the slowest per plane, and launched where the raster order puts them the last
 	// of them finish long after the rest (longest first is the classic cure for such a tail).
-	// On the H100 the 2D stencils gained 2-10% with it (fewest waves gain most: star2d2r +10%,
-	// gradient2d +9%) and the 3D ones lost 2-4%, so it is the tuner's to choose. Not with
+	// On the H100 seven of the eight 2D AN5D stencils gained 2-10% with it (star2d2r +10%,
+	// gradient2d +8%) and the 3D ones lost 2-4%, so it is the tuner's to choose. Not with
 	// clusters (a cluster's blocks take adjacent tiles) or shfl (a block holds several tiles).
 	EdgesFirst bool
 	// KeepScale keeps, under fast math, an update's arithmetic as written: a constant scale of
