@@ -402,16 +402,16 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i; likewise
 	// its RY rows along y in 3D.
-	// tileIdx is the tile's index along in-plane axis a.
 	// blockAt is the block's index along launch axis i (0 = x): the launch's own, or with
 	// edgesfirst the place the reordering gives it (declared ahead of everything, pre).
 	var pre []kir.Stmt
 	blockAt := func(i int) kir.Expr { return &kir.Builtin{D: kir.BlockIdx, Axis: i} }
-	if pl.EdgesFirst && d >= 2 {
+	if pl.EdgesFirst {
 		var at [3]kir.Expr
 		pre, at = edgesFirstBlocks(d)
 		blockAt = func(i int) kir.Expr { return at[i] }
 	}
+	// tileIdx is the tile's index along in-plane axis a.
 	tileIdx := func(a int) kir.Expr {
 		b := blockAt(d - 1 - a)
 		if shfl && a == X {
