@@ -210,7 +210,7 @@ tempest run uses the cached plan (--tune cached, the default when the cache has 
 	f.IntVar(&o.Reps, "reps", 3, "timed runs per candidate, after one warm-up run (the median is kept)")
 	f.StringSliceVar(&o.Strategies, "strategies", nil, "only these strategies (comma-separated: naive, tiled, stream25d, pyramid, n5d)")
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile every candidate with fast math; fast and exact results are cached apart (tempest run --fastmath uses the fast ones)")
-	f.BoolVar(&o.NoRefine, "no-refine", false, "skip the refinement: register caps and deeper prefetches tried on the best plans of the space, then shorter and longer stream chunks (and scalar accesses for n5d) on the fastest")
+	f.BoolVar(&o.NoRefine, "no-refine", false, "skip the refinement: register caps and deeper prefetches tried on the best plans of the space, then shorter and longer stream chunks and, for n5d, other loop and tile variants of the fastest (scalar accesses, phased loops, two-row threads, shorter 3D blocks under a register cap)")
 	f.BoolVar(&o.Fresh, "fresh", false, "measure again what the cache already holds (results still go to the cache)")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar or progress lines")

@@ -626,6 +626,40 @@ func (t *tuner) neighbours(best *Candidate) {
 		pls = append(pls, roundVariants(t.s.Prog, best.Plan)...)
 		pls = append(pls, rowVariants(t.s.Prog, best.Plan)...)
 	}
+	t.refined(best, t.unmeasured(variant, pls))
+	// The two-row variants hold more registers than the plans the refinement capped: the
+	// occupancy variants of the plans now within 10% of the best, these among them, are
+	// measured last, three at most (on the H200 the fastest in the tuner's runs, 16 x 16
+	// two-row threads, shared an SM with another block and had none, while the 32 x 16 block,
+	// eighth and 5% behind it, ran alone and gained 10% a quarter shorter).
+	n := 0
+	for _, c := range near(t.res.Candidates, 1.1) {
+		vars := t.unmeasured(variant, occupancyVariants(t.s.Prog, t.dev.Props(), c.Plan, c.Regs, c.SharedBytes))
+		if n += len(vars); n > 3 {
+			break
+		}
+		t.refined(c, vars)
+	}
+}
+
+// near are the measured candidates within a factor of the fastest's time, fastest first.
+func near(cands []*Candidate, factor float64) []*Candidate {
+	best := fastest(cands)
+	if best == nil {
+		return nil
+	}
+	var out []*Candidate
+	for _, c := range cands {
+		if c.Status == Measured && c.SecondsPerStep <= best.SecondsPerStep*factor {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].SecondsPerStep < out[j].SecondsPerStep })
+	return out
+}
+
+// unmeasured are the candidates (made by variant) of the plans that are not candidates yet.
+func (t *tuner) unmeasured(variant func(plan.Plan) *Candidate, pls []plan.Plan) []*Candidate {
 	have := map[string]bool{}
 	for _, c := range t.res.Candidates {
 		have[c.Plan.String()] = true
@@ -635,11 +669,58 @@ func (t *tuner) neighbours(best *Candidate) {
 		if have[pl.String()] {
 			continue
 		}
+		have[pl.String()] = true
 		if v := variant(pl); v != nil {
 			vars = append(vars, v)
 		}
 	}
-	t.refined(best, vars)
+	return vars
+}
+
+// occupancyVariants are a 3D n5d plan whose blocks run alone on an SM (its registers, regs per
+// thread as compiled, hold one) with a tile three quarters as tall, under the register cap, if
+// one is needed, that lets two of the shorter blocks share an SM. A block alone exposes every
+// barrier to the SM (the 27-point stencils' two-row blocks of 512 threads and 96 registers wait
+// at theirs: +14% without them), and a quarter shorter is the least tile lost for which two
+// blocks of such a kernel keep 80 registers. On the H100 box3d1r and j3d27pt went from 375.9
+// GCells/s (32 x 16 threads, ry=2, 96 registers, 16 warps) to 402.5 at 32 x 12 under 80 (24
+// warps); the same tiles under a cap for one more block spilled and lost (32 x 16 under 64:
+// 370.2 against 397.7 on the H200), as did blocks that already shared an SM (16 x 16 under
+// 80, three blocks: 366.6 against 371). shared is the plan's shared memory per block; the
+// shorter tile's is taken in proportion to its rows. Caps below three quarters of the registers
+// are left out: they spill (32 x 16 under 64 of 96: 104 bytes a thread), and a capped variant
+// prefetches two planes ahead at most (32 x 12 under 80 with pf=3 spilled 72 bytes a thread
+// and ran at 385.2 against 435.6 with pf=2 on the H200).
+func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, shared int) []plan.Plan {
+	if p.Dims() != 3 || pl.Strategy != "n5d" || regs <= 0 || props.RegsPerSM <= 0 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+		return nil
+	}
+	if pl.MaxRegs > 0 {
+		regs = min(regs, pl.MaxRegs)
+	}
+	if gpu.ResidentBlocks(props, pl.Threads(), shared, regs) > 1 {
+		return nil
+	}
+	v := pl
+	v.BY = pl.BY * 3 / 4
+	if v.BY < 2 || v.Validate(p, plan.Limits{}, 0) != nil {
+		return nil
+	}
+	sh := shared * v.BY / pl.BY
+	c, least := regs, max(regs*3/4, 40)
+	for c >= least && gpu.ResidentBlocks(props, v.Threads(), sh, c) < 2 {
+		c = (c - 1) / 8 * 8
+	}
+	switch {
+	case c < least:
+		return nil
+	case c < regs:
+		v.MaxRegs = c
+		if v.Prefetch > 2 && v.N5DRound(p.Reach()[0])%2 == 0 {
+			v.Prefetch = 2
+		}
+	}
+	return []plan.Plan{v}
 }
 
 // roundVariants are an n5d plan with phased loops (where its depth runs one loop), with chunks

@@ -574,6 +574,48 @@ func TestAsyncVariants(t *testing.T) {
 	})
 }
 
+// TestOccupancyVariants: a 3D n5d plan whose registers let one block per SM is tried a quarter
+// shorter, capped where two of the shorter blocks would not fit otherwise (the 27-point
+// stencils' two-row blocks: 32 x 16 threads at 96 registers need 80; at 72, with asynchronous
+// copies, none); blocks that share an SM, unknown registers (OpenCL), 2D and clusters get none.
+func TestOccupancyVariants(t *testing.T) {
+	with := func(regs, shared int) func(*ir.Program, plan.Plan) []plan.Plan {
+		return func(p *ir.Program, pl plan.Plan) []plan.Plan {
+			return occupancyVariants(p, h100Props, pl, regs, shared)
+		}
+	}
+	for _, c := range []struct {
+		regs, shared int
+		cases        []variantCase
+	}{
+		{96, 33000, []variantCase{
+			{"an5d/j3d27pt.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2,pf=2,chunk=80,fastmath=true", []string{
+				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=80,maxregs=80,fastmath=true"}},
+			{"an5d/box3d1r.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2,pf=2,chunk=80", nil}, // two per SM
+			// Capped, a deeper prefetch goes to two planes ahead.
+			{"an5d/box3d1r.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2,pf=3,chunk=64", []string{
+				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,maxregs=80"}},
+			{"an5d/j3d27pt.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,maxregs=80", nil},
+			{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,cy=2", nil},
+			{"an5d/j2d9pt.stencil", "n5d:bx=512,bt=4,rx=2", nil},
+		}},
+		{72, 33000, []variantCase{
+			{"an5d/box3d1r.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2,async=5,edgesfirst=true,chunk=64", []string{
+				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,async=5,edgesfirst=true,chunk=64"}},
+		}},
+		// A block of 1024 threads: two of 768 need 40 registers, which a kernel of 48 may take
+		// and one of 64 would spill.
+		{48, 20000, []variantCase{{"an5d/star3d1r.stencil", "n5d:bx=32,by=32,bt=2,rx=2", []string{
+			"n5d:bx=32,by=24,bt=2,rx=2,wave=true,chunk=64,maxregs=40"}}}},
+		{64, 20000, []variantCase{{"an5d/star3d1r.stencil", "n5d:bx=32,by=32,bt=2,rx=2", nil}}},
+		// star3d1r's tuned block: two of 16 warps at 64 registers.
+		{64, 52480, []variantCase{{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,pf=3", nil}}},
+		{0, 33000, []variantCase{{"an5d/j3d27pt.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2", nil}}},
+	} {
+		checkVariants(t, with(c.regs, c.shared), c.cases)
+	}
+}
+
 // variantCase is a plan of a program and the refinement variants wanted of it, printed.
 type variantCase struct {
 	program, plan string
