@@ -606,40 +606,67 @@ func (t *tuner) neighbours(best *Candidate) {
 		return
 	}
 	variant := t.variants()
-	var pls []plan.Plan
-	if c := best.Plan.Chunk; c > 0 {
-		for _, n := range []int{c * 3 / 4, c * 5 / 4} {
-			n = max(n/16*16, 16)
-			if n != c && n < t.s.Shape[0] {
-				pl := best.Plan
-				pl.Chunk = n
-				pls = append(pls, pl)
-			}
-		}
-	}
-	if best.Plan.Strategy == "n5d" && best.Plan.N5DAlign() > 1 {
-		pl := best.Plan
-		pl.Vec = 1
-		pls = append(pls, pl)
-	}
-	if best.Plan.Strategy == "n5d" {
-		pls = append(pls, roundVariants(t.s.Prog, best.Plan)...)
-		pls = append(pls, rowVariants(t.s.Prog, best.Plan)...)
-	}
-	t.refined(best, t.unmeasured(variant, pls))
+	t.refined(best, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, best.Plan, true)))
 	// The two-row variants hold more registers than the plans the refinement capped: the
 	// occupancy variants of the plans now within 10% of the best, these among them, are
 	// measured last, three at most (on the H200 the fastest in the tuner's runs, 16 x 16
 	// two-row threads, shared an SM with another block and had none, while the 32 x 16 block,
 	// eighth and 5% behind it, ran alone and gained 10% a quarter shorter).
-	n := 0
+	var occ []*Candidate
 	for _, c := range near(t.res.Candidates, 1.1) {
 		vars := t.unmeasured(variant, occupancyVariants(t.s.Prog, t.dev.Props(), c.Plan, c.Regs, c.SharedBytes))
-		if n += len(vars); n > 3 {
+		if len(occ)+len(vars) > 3 {
 			break
 		}
 		t.refined(c, vars)
+		occ = append(occ, vars...)
 	}
+	// A shorter block that won is a shape the steps before never saw: its own chunk and loop
+	// variants are measured once (on the H100 short rounds gained 1.6% on it).
+	if b := fastest(t.res.Candidates); slices.Contains(occ, b) {
+		t.refined(b, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, b.Plan, false)))
+	}
+}
+
+// neighbourPlans are the variants neighbours measures of a plan: its chunk a quarter shorter
+// and longer, and for n5d scalar accesses, register prefetches (two planes ahead) instead of
+// asynchronous copies, the loop variants (roundVariants) and, with rows, two-row threads
+// (rowVariants). The refinement tries copies for prefetches on the space's plans; the way
+// back matters where a copying plan won there: on the H100 j3d27pt's best was a two-row
+// tile with copies (376 GCells/s), whose blocks a quarter shorter lost (371), while the same
+// tile with the prefetch gained 9% a quarter shorter.
+func neighbourPlans(p *ir.Program, shape []int, best plan.Plan, rows bool) []plan.Plan {
+	var pls []plan.Plan
+	if c := best.Chunk; c > 0 {
+		for _, n := range []int{c * 3 / 4, c * 5 / 4} {
+			n = max(n/16*16, 16)
+			if n != c && n < shape[0] {
+				pl := best
+				pl.Chunk = n
+				pls = append(pls, pl)
+			}
+		}
+	}
+	if best.Strategy == "n5d" && best.N5DAlign() > 1 {
+		pl := best
+		pl.Vec = 1
+		pls = append(pls, pl)
+	}
+	if best.Strategy == "n5d" && best.Async > 0 {
+		pl := best
+		pl.Async, pl.Prefetch = 0, 0
+		if pl.N5DRound(p.Reach()[0])%2 == 0 {
+			pl.Prefetch = 2
+		}
+		pls = append(pls, pl)
+	}
+	if best.Strategy == "n5d" {
+		pls = append(pls, roundVariants(p, best)...)
+		if rows {
+			pls = append(pls, rowVariants(p, best)...)
+		}
+	}
+	return pls
 }
 
 // near are the measured candidates within a factor of the fastest's time, fastest first.
@@ -728,7 +755,9 @@ func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, share
 // blocks on the in-plane edges (lower.N5DEdges), with the edge tiles launched first
 // (plan.EdgesFirst), and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
-// round goes as deep as the round), and under fast math with the update's scale kept apart
+// round goes as deep as the round and, under a register cap, also none at all: box3d1r's and
+// j3d27pt's 32 x 12 two-row blocks under 80 registers gained 1.6% with short rounds and no
+// prefetch, where a prefetch of three planes spilled), and under fast math with the update's scale kept apart
 // (where lowering would rewrite it, lower.RewritesFastMath). Each changes the code's size, the
 // warm-up's cost or what runs the checked loop, which the model does not rank: on the H100
 // phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
@@ -770,6 +799,13 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 		v.Unroll = u
 		if v.Prefetch > 1 && u%v.Prefetch != 0 {
 			v.Prefetch = u
+			if pl.MaxRegs > 0 {
+				w := v
+				w.Prefetch = 0
+				if w.Validate(p, plan.Limits{}, 0) == nil {
+					out = append(out, w)
+				}
+			}
 		}
 		if v.Validate(p, plan.Limits{}, 0) == nil {
 			out = append(out, v)

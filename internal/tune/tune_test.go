@@ -520,6 +520,10 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edgesfirst=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true,keepscale=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,chunk=64,fastmath=true"}},
+		// Under a register cap the short round also goes without a prefetch.
+		{"an5d/box3d1r.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,chunk=80,maxregs=80,phased=true,rimcut=true,edges=true,edgesfirst=true", []string{
+			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80",
+			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80"}},
 		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unroll=3,fastmath=true", nil},
 		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,cx=2,phased=true,rimcut=true,unroll=3", nil},
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
@@ -572,6 +576,35 @@ func TestAsyncVariants(t *testing.T) {
 		{"an5d/j2d5pt.stencil", "n5d:bx=64,shfl=true", nil},
 		{"an5d/j2d5pt.stencil", "pyramid", nil},
 	})
+}
+
+// TestNeighbourPlans: an n5d plan that copies asynchronously is tried with the register
+// prefetch instead (two planes ahead where that divides the round); two-row variants only on
+// the first pass.
+func TestNeighbourPlans(t *testing.T) {
+	p := program(t, "an5d/j3d27pt.stencil")
+	shape := []int{514, 514, 514}
+	has := func(pls []plan.Plan, want string) bool {
+		return slices.ContainsFunc(pls, func(pl plan.Plan) bool { return pl.String() == want })
+	}
+	async := plans(t, p, "n5d:bx=32,by=16,bt=2,rx=2,ry=2,async=5,edgesfirst=true,chunk=64,fastmath=true")[0]
+	if pls, want := neighbourPlans(p, shape, async, true), "n5d:bx=32,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edgesfirst=true,chunk=64,fastmath=true"; !has(pls, want) {
+		t.Errorf("no %s among %v", want, pls)
+	}
+	pf := plans(t, p, "n5d:bx=16,by=32,bt=2,rx=2,pf=2,chunk=64,fastmath=true")[0]
+	for _, pl := range neighbourPlans(p, shape, pf, true) {
+		if pl.Async > 0 {
+			t.Errorf("%s: a copying variant %s", pf, pl)
+		}
+	}
+	if pls, want := neighbourPlans(p, shape, pf, true), "n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true"; !has(pls, want) {
+		t.Errorf("no %s among %v", want, pls)
+	}
+	for _, pl := range neighbourPlans(p, shape, pf, false) {
+		if pl.RY > 1 {
+			t.Errorf("second pass: a two-row variant %s", pl)
+		}
+	}
 }
 
 // TestOccupancyVariants: a 3D n5d plan whose registers let one block per SM is tried a quarter
