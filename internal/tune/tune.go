@@ -393,7 +393,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	}
 	res.SpaceBest = fastest(res.Candidates)
 	if !o.NoRefine && res.SpaceBest != nil {
-		t.refine(contenders(res.Candidates, res.SpaceBest))
+		t.refine(contenders(res.Candidates))
 		t.neighbours(fastest(res.Candidates))
 	}
 	for _, c := range res.Candidates {
@@ -428,14 +428,13 @@ func fastest(cands []*Candidate) *Candidate {
 // contenders are the measured plans of the space worth refining: the best and up to two
 // more within 10% of it (a plan a little slower as it stands may gain more from a register
 // cap, e.g. a deeper block whose registers held fewer blocks resident), fastest first.
-func contenders(cands []*Candidate, best *Candidate) []*Candidate {
+func contenders(cands []*Candidate) []*Candidate {
 	var out []*Candidate
-	for _, c := range cands {
-		if c.Status == Measured && !c.Refined && c.SecondsPerStep <= best.SecondsPerStep*1.1 {
+	for _, c := range near(cands, 1.1) {
+		if !c.Refined {
 			out = append(out, c)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].SecondsPerStep < out[j].SecondsPerStep })
 	return out[:min(len(out), 3)]
 }
 
@@ -654,10 +653,8 @@ func neighbourPlans(p *ir.Program, shape []int, best plan.Plan, rows bool) []pla
 	}
 	if best.Strategy == "n5d" && best.Async > 0 {
 		pl := best
-		pl.Async, pl.Prefetch = 0, 0
-		if pl.N5DRound(p.Reach()[0])%2 == 0 {
-			pl.Prefetch = 2
-		}
+		pl.Async = 0
+		pl.Prefetch = prefetchTwo(p, pl)
 		pls = append(pls, pl)
 	}
 	if best.Strategy == "n5d" {
@@ -734,20 +731,26 @@ func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, share
 		return nil
 	}
 	sh := shared * v.BY / pl.BY
-	c, least := regs, max(regs*3/4, 40)
-	for c >= least && gpu.ResidentBlocks(props, v.Threads(), sh, c) < 2 {
-		c = (c - 1) / 8 * 8
-	}
-	switch {
-	case c < least:
-		return nil
-	case c < regs:
-		v.MaxRegs = c
-		if v.Prefetch > 2 && v.N5DRound(p.Reach()[0])%2 == 0 {
-			v.Prefetch = 2
+	if gpu.ResidentBlocks(props, v.Threads(), sh, regs) < 2 {
+		caps := registerCaps(props, v.Threads(), sh, regs, 0)
+		if len(caps) == 0 || caps[0] < regs*3/4 {
+			return nil
+		}
+		v.MaxRegs = caps[0]
+		if v.Prefetch > 2 {
+			v.Prefetch = prefetchTwo(p, v)
 		}
 	}
 	return []plan.Plan{v}
+}
+
+// prefetchTwo is the prefetch of two planes ahead for pl where that divides its unrolled
+// round, else none (the next plane).
+func prefetchTwo(p *ir.Program, pl plan.Plan) int {
+	if pl.N5DRound(p.Reach()[0])%2 == 0 {
+		return 2
+	}
+	return 0
 }
 
 // roundVariants are an n5d plan with phased loops (where its depth runs one loop), with chunks
@@ -757,8 +760,8 @@ func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, share
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
 // round goes as deep as the round and, under a register cap, also none at all: box3d1r's and
 // j3d27pt's 32 x 12 two-row blocks under 80 registers gained 1.6% with short rounds and no
-// prefetch, where a prefetch of three planes spilled), and under fast math with the update's scale kept apart
-// (where lowering would rewrite it, lower.RewritesFastMath). Each changes the code's size, the
+// prefetch, where a prefetch of three planes spilled), and under fast math with the update's
+// scale kept apart (where lowering would rewrite it, lower.RewritesFastMath). Each changes the code's size, the
 // warm-up's cost or what runs the checked loop, which the model does not rank: on the H100
 // phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
 // star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
