@@ -75,16 +75,17 @@ func TestOrderSquares(t *testing.T) {
 }
 
 // TestFactorAffine: fast math factors the AN5D boxes (affine coefficients, after the folded
-// scale) of reach 2 and more into plane sums and moments that compute the same sum to within
-// rounding, and leaves stars, boxes with other coefficients and the first-order boxes (too
-// little to gain) as written.
+// scale) of reach 2 and more, and the 27-point ones, into plane sums and moments that compute
+// the same sum to within rounding, and leaves stars, boxes with other coefficients and the
+// first-order 2D box (too little to gain) as written.
 func TestFactorAffine(t *testing.T) {
 	for _, c := range []struct {
 		file   string
 		factor bool
 	}{
 		{"box2d2r", true}, {"box2d3r", true}, {"box2d4r", true}, {"box3d2r", true}, {"box3d3r", true},
-		{"box2d1r", false}, {"box3d1r", false}, {"j3d27pt", false}, // too little to gain
+		{"box3d1r", true}, {"j3d27pt", true},
+		{"box2d1r", false}, // too little to gain
 		{"star2d1r", false}, {"star3d1r", false}, {"j2d9pt-gol", false}, {"j2d5pt", false},
 	} {
 		p, err := load.File("../../examples/an5d/"+c.file+".stencil", load.Options{})

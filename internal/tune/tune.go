@@ -608,13 +608,13 @@ func (t *tuner) neighbours(best *Candidate) {
 	t.refined(best, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, best.Plan, true)))
 	// The two-row variants hold more registers than the plans the refinement capped: the
 	// occupancy variants of the plans now within 10% of the best, these among them, are
-	// measured last, three at most (on the H200 the fastest in the tuner's runs, 16 x 16
+	// measured last, four at most (on the H200 the fastest in the tuner's runs, 16 x 16
 	// two-row threads, shared an SM with another block and had none, while the 32 x 16 block,
 	// eighth and 5% behind it, ran alone and gained 10% a quarter shorter).
 	var occ []*Candidate
 	for _, c := range near(t.res.Candidates, 1.1) {
 		vars := t.unmeasured(variant, occupancyVariants(t.s.Prog, t.dev.Props(), c.Plan, c.Regs, c.SharedBytes))
-		if len(occ)+len(vars) > 3 {
+		if len(occ)+len(vars) > 4 {
 			break
 		}
 		t.refined(c, vars)
@@ -714,7 +714,8 @@ func (t *tuner) unmeasured(variant func(plan.Plan) *Candidate, pls []plan.Plan) 
 // shorter tile's is taken in proportion to its rows. Caps below three quarters of the registers
 // are left out: they spill (32 x 16 under 64 of 96: 104 bytes a thread), and a capped variant
 // prefetches two planes ahead at most (32 x 12 under 80 with pf=3 spilled 72 bytes a thread
-// and ran at 385.2 against 435.6 with pf=2 on the H200).
+// and ran at 385.2 against 435.6 with pf=2 on the H200). A copying plan's shorter block is
+// also measured with the register prefetch.
 func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, shared int) []plan.Plan {
 	if p.Dims() != 3 || pl.Strategy != "n5d" || regs <= 0 || props.RegsPerSM <= 0 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
 		return nil
@@ -741,7 +742,28 @@ func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, share
 			v.Prefetch = prefetchTwo(p, v)
 		}
 	}
-	return []plan.Plan{v}
+	out := []plan.Plan{v}
+	// A copying plan's shorter block also goes back to the register prefetch, under the cap
+	// that keeps two blocks: its registers are not known before it is compiled, and the cap is
+	// harmless where it needs fewer. On the H100, with the 27-point boxes factored, the
+	// copying 32 x 16 two-row block was the tuner's best to vary; a quarter shorter it ran at
+	// 0.354 ms a step with copies and 0.314 with the prefetch of two planes under 80.
+	if pl.Async > 0 {
+		w := v
+		w.Async, w.MaxRegs = 0, 0
+		w.Prefetch = prefetchTwo(p, w)
+		c := 255 / 8 * 8
+		for c >= 40 && gpu.ResidentBlocks(props, w.Threads(), sh, c) < 2 {
+			c -= 8
+		}
+		if c >= max(40, regs) && w.Validate(p, plan.Limits{}, 0) == nil {
+			if gpu.ResidentBlocks(props, w.Threads(), sh, 255) < 2 {
+				w.MaxRegs = c
+			}
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // prefetchTwo is the prefetch of two planes ahead for pl where that divides its unrolled

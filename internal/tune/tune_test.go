@@ -634,7 +634,14 @@ func TestOccupancyVariants(t *testing.T) {
 		}},
 		{72, 33000, []variantCase{
 			{"an5d/box3d1r.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2,async=5,edgesfirst=true,chunk=64", []string{
-				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,async=5,edgesfirst=true,chunk=64"}},
+				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,async=5,edgesfirst=true,chunk=64",
+				// and with the register prefetch instead, capped for two blocks
+				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,edgesfirst=true,chunk=64,maxregs=80"}},
+		}},
+		// The prefetch's cap would be below the copying plan's registers.
+		{88, 33000, []variantCase{
+			{"an5d/box3d1r.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2,async=5,chunk=64", []string{
+				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,async=5,chunk=64,maxregs=80"}},
 		}},
 		// A block of 1024 threads: two of 768 need 40 registers, which a kernel of 48 may take
 		// and one of 64 would spill.
