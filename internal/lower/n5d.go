@@ -1282,7 +1282,16 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 								}
 								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, win[[2]int{l.G.Index, prev}].ring), i, l.Off)
 							}
-							v := em.expr(s.parts[o])
+							part := s.parts[o]
+							if pl.FastMath && NC > 1 {
+								pos := make([]int, d)
+								pos[X] = cx(i)
+								if d == 3 {
+									pos[Y] = cy(i)
+								}
+								part = pairSums(part, pos)
+							}
+							v := em.expr(part)
 							switch {
 							case o == R:
 								cs = append(cs, &kir.Decl{Name: final, Type: ty, Init: kir.Add(acc, v)})

@@ -436,3 +436,118 @@ func linearTerms(e ir.Expr, s float64, out []linearTerm) ([]linearTerm, bool) {
 	}
 	return nil, false
 }
+
+// pairSums regroups, for one cell of a thread's register tile, every sum of three or more loads
+// in e (a factored box's row, column and plane sums), so that the thread's cells share their
+// common pairs: pos[a] is the cell's place along axis a among the thread's cells (0 along the
+// streaming axis and along untiled axes). The loads are grouped by their place in the thread's
+// frame (pos + offset) along the slowest in-plane axis first, each group summed the same way
+// along the next axis, and neighbouring groups at places 2m and 2m+1 added first. Two cells
+// of a thread two wide then write the sum over x of places 0 and 1 identically (cell 0 sums -1
+// with the pair, cell 1 the pair with 2), and the compiler computes it once: a 27-point box's
+// plane sums and moments over a 2 x 2 tile of cells take 70 additions instead of 80. Only fast
+// math reassociates; e is unchanged where it holds no such sum.
+func pairSums(e ir.Expr, pos []int) ir.Expr {
+	switch x := e.(type) {
+	case *ir.Binary:
+		if x.Op == "+" && x.T.IsFloat() {
+			var leaves []ir.Expr
+			flattenSum(x, &leaves)
+			if loads := plainLoads(leaves); len(loads) > 2 {
+				return pairLoads(loads, pos, 1, x.T)
+			}
+		}
+		nx, ny := pairSums(x.X, pos), pairSums(x.Y, pos)
+		if nx == x.X && ny == x.Y {
+			return e
+		}
+		return &ir.Binary{Op: x.Op, X: nx, Y: ny, T: x.T}
+	case *ir.Unary:
+		if nx := pairSums(x.X, pos); nx != x.X {
+			return &ir.Unary{Op: x.Op, X: nx, T: x.T}
+		}
+	case *ir.Convert:
+		if nx := pairSums(x.X, pos); nx != x.X {
+			return &ir.Convert{X: nx, To: x.To}
+		}
+	case *ir.Select:
+		c, a, b := pairSums(x.C, pos), pairSums(x.A, pos), pairSums(x.B, pos)
+		if c != x.C || a != x.A || b != x.B {
+			return &ir.Select{C: c, A: a, B: b, T: x.T}
+		}
+	case *ir.Call:
+		args := make([]ir.Expr, len(x.Args))
+		changed := false
+		for i, a := range x.Args {
+			args[i] = pairSums(a, pos)
+			changed = changed || args[i] != a
+		}
+		if changed {
+			return &ir.Call{Fn: x.Fn, Args: args, T: x.T}
+		}
+	}
+	return e
+}
+
+// flattenSum appends the operands of e's chain of additions to leaves, in order.
+func flattenSum(e ir.Expr, leaves *[]ir.Expr) {
+	if b, ok := e.(*ir.Binary); ok && b.Op == "+" {
+		flattenSum(b.X, leaves)
+		flattenSum(b.Y, leaves)
+		return
+	}
+	*leaves = append(*leaves, e)
+}
+
+// plainLoads is leaves as loads of one grid, level and plane (offset 0 along the streaming
+// axis the same for all) with no layer, or nil.
+func plainLoads(leaves []ir.Expr) []*ir.Load {
+	var out []*ir.Load
+	for _, e := range leaves {
+		l, ok := e.(*ir.Load)
+		if !ok || l.Layer != nil || len(out) > 0 && (l.G != out[0].G || l.Level != out[0].Level || l.Off[0] != out[0].Off[0]) {
+			return nil
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// pairLoads sums loads grouped by place along axis a and the axes after it (pairSums).
+func pairLoads(loads []*ir.Load, pos []int, a int, t ir.Type) ir.Expr {
+	if a >= len(pos) {
+		var s ir.Expr
+		for _, l := range loads {
+			s = addExpr(s, l, t)
+		}
+		return s
+	}
+	groups := map[int][]*ir.Load{}
+	var places []int
+	for _, l := range loads {
+		c := pos[a] + l.Off[a]
+		if _, ok := groups[c]; !ok {
+			places = append(places, c)
+		}
+		groups[c] = append(groups[c], l)
+	}
+	slices.Sort(places)
+	var s ir.Expr
+	for i := 0; i < len(places); i++ {
+		g := pairLoads(groups[places[i]], pos, a+1, t)
+		if c := places[i]; mod(c, 2) == 0 && i+1 < len(places) && places[i+1] == c+1 {
+			g = addExpr(g, pairLoads(groups[c+1], pos, a+1, t), t)
+			i++
+		}
+		s = addExpr(s, g, t)
+	}
+	return s
+}
+
+// addExpr is x + y, or y where x is nil.
+func addExpr(x, y ir.Expr, t ir.Type) ir.Expr {
+	if x == nil {
+		return y
+	}
+	return &ir.Binary{Op: "+", X: x, Y: y, T: t}
+}
