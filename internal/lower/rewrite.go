@@ -444,8 +444,9 @@ func linearTerms(e ir.Expr, s float64, out []linearTerm) ([]linearTerm, bool) {
 // frame (pos + offset) along the slowest in-plane axis first, each group summed the same way
 // along the next axis, and neighbouring groups at places 2m and 2m+1 added first. Two cells
 // of a thread two wide then write the sum over x of places 0 and 1 identically (cell 0 sums -1
-// with the pair, cell 1 the pair with 2), and the compiler computes it once: a 27-point box's
-// plane sums and moments over a 2 x 2 tile of cells take 70 additions instead of 80. Only fast
+// with the pair, cell 1 the pair with 2), and the compiler computes it once: the factored
+// 27-point box of a 2 x 2 tile of cells takes 146 distinct additions and subtractions instead of
+// 176 (TestPairSums), and box3d1r and j3d27pt gained 2.2% on the H100, box2d2r 2.7%. Only fast
 // math reassociates; e is unchanged where it holds no such sum.
 func pairSums(e ir.Expr, pos []int) ir.Expr {
 	switch x := e.(type) {
