@@ -625,6 +625,37 @@ func (t *tuner) neighbours(best *Candidate) {
 	if b := fastest(t.res.Candidates); slices.Contains(occ, b) {
 		t.refined(b, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, b.Plan, false)))
 	}
+	// A thread of one more row over the same tile, after all that, and its own neighbours if
+	// it wins (deeperRows).
+	if b := fastest(t.res.Candidates); b != nil {
+		vars := t.unmeasured(variant, deeperRows(t.s.Prog, b.Plan))
+		t.refined(b, vars)
+		if nb := fastest(t.res.Candidates); slices.Contains(vars, nb) {
+			t.refined(nb, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, nb.Plan, false)))
+		}
+	}
+}
+
+// deeperRows is a 3D n5d plan of two or more rows per thread (bt <= 2) with one row more per
+// thread over the same tile (fewer threads), uncapped: the rows of a thread share their loads
+// and, under fast math, a factored box's paired sums (pairSums in lower). On the H100 box3d1r
+// and j3d27pt went from 32 x 12 threads of two rows under 80 registers (439.4 GCells/s, 24
+// warps) to 32 x 8 of three (452.0, 127 registers, 16 warps; 464.7 with its chunk of 32); four
+// rows (32 x 6, 155 registers) lost (403.1).
+func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
+	if p.Dims() != 3 || pl.Strategy != "n5d" || pl.BT > 2 || pl.RY < 2 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+		return nil
+	}
+	rows := pl.BY * pl.RY
+	if rows%(pl.RY+1) != 0 {
+		return nil
+	}
+	v := pl
+	v.RY, v.BY, v.MaxRegs = pl.RY+1, rows/(pl.RY+1), 0
+	if v.Validate(p, plan.Limits{}, 0) != nil {
+		return nil
+	}
+	return []plan.Plan{v}
 }
 
 // neighbourPlans are the variants neighbours measures of a plan: its chunk a quarter shorter

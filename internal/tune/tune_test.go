@@ -676,3 +676,19 @@ func checkVariants(t *testing.T, variants func(*ir.Program, plan.Plan) []plan.Pl
 		}
 	}
 }
+
+// TestDeeperRows: a shallow 3D n5d plan of two rows per thread gets the same tile with three
+// rows per thread, uncapped; one-row plans, deep plans and tiles whose rows three do not
+// divide get none.
+func TestDeeperRows(t *testing.T) {
+	checkVariants(t, deeperRows, []variantCase{
+		{"an5d/box3d1r.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,chunk=48,maxregs=80,fastmath=true", []string{
+			"n5d:bx=32,by=8,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=48,fastmath=true"}},
+		{"an5d/j3d27pt.stencil", "n5d:bx=32,by=6,bt=2,rx=2,ry=2", []string{
+			"n5d:bx=32,by=4,bt=2,rx=2,ry=3,wave=true,chunk=64"}},
+		{"an5d/box3d1r.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2", nil}, // 32 rows
+		{"an5d/box3d1r.stencil", "n5d:bx=32,by=12,bt=2,rx=2", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=12,bt=4,rx=2,ry=2", nil},
+		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=4,rx=2", nil},
+	})
+}
