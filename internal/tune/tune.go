@@ -513,15 +513,24 @@ func registerCaps(props gpu.Props, threads, shared, regs, maxRegs int) []int {
 		if gpu.ResidentBlocks(props, threads, shared, 0) < want {
 			break
 		}
-		c := limit / 8 * 8
-		for c >= 40 && gpu.ResidentBlocks(props, threads, shared, c) < want {
-			c -= 8
-		}
-		if c >= 40 && c < limit {
+		if c := regCap(props, threads, shared, limit, want); c > 0 && c < limit {
 			caps = append(caps, c)
 		}
 	}
 	return caps
+}
+
+// regCap is the largest register cap, a multiple of 8 from 40 up to limit, at which want
+// blocks of threads and shared bytes reside on a multiprocessor, or 0 if none is.
+func regCap(props gpu.Props, threads, shared, limit, want int) int {
+	c := limit / 8 * 8
+	for c >= 40 && gpu.ResidentBlocks(props, threads, shared, c) < want {
+		c -= 8
+	}
+	if c < 40 {
+		return 0
+	}
+	return c
 }
 
 // refine measures variants of measured plans of the space that the models cannot rank: register
@@ -783,10 +792,7 @@ func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, share
 		w := v
 		w.Async, w.MaxRegs = 0, 0
 		w.Prefetch = prefetchTwo(p, w)
-		c := 255 / 8 * 8
-		for c >= 40 && gpu.ResidentBlocks(props, w.Threads(), sh, c) < 2 {
-			c -= 8
-		}
+		c := regCap(props, w.Threads(), sh, 255, 2)
 		if c >= max(40, regs) && w.Validate(p, plan.Limits{}, 0) == nil {
 			if gpu.ResidentBlocks(props, w.Threads(), sh, 255) < 2 {
 				w.MaxRegs = c
