@@ -238,12 +238,13 @@ func offBefore(a, b []int) bool { return slices.Compare(a, b) < 0 }
 // plane it feeds, so per cell and plane the w + 1 operations per output become the sums once
 // and two per output: box2d2r 30 -> 18 operations per cell and step (+9.3% on the H100).
 // Only boxes where that count falls to 75% or less are factored: the compiler schedules the
-// longer dependency chains worse, and box2d1r (12 -> 10) lost 6%. box3d1r and j3d27pt
-// (30 -> 22) lost 1% in one-block-per-SM tiles, which expose the chains' latency, and gained
-// 4.2% in the tiles that share an SM (32 x 12 two-row threads under 80 registers, with the
-// register prefetch; even with short rounds); keepscale=true, which the tuner measures, keeps
-// them as written where that is faster. Coefficients that are affine only to within rounding (the fit's largest
-// residual at most 4 ulp of the largest coefficient) are refitted: each changes by a few ulp,
+// longer dependency chains worse, and box2d1r (12 -> 10) lost 6% (2% paired, pairSums).
+// box3d1r and j3d27pt (30 -> 22) lost 1% in one-block-per-SM tiles, which expose the chains'
+// latency, and gained 6% in tiles that share an SM (32 x 12 two-row threads under 80
+// registers with the register prefetch; short rounds tied); keepscale=true, which the tuner
+// measures, keeps them as written where that is faster. Coefficients that are affine only to
+// within rounding (the fit's largest residual at most 4 ulp of the largest coefficient) are
+// refitted: each changes by a few ulp,
 // a fast-math liberty like the folded scale. Boxes where it saves nothing (reach 1 in 2D) are
 // left as written.
 func factorAffine(e ir.Expr) (ir.Expr, bool) {
