@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"tempest/internal/ir"
 	"tempest/internal/load"
 	"tempest/internal/lower"
 	"tempest/internal/plan"
@@ -18,6 +19,21 @@ type switchCase struct {
 	shape         []int
 }
 
+// initialState is an example's program and its initial state at shape.
+func initialState(t *testing.T, example string, shape []int) (*ir.Program, *state.State) {
+	t.Helper()
+	p, err := load.File("../../examples/"+example+".stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := state.New(p, shape, state.DefaultParams(p), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Init(s)
+	return p, s
+}
+
 // checkSwitch runs each case with the switch off and on (set turns it on): both must agree
 // with the reference within the matrix's tolerances and bitwise with each other.
 func checkSwitch(t *testing.T, name string, set func(*plan.Plan), cases []switchCase) {
@@ -25,15 +41,7 @@ func checkSwitch(t *testing.T, name string, set func(*plan.Plan), cases []switch
 	mods := matrixModules(dev)
 	defer mods.Close()
 	for _, c := range cases {
-		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := state.New(p, c.shape, state.DefaultParams(p), 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref.Init(s)
+		p, s := initialState(t, c.example, c.shape)
 		const steps = 7 // the main kernel and a shallower one
 		want := s.Clone()
 		ref.Run(want, steps)

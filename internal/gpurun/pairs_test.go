@@ -4,10 +4,7 @@ import (
 	"testing"
 
 	"tempest/internal/errbound"
-	"tempest/internal/load"
 	"tempest/internal/plan"
-	"tempest/internal/ref"
-	"tempest/internal/state"
 )
 
 // TestN5DPairedSumsOpenCL: under fast math n5d factors the AN5D boxes and regroups their sums
@@ -28,15 +25,7 @@ func TestN5DPairedSumsOpenCL(t *testing.T) {
 		{"an5d/box3d1r", "n5d:bx=4,by=4,rx=2,ry=3,bt=1,wave=true,chunk=5,fastmath=true", []int{17, 23, 19}},
 		{"an5d/box2d2r", "n5d:bx=8,rx=2,bt=3,wave=true,pf=5,chunk=8,fastmath=true", []int{70, 45}},
 	} {
-		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := state.New(p, c.shape, state.DefaultParams(p), 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref.Init(s)
+		p, s := initialState(t, c.example, c.shape)
 		want := s.Clone()
 		b := errbound.Run(want, steps, arith)
 		pl, err := plan.Parse(c.plan, p)
