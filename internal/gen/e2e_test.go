@@ -32,7 +32,7 @@ var e2eCases = []struct {
 	steps int
 	plans []string // extra plan variants
 }{
-	{"an5d/j2d5pt.stencil", []int{300, 70}, 7, []string{"stream25d:chunk=16", "pyramid:bx=16,by=16,ph=3", "n5d:bx=64,bt=3,chunk=32"}},
+	{"an5d/j2d5pt.stencil", []int{300, 70}, 7, []string{"stream25d:chunk=16", "pyramid:bx=16,by=16,ph=3", "n5d:bx=64,bt=3,chunk=32", "n5d:bx=64,bt=3,wave=true,rimblocks=true,chunk=32"}},
 	{"demos/grayscott.stencil", []int{40, 33}, 7, []string{"pyramid:bx=16,by=16,ph=3"}},
 	{"demos/life.stencil", []int{29, 41}, 9, nil},
 	{"demos/wave.stencil", []int{37, 70}, 7, []string{"pyramid:bx=16,by=16,ph=3"}},

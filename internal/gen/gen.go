@@ -74,6 +74,10 @@ type gridDiv struct {
 	by    int // cells per block along axis (0 with chunk)
 	chunk bool
 	times int // blocks per tile of by cells (a thread-block cluster's); 0 means 1
+	// rim: the chunks give the planes near the axis's ends blocks of their own, rimLo and
+	// rimHi planes (plan.RimBlocks, lower.N5DRimBlocks).
+	rim          bool
+	rimLo, rimHi int
 }
 
 // blocks is the launch's blocks along the dimension for tiles ceil(n/by).
@@ -284,7 +288,8 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 			}
 			div[dim] = gridDiv{axis: a, by: out * tiles, times: times}
 		}
-		div[d-1] = gridDiv{axis: 0, chunk: true}
+		lo, hi, rim := lower.N5DRimBlocks(p, pl, l.Steps)
+		div[d-1] = gridDiv{axis: 0, chunk: true, rim: rim, rimLo: lo, rimHi: hi}
 	default:
 		return div, fmt.Errorf("gen: plan %s: the host code does not know how strategy %s sizes its launch grid; internal/gen needs the formula", pl, pl.Strategy)
 	}
@@ -307,8 +312,7 @@ func (li launchInfo) gridFor(shape []int, planChunk int) [3]int {
 		case dv.axis < 0:
 			grid[dim] = 1
 		case dv.chunk:
-			c := runtimeChunk(planChunk, shape[0])
-			grid[dim] = (shape[dv.axis] + c - 1) / c
+			grid[dim] = lower.N5DChunks(shape[dv.axis], runtimeChunk(planChunk, shape[0]), dv.rimLo, dv.rimHi, dv.rim)
 		default:
 			grid[dim] = dv.blocks((shape[dv.axis] + dv.by - 1) / dv.by)
 		}

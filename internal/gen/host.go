@@ -652,6 +652,11 @@ func (g *gen) launchFunc(x *w, i int) {
 		switch {
 		case dv.axis < 0:
 			x.f("  grid[%d] = 1;", dim)
+		case dv.chunk && dv.rim:
+			x.f("  if (c->n[%d] > %d) /* blocks of their own for the first %d and the last %d planes */", dv.axis, dv.rimLo+dv.rimHi, dv.rimLo, dv.rimHi)
+			x.f("    grid[%d] = (size_t)(2 + ((int64_t)c->n[%d] - %d + chunk - 1) / chunk);", dim, dv.axis, dv.rimLo+dv.rimHi)
+			x.f("  else")
+			x.f("    grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.axis)
 		case dv.chunk:
 			x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.axis)
 		default:

@@ -128,3 +128,22 @@ func TestN5DEdgesFirstOpenCL(t *testing.T) {
 		{"an5d/j2d5pt", "n5d:bx=8,rx=2,bt=3,wave=true,edges=true,chunk=4", []int{40, 70}}, // with the edge loop
 	})
 }
+
+// TestN5DRimBlocksOpenCL runs n5d plans whose planes near the streaming axis's ends are blocks
+// of their own (rimblocks=true): 3D and 2D, first and second order, wave and level order,
+// phased loops, with the edge loop and the edge tiles first, and along axes too short to hold
+// planes between the two margins (the kernel falls back to plain chunks). A chunk the new
+// bounds missed or took twice leaves cells at their old values or repeats them: each run must
+// agree with the reference and bitwise with the plan without the setting.
+func TestN5DRimBlocksOpenCL(t *testing.T) {
+	checkSwitch(t, "rimblocks=true", func(pl *plan.Plan) { pl.RimBlocks = true }, []switchCase{
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{30, 14, 22}}, // margins 9 and 11: 2 chunks between
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{18, 14, 22}}, // 18 planes: plain chunks
+		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,phased=true,unroll=3,chunk=4", []int{34, 17, 36}},
+		{"an5d/box3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,vec=1,edgesfirst=true,chunk=5", []int{30, 14, 22}},
+		{"an5d/j2d9pt", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,chunk=4", []int{40, 70}}, // reach 2: margins 14 and 18
+		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,chunk=4", []int{40, 70}},               // level order: 7 and 10
+		{"an5d/j2d5pt", "n5d:bx=8,rx=2,bt=3,wave=true,edges=true,edgesfirst=true,chunk=4", []int{40, 70}},
+		{"an5d/j2d5pt", "n5d:bx=8,rx=2,bt=3,wave=true,chunk=64", []int{60, 70}}, // one chunk between the margins
+	})
+}

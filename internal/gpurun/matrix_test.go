@@ -174,8 +174,10 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 		if s == "n5d" {
 			// Short chunks, three steps per launch, several cells per thread along x (and
 			// rows along y in 3D), the other level order than the default's (wave order or
-			// one barrier per level), two planes loaded ahead, the edge tiles launched first.
-			alt.Chunk, alt.BT, alt.RX, alt.Wave, alt.Prefetch, alt.EdgesFirst = 5, 3, 2, !def.Wave, 2, true
+			// one barrier per level), two planes loaded ahead, the edge tiles launched first,
+			// the planes near the streaming axis's ends in blocks of their own (where the
+			// shape has planes between them).
+			alt.Chunk, alt.BT, alt.RX, alt.Wave, alt.Prefetch, alt.EdgesFirst, alt.RimBlocks = 5, 3, 2, !def.Wave, 2, true, true
 			if p.Dims() == 3 && reach == 1 {
 				alt.RY = 2 // first-order only: wider boxes' unrolled kernels grow with the cells (CI time)
 			}
@@ -212,7 +214,7 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				// edge loop (2D shapes reach it; TestN5DEdgesOpenCL runs 3D); first order
 				// only (CI time).
 				sr := alt
-				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut, sr.Edges = 3, true, 3, 3, true, lower.N5DEdges(p, alt)
+				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut, sr.RimBlocks, sr.Edges = 3, true, 3, 3, true, false, lower.N5DEdges(p, alt)
 				if sr.FitBT(p) == nil && sr.BT == 3 {
 					out = append(out, sr)
 				}

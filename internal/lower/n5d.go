@@ -267,6 +267,50 @@ func n5dStart(R, L, bt int) int {
 // mod is the non-negative remainder.
 func mod(a, b int) int { return ((a % b) + b) % b }
 
+// n5dLag is the planes each level of an n5d block runs behind the level below: the reach R,
+// or R+1 in wave order, where every level reads only planes published a copy earlier.
+func n5dLag(R int, wave bool) int {
+	if wave {
+		return R + 1
+	}
+	return R
+}
+
+// n5dRimMargins are the planes an n5d chunk keeps from the streaming axis's ends to run the
+// loop without the rim's checks (the plane condition of the interior test in n5dKernel):
+// it starts at lo or later, and ends at n0-hi or earlier. rim is the widest fixed rim along
+// the axis, L the lag between levels, copies the planes of an unrolled round.
+func n5dRimMargins(rim, L, bt, copies int) (lo, hi int) {
+	return rim + 2*L*bt, rim + L*bt + copies
+}
+
+// N5DRimBlocks are, for an n5d launch of depth bt under plan pl, the margins of the blocks that
+// plan.RimBlocks gives the planes near the streaming axis's ends, and whether it gives them
+// any: only where the program has the loop without the rim's checks and the plan does not cut
+// chunks at the rim instead. A launch over n0 planes then has 2 + ceil((n0-lo-hi)/chunk)
+// blocks along the chunk axis where n0 > lo+hi, and the usual ceil(n0/chunk) otherwise (the
+// kernel tells the two apart by n0); generated host code (internal/gen) sizes its grid so.
+func N5DRimBlocks(p *ir.Program, pl plan.Plan, bt int) (lo, hi int, ok bool) {
+	if !pl.RimBlocks || pl.RimCut || !n5dHasFastLoop(p) {
+		return 0, 0, false
+	}
+	rim := 0
+	for _, u := range p.Updates {
+		rim = max(rim, u.Grid.Rim[0])
+	}
+	R := p.Reach()[0]
+	lo, hi = n5dRimMargins(rim, n5dLag(R, pl.Wave), bt, N5DRound(p, pl))
+	return lo, hi, true
+}
+
+// N5DChunks is the number of n5d blocks along the chunk axis for n0 planes (N5DRimBlocks).
+func N5DChunks(n0, chunk, lo, hi int, rimBlocks bool) int {
+	if rimBlocks && n0 > lo+hi {
+		return 2 + ceilDiv(n0-lo-hi, chunk)
+	}
+	return ceilDiv(n0, chunk)
+}
+
 // n5dMode is which of an n5d kernel's loops a body is built for: blocks whose planes and
 // columns lie inside the interior skip every rim check (n5dFast); blocks on an in-plane edge
 // whose planes are inside run the same unguarded loop on clamped columns and keep their rim
@@ -593,10 +637,29 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	chunkDim := d - 1
 	// rimCut: the chunk runs in pieces (rimPieces), this one of planes pb .. pe-1.
 	rimCut := pl.RimCut && n5dHasFastLoop(p)
-	if rimCut {
+	// rimBlocks: where the axis has planes between the margins (n0 > lo+hi, a test the
+	// kernel makes, so that it serves every size), chunk 0 is the planes before lo, the last
+	// chunk those from n0-hi on, and the chunks between start at lo, chunk planes each, the
+	// last of them cut at n0-hi; otherwise the chunks are the usual ones.
+	rimLo, rimHi, rimBlocks := N5DRimBlocks(p, pl, bt)
+	switch {
+	case rimCut:
 		decl("zb", kir.I32, kir.Id("pb"))
 		decl("ze", kir.I32, kir.Id("pe"))
-	} else {
+	case rimBlocks:
+		b := blockAt(chunkDim)
+		eq := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "==", X: x, Y: y} }
+		cond := func(c, x, y kir.Expr) kir.Expr { return &kir.Cond{C: c, A: x, B: y} }
+		mn := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{x, y}} }
+		split := decl("rimsplit", kir.Bool, &kir.Binary{Op: ">", X: kir.Id("n0"), Y: kir.I(rimLo + rimHi)})
+		first := eq(b, kir.I(0))
+		last := eq(b, kir.Bin("-", &kir.Builtin{D: kir.GridDim, Axis: chunkDim}, kir.I(1)))
+		top := kir.Bin("-", kir.Id("n0"), kir.I(rimHi))
+		decl("zb", kir.I32, cond(split, cond(first, kir.I(0), cond(last, top, kir.Add(kir.I(rimLo), kir.Mul(kir.Bin("-", b, kir.I(1)), kir.Id("chunk"))))),
+			kir.Mul(b, kir.Id("chunk"))))
+		decl("ze", kir.I32, cond(split, cond(first, kir.I(rimLo), cond(last, kir.Id("n0"), mn(kir.Add(kir.I(rimLo), kir.Mul(b, kir.Id("chunk"))), top))),
+			mn(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0"))))
+	default:
 		decl("zb", kir.I32, kir.Mul(blockAt(chunkDim), kir.Id("chunk")))
 		decl("ze", kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}})
 	}
@@ -667,10 +730,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// R+1 instead of R), so that all of them read shared planes published in the previous
 	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).
 	wave := pl.Wave
-	L := R
-	if wave {
-		L = R + 1
-	}
+	L := n5dLag(R, wave)
 	dName := func(g *ir.Grid, lv, i int) string { return fmt.Sprintf("d_%s_%d_%d", g.Name, lv, i) }
 	if wave && assoc {
 		for _, u := range p.Updates {
@@ -1570,7 +1630,8 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if rimCut {
 		// The pieces' bounds are the first and last planes of a chunk that the test above
 		// lets run without the rim's checks.
-		body = rimPieces(body, blockAt(chunkDim), kir.I(rim[0]+2*L*bt), kir.Bin("-", kir.Id("n0"), kir.I(rim[0]+L*bt+copies)))
+		lo, hi := n5dRimMargins(rim[0], L, bt, copies)
+		body = rimPieces(body, blockAt(chunkDim), kir.I(lo), kir.Bin("-", kir.Id("n0"), kir.I(hi)))
 	}
 	k.Body = append(pre, body...)
 	if shElems > 0 {
@@ -1591,6 +1652,6 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			k.Cluster[d-1-a] = cd[a]
 		}
 	}
-	grid[chunkDim] = ceilDiv(shape[0], chunk)
+	grid[chunkDim] = N5DChunks(shape[0], chunk, rimLo, rimHi, rimBlocks)
 	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: bt, Shared: shared}}, shared, nil
 }

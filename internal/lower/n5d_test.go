@@ -396,6 +396,55 @@ func TestN5DRimCut(t *testing.T) {
 	}
 }
 
+// TestN5DRimBlocks: rimblocks=true gives the planes within the margins of the streaming axis's
+// ends blocks of their own (the first from 0, the last from n0-hi, the chunks between from
+// lo), the launch one block more along the chunk axis where that leaves planes between them,
+// and nothing changes for a program without an unchecked loop.
+func TestN5DRimBlocks(t *testing.T) {
+	star2 := "axes y, x\nstate u boundary fixed\nupdate u = 0.25*(u[x-1] + u[x+1] + u[y-1] + u[y+1])\n"
+	for _, c := range []struct {
+		src, plan string
+		shape     []int
+		bounds    string // the chunk's first plane in the kernel, "" where it changes nothing
+		chunks    int    // blocks along the chunk axis
+	}{
+		// Level order, bt=3: lo = 1 + 2*1*3, hi = 1 + 1*3 + 6 (the round); 90 planes: 7, 6 x 13, 10.
+		{star2, "n5d:bx=32,bt=3,rx=2,wave=false,chunk=13", []int{90, 70}, "int zb = rimsplit ? ((int)blockIdx.y == 0 ? 0 : ((int)blockIdx.y == (int)gridDim.y - 1 ? n0 - 10 : 7 + ((int)blockIdx.y - 1) * chunk)) : (int)blockIdx.y * chunk;", 8},
+		// Wave order: lo = 1 + 2*2*3, hi = 1 + 2*3 + 6; 90 planes: 13, 5 x 13, 13; 25 planes are
+		// fewer than 13 + 13: plain chunks.
+		{star2, "n5d:bx=32,bt=3,rx=2,wave=true,chunk=13", []int{90, 70}, "bool rimsplit = n0 > 26;", 7},
+		{star2, "n5d:bx=32,bt=3,rx=2,wave=true,chunk=13", []int{25, 70}, "bool rimsplit = n0 > 26;", 2},
+		{"axes z, y, x\nstate u boundary fixed\nupdate u = 0.2*(u + u[x-1] + u[x+1] + u[y+1] + u[z-1])\n",
+			"n5d:bx=8,by=8,bt=2,rx=2,wave=true,chunk=16", []int{40, 30, 20}, "(int)gridDim.z - 1 ? n0 - 11 :", 4},
+		{"axes y, x\ninput f init 1\nstate u boundary fixed\nupdate u = 0.25*(u[x-1] + u[x+1] + u[y-1] + u[y+1]) + f\n",
+			"n5d:bx=32,bt=3,chunk=13", []int{90, 70}, "", 7},
+	} {
+		p, pl := testkit.Parsed(t, c.src, c.plan)
+		plain, err := Lower(p, c.shape, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.RimBlocks = true
+		low, err := Lower(p, c.shape, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, without := kir.Print(low.Module, kir.CUDA), kir.Print(plain.Module, kir.CUDA)
+		if got := low.Launches[0].Grid[p.Dims()-1]; got != c.chunks {
+			t.Errorf("%s at %v: %d blocks along the chunk axis, want %d", c.plan, c.shape, got, c.chunks)
+		}
+		if c.bounds == "" {
+			if with != without || low.Launches[0].Grid != plain.Launches[0].Grid {
+				t.Errorf("%s: rimblocks changed a kernel without an unchecked loop", c.plan)
+			}
+			continue
+		}
+		if !strings.Contains(with, c.bounds) || strings.Contains(without, "rimsplit") {
+			t.Errorf("%s: no blocks of their own for the rim's planes (want %q)", c.plan, c.bounds)
+		}
+	}
+}
+
 // TestN5DEdges: edges=true adds the edge loop (clamped vector runs, a select for the rim
 // columns) where every grid's rim is as wide as the reach; elsewhere (reads of other grids,
 // which keep a guard, or a grid whose rim is narrower than the program's reach, so that its

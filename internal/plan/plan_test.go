@@ -259,7 +259,7 @@ func TestN5DRing(t *testing.T) {
 
 // TestN5DRounds checks the rounds and phases settings: unroll is the default 2(2R+1) or 2R+1
 // planes, with 2R+1 shared planes per level in place of two; phased loops run at every depth
-// with phased=true and at depths up to two without; and they (and rimcut, edges and keepscale)
+// with phased=true and at depths up to two without; and they (and rimcut, rimblocks, edges and keepscale)
 // print back to themselves; keepscale needs fast math.
 func TestN5DRounds(t *testing.T) {
 	r1 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
@@ -275,6 +275,8 @@ func TestN5DRounds(t *testing.T) {
 		{r1, "n5d:bx=64,bt=4,unroll=6,phased=true", 6, 2, true, ""},
 		{r1, "n5d:bx=64,bt=4,unroll=3,phased=true,rimcut=true", 3, 3, true, ""},
 		{r1, "n5d:bx=64,bt=4,rimcut=true,edges=true", 6, 2, false, ""},
+		{r1, "n5d:bx=64,bt=4,rimblocks=true,edges=true,edgesfirst=true", 6, 2, false, ""},
+		{r1, "n5d:bx=64,bt=4,rimcut=true,rimblocks=true", 0, 0, false, "rimblocks and rimcut both"},
 		{r1, "n5d:bx=64,bt=4,fastmath=true,keepscale=true", 6, 2, false, ""},
 		{r1, "n5d:bx=64,bt=4,keepscale=true", 0, 0, false, "add fastmath=true or drop keepscale"},
 		{r1, "n5d:bx=64,bt=2", 6, 2, true, ""},
