@@ -276,12 +276,18 @@ func n5dLag(R int, wave bool) int {
 	return R
 }
 
-// n5dRimMargins are the planes an n5d chunk keeps from the streaming axis's ends to run the
-// loop without the rim's checks (the plane condition of the interior test in n5dKernel):
-// it starts at lo or later, and ends at n0-hi or earlier. rim is the widest fixed rim along
-// the axis, L the lag between levels, copies the planes of an unrolled round.
-func n5dRimMargins(rim, L, bt, copies int) (lo, hi int) {
-	return rim + 2*L*bt, rim + L*bt + copies
+// n5dRimMargins are the planes an n5d chunk of depth bt keeps from the streaming axis's ends
+// to run the loop without the rim's checks (the plane condition of the interior test in
+// n5dKernel): it starts at lo or later and ends at n0-hi or earlier. Level bt's first input
+// lies 2 L bt planes before the chunk (L the lag between levels), its last L bt plus a round
+// after it, and the widest fixed rim along the axis comes on top.
+func n5dRimMargins(p *ir.Program, pl plan.Plan, bt int) (lo, hi int) {
+	rim := 0
+	for _, u := range p.Updates {
+		rim = max(rim, u.Grid.Rim[0])
+	}
+	L := n5dLag(p.Reach()[0], pl.Wave)
+	return rim + 2*L*bt, rim + L*bt + N5DRound(p, pl)
 }
 
 // N5DRimBlocks are, for an n5d launch of depth bt under plan pl, the margins of the blocks that
@@ -294,12 +300,7 @@ func N5DRimBlocks(p *ir.Program, pl plan.Plan, bt int) (lo, hi int, ok bool) {
 	if !pl.RimBlocks || pl.RimCut || !n5dHasFastLoop(p) {
 		return 0, 0, false
 	}
-	rim := 0
-	for _, u := range p.Updates {
-		rim = max(rim, u.Grid.Rim[0])
-	}
-	R := p.Reach()[0]
-	lo, hi = n5dRimMargins(rim, n5dLag(R, pl.Wave), bt, N5DRound(p, pl))
+	lo, hi = n5dRimMargins(p, pl, bt)
 	return lo, hi, true
 }
 
@@ -1630,7 +1631,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if rimCut {
 		// The pieces' bounds are the first and last planes of a chunk that the test above
 		// lets run without the rim's checks.
-		lo, hi := n5dRimMargins(rim[0], L, bt, copies)
+		lo, hi := n5dRimMargins(p, pl, bt)
 		body = rimPieces(body, blockAt(chunkDim), kir.I(lo), kir.Bin("-", kir.Id("n0"), kir.I(hi)))
 	}
 	k.Body = append(pre, body...)
