@@ -1589,9 +1589,12 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		// rounds, so they meet at the same cluster barriers.)
 		body = append(body, &kir.Barrier{Cluster: true})
 	}
+	// The planes a chunk keeps from the streaming axis's ends to run without the rim's checks.
+	fastLo, fastHi := n5dRimMargins(p, pl, bt)
 	if n5dHasFastLoop(p) { // nonzero(rim) && !guard
-		planes := and(ge(kir.Bin("-", kir.Id("zb"), kir.I(2*L*bt)), kir.I(rim[0])),
-			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(L*bt+copies)), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
+		// zb >= fastLo and ze <= n0-fastHi, written as reaches from the rim.
+		planes := and(ge(kir.Bin("-", kir.Id("zb"), kir.I(fastLo-rim[0])), kir.I(rim[0])),
+			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(fastHi-rim[0])), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
 		inside := planes
 		for a := 1; a < d; a++ {
 			lo := tileLo(a)
@@ -1631,8 +1634,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if rimCut {
 		// The pieces' bounds are the first and last planes of a chunk that the test above
 		// lets run without the rim's checks.
-		lo, hi := n5dRimMargins(p, pl, bt)
-		body = rimPieces(body, blockAt(chunkDim), kir.I(lo), kir.Bin("-", kir.Id("n0"), kir.I(hi)))
+		body = rimPieces(body, blockAt(chunkDim), kir.I(fastLo), kir.Bin("-", kir.Id("n0"), kir.I(fastHi)))
 	}
 	k.Body = append(pre, body...)
 	if shElems > 0 {
