@@ -147,3 +147,20 @@ func TestN5DRimBlocksOpenCL(t *testing.T) {
 		{"an5d/j2d5pt", "n5d:bx=8,rx=2,bt=3,wave=true,chunk=64", []int{60, 70}}, // one chunk between the margins
 	})
 }
+
+// TestN5DUnclampedOpenCL runs n5d plans whose loop without the rim's checks loads its planes
+// without clamping their index (unclamped=true), with prefetches as deep as the rim and deeper
+// (which widen the margin the blocks in that loop keep from the streaming axis's end), with
+// the rim's blocks, chunks cut at the rim and the edge loop, in 2D and 3D, first and second
+// order: each run must agree with the reference and bitwise with the plan that clamps.
+// (lower's TestN5DFastLoopLoadsInside checks under AddressSanitizer that no load leaves the
+// input.)
+func TestN5DUnclampedOpenCL(t *testing.T) {
+	checkSwitch(t, "unclamped=true", func(pl *plan.Plan) { pl.Unclamped = true }, []switchCase{
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,rimblocks=true,chunk=5", []int{30, 14, 22}},
+		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,phased=true,rimcut=true,chunk=4", []int{34, 17, 36}},
+		{"an5d/j2d9pt", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,chunk=4", []int{40, 70}}, // pf 5 over a rim of 2
+		{"an5d/j2d5pt", "n5d:bx=8,rx=2,bt=3,wave=true,pf=6,edges=true,rimblocks=true,chunk=4", []int{41, 70}},
+		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,chunk=4", []int{40, 70}}, // the next plane only: no widening
+	})
+}

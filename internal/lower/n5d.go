@@ -280,15 +280,25 @@ func n5dLag(R int, wave bool) int {
 // to run the loop without the rim's checks (the plane condition of the interior test in
 // n5dKernel): it starts at lo or later and ends at n0-hi or earlier. Level bt's first input
 // lies 2 L bt planes before the chunk (L the lag between levels), its last L bt plus a round
-// after it, and the widest fixed rim along the axis comes on top.
+// after it, and the widest fixed rim along the axis comes on top. The loop's loads run pf
+// planes ahead of the plane entering level 0 (whose last lies a round less two planes past
+// ze + L bt), so with plan.Unclamped a deeper prefetch than the rim covers widens hi: the
+// loop then reads planes inside the domain without clamping their index.
 func n5dRimMargins(p *ir.Program, pl plan.Plan, bt int) (lo, hi int) {
 	rim := 0
 	for _, u := range p.Updates {
 		rim = max(rim, u.Grid.Rim[0])
 	}
 	L := n5dLag(p.Reach()[0], pl.Wave)
-	return rim + 2*L*bt, rim + L*bt + N5DRound(p, pl)
+	hi = rim
+	if pl.Unclamped {
+		hi = max(rim, n5dPrefetch(pl)-1)
+	}
+	return rim + 2*L*bt, hi + L*bt + N5DRound(p, pl)
 }
+
+// n5dPrefetch is how many planes ahead of the one entering level 0 an n5d loop loads.
+func n5dPrefetch(pl plan.Plan) int { return max(pl.Prefetch, 1) }
 
 // N5DRimBlocks are, for an n5d launch of depth bt under plan pl, the margins of the blocks that
 // plan.RimBlocks gives the planes near the streaming axis's ends, and whether it gives them
@@ -692,17 +702,19 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return r
 	}
-	// loadAt reads plane z (clamped into the domain) of g's input at cell i's column.
 	// newEm is an emitter for cells at coords (step: steps done before the level).
 	newEm := func(coords []kir.Expr, step kir.Expr, out *[]kir.Stmt) *emitter {
 		return &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: out}
 	}
 	em0 := newEm(nil, nil, nil)
-	loadAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr {
+	// inputAt reads plane z of g's input at cell i's column as it is (z inside the domain).
+	inputAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr {
 		pos := cellOf(ccol, i)
-		pos[0] = clamp(z, kir.Id("n0"))
+		pos[0] = z
 		return kir.At(bufName(g, In0), em0.linear(pos, nil))
 	}
+	// loadAt reads plane z (clamped into the domain) of g's input at cell i's column.
+	loadAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr { return inputAt(g, clamp(z, kir.Id("n0")), i) }
 
 	// Guard-free halo threads need every read to come from registers or shared memory.
 	guard := n5dGuarded(p)
@@ -813,7 +825,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	// The prefetch: PD planes in flight per cell, plane x in register x mod PD (static, since
 	// PD divides the 2U copies of a round), so a load has PD planes of work to arrive in.
-	PD := max(pl.Prefetch, 1)
+	PD := n5dPrefetch(pl)
 	if copies%PD != 0 {
 		var fits []string
 		for _, f := range []int{1, 2, 3, 5} {
@@ -1187,6 +1199,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				g := u.Grid
 				w := win[[2]int{g.Index, 0}]
 				next := kir.Add(kir.Id("jr"), kir.I(PD))
+				// Blocks whose planes are inside load inside the domain (n5dRimMargins).
+				nextAt := clamp(next, kir.Id("n0"))
+				if mode != n5dChecked && pl.Unclamped {
+					nextAt = next
+				}
 				for i := 0; i < NC && D > 0; i++ {
 					ty := kir.FromIR(g.Type)
 					v := vName(g, 0, i)
@@ -1206,7 +1223,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					v := vName(g, 0, i)
 					loop = append(loop, &kir.Decl{Name: v, Type: kir.FromIR(g.Type), Init: kir.Id(pfName(g, mod(r, PD), i))})
 					if !vec {
-						*loads = append(*loads, kir.Set(kir.Id(pfName(g, mod(r, PD), i)), loadAt(g, next, i)))
+						*loads = append(*loads, kir.Set(kir.Id(pfName(g, mod(r, PD), i)), inputAt(g, nextAt, i)))
 					}
 					vals[g] = append(vals[g], kir.Id(v))
 				}
@@ -1217,7 +1234,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						if mode == n5dEdge {
 							pos = runOf(i)
 						}
-						pos[0] = clamp(next, kir.Id("n0"))
+						pos[0] = nextAt
 						vn := fmt.Sprintf("w_%s_%d", g.Name, i)
 						*loads = append(*loads, &kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: VW, Array: kir.Id(bufName(g, In0)), Idx: em0.linear(pos, nil)})
 						for k := 0; k < VW; k++ {

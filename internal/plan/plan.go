@@ -99,6 +99,14 @@ type Plan struct {
 	// such a chunk inside its block (a loop over pieces, more registers), this splits the
 	// launch. Not with rimcut.
 	RimBlocks bool
+	// Unclamped lets the n5d loop without the rim's checks load its planes without clamping
+	// their index into the domain: the blocks that run it keep as many planes more from the
+	// streaming axis's end as the prefetch reads past the rim (lower.n5dRimMargins), and the
+	// compiler may then step the loads' addresses instead of recomputing them. It frees
+	// instructions but can take registers: on the H100 star2d2r and j2d9pt gained 1% with it,
+	// box2d1r and j2d5pt lost 5-6% (their capped registers spilled more) and star3d1r took 72
+	// registers instead of 64 and lost a block per SM.
+	Unclamped bool
 	// Edges runs the n5d blocks on the in-plane edges of the domain whose planes lie inside
 	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
 	// checks, on clamped columns, with a select that keeps each rim column's value, instead of
@@ -430,7 +438,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 	if pl.Strategy == "n5d" {
 		switches["wave"], switches["shfl"], switches["phased"] = &pl.Wave, &pl.Shfl, &pl.Phased
 		switches["rimcut"], switches["rimblocks"], switches["edges"] = &pl.RimCut, &pl.RimBlocks, &pl.Edges
-		switches["edgesfirst"] = &pl.EdgesFirst
+		switches["edgesfirst"], switches["unclamped"] = &pl.EdgesFirst, &pl.Unclamped
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -514,7 +522,7 @@ func (pl Plan) String() string {
 		for _, s := range []struct {
 			key string
 			on  bool
-		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}} {
+		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}} {
 			if s.on {
 				parts = append(parts, s.key+"=true")
 			}

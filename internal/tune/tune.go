@@ -817,7 +817,8 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // lower.N5DRimCuts; on the H100 the chunk whose last one reached the rim in full ran the 2D
 // stencils 5-13% slower than those leaving a short one), with the edge loop for the
 // blocks on the in-plane edges (lower.N5DEdges), with the edge tiles launched first
-// (plan.EdgesFirst), and with rounds of 2R+1 planes
+// (plan.EdgesFirst), with the loop without checks loading its planes unclamped (register
+// prefetches only, plan.Unclamped), and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
 // round goes as deep as the round and, under a register cap, also none at all: box3d1r's and
 // j3d27pt's 32 x 12 two-row blocks under 80 registers gained 1.6% with short rounds and no
@@ -827,8 +828,10 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
 // star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
 // 2D stars and lost up to 8% on the boxes and in 3D, the edge tiles first gained 2-10% in 2D
-// and lost 2-4% in 3D, and the folded scale gained 4-6% on three stencils and lost 2% on
-// j3d27pt.
+// and lost 2-4% in 3D, unclamped loads gained 1% on three 2D stencils and lost 5-6% on two
+// (their capped registers spilled more), the rim's blocks gained 3-6% on star2d2r and j2d9pt
+// and lost up to 14% elsewhere, and the folded scale gained 4-6% on three stencils and lost 2%
+// on j3d27pt.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	var out []plan.Plan
 	if !pl.N5DPhased(pl.BT) {
@@ -842,6 +845,11 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 		out = append(out, v)
 		v = pl
 		v.RimBlocks = true
+		out = append(out, v)
+	}
+	if !pl.Unclamped && pl.Async == 0 && lower.N5DRimCuts(p) {
+		v := pl
+		v.Unclamped = true
 		out = append(out, v)
 	}
 	if !pl.Edges && lower.N5DEdges(p, pl) {

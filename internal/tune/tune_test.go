@@ -409,7 +409,7 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 			}
 			// The refinement's prefetch variants (the neighbours' round variants of the
 			// best follow them).
-			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Edges && !c.Plan.EdgesFirst {
+			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Unclamped && !c.Plan.Edges && !c.Plan.EdgesFirst {
 				refined = append(refined, c.Plan.String())
 			}
 		}
@@ -493,24 +493,27 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 }
 
 // TestRoundVariants: phased loops where the depth runs one loop, chunks cut at the rim, the
-// edge loop (not with asynchronous copies), the edge tiles first (not with clusters), short
-// rounds where the program allows them, with a prefetch that divides them.
+// rim's blocks, unclamped loads and the edge loop (neither with asynchronous copies), the
+// edge tiles first (not with clusters), short rounds where the program allows them, with a
+// prefetch that divides them.
 func TestRoundVariants(t *testing.T) {
 	checkVariants(t, roundVariants, []variantCase{
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=2", []string{
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,phased=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,rimcut=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,rimblocks=true,chunk=256",
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,unclamped=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,edgesfirst=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=3,unroll=3,chunk=256"}},
 		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=2,rx=2,pf=5", []string{
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,rimcut=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,rimblocks=true,chunk=256",
+			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unclamped=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edgesfirst=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unroll=5,chunk=256"}},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true", nil},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,async=2", []string{
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,phased=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimcut=true,chunk=64",
@@ -520,19 +523,22 @@ func TestRoundVariants(t *testing.T) {
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2,pf=2,fastmath=true", []string{
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,rimcut=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,rimblocks=true,chunk=64,fastmath=true",
+			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,unclamped=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edges=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edgesfirst=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true,keepscale=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,chunk=64,fastmath=true"}},
 		// Under a register cap the short round also goes without a prefetch.
 		{"an5d/box3d1r.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,chunk=80,maxregs=80,phased=true,rimcut=true,edges=true,edgesfirst=true", []string{
+			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80"}},
-		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unroll=3,fastmath=true", nil},
-		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,cx=2,phased=true,rimcut=true,unroll=3", nil},
+		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,fastmath=true", nil},
+		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,cx=2,phased=true,rimcut=true,unclamped=true,unroll=3", nil},
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
 			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256",
 			"n5d:bx=32,by=1,bt=2,wave=true,rimblocks=true,chunk=256",
+			"n5d:bx=32,by=1,bt=2,wave=true,unclamped=true,chunk=256",
 			"n5d:bx=32,by=1,bt=2,wave=true,edges=true,chunk=256",
 			"n5d:bx=32,by=1,bt=2,wave=true,edgesfirst=true,chunk=256"}},
 	})
