@@ -97,7 +97,9 @@ type Plan struct {
 	// H100 the 2D stencils ran 5-13% slower at chunk 256, whose last chunk of 16386 planes is
 	// a full one reaching the rim, than at 320 or 192, which leave 66. Where rimcut splits
 	// such a chunk inside its block (a loop over pieces, more registers), this splits the
-	// launch. Not with rimcut.
+	// launch. Measured on the tuned plans at chunk 320: star2d2r +5.8%, j2d9pt +2.7%, the
+	// others level or slower (gradient2d -14%: 100 registers, a block fewer per SM; the 3D
+	// stencils -4 to -6%), so it is the tuner's to choose. Not with rimcut.
 	RimBlocks bool
 	// Unclamped lets the n5d loop without the rim's checks load its planes without clamping
 	// their index into the domain: the blocks that run it keep as many planes more from the
