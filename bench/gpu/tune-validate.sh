@@ -4,6 +4,7 @@
 # report and, for the replay test, every exhaustive measurement in internal/tune/testdata's
 # format (example | size | plan | ms per step).
 # Usage: OUT=dir SUITE=an5d|inplane STENCILS=a,b,c bench/gpu/tune-validate.sh NAME
+# (TUNE_TEST: the test binary, relative to the repository root; default .gpu/tune.test.)
 # Writes NAME.md (report), NAME.log.gz (the test's log) and NAME.replay.txt to $OUT. An AN5D
 # stencil's exhaustive run takes 60-115 s, an in-plane one 20-60 s: keep a call under 10 minutes.
 set -u
@@ -15,7 +16,7 @@ FAST=1
 cd "$(dirname "$0")/../../internal/tune"
 TEMPEST_TUNE_VALIDATE=1 TEMPEST_TUNE_SUITE=$SUITE TEMPEST_TUNE_FASTMATH=$FAST TEMPEST_TUNE_MODE=topk+beta \
   TEMPEST_TUNE_STENCILS=${STENCILS:-} TEMPEST_TUNE_REPS=2 TEMPEST_TUNE_REPORT=$O/$N.md \
-  ../../.gpu/tune.test -test.run ValidateAN5D -test.v -test.timeout 0 > $O/$N.log 2>&1
+  ../../${TUNE_TEST:-.gpu/tune.test} -test.run ValidateAN5D -test.v -test.timeout 0 > $O/$N.log 2>&1
 {
   echo "# Exhaustive tuner runs: TestValidateAN5D, TEMPEST_TUNE_SUITE=$SUITE, TEMPEST_TUNE_FASTMATH=$FAST, TEMPEST_TUNE_REPS=2, $(date -u +%F)"
   echo "# steps: whole launches"
