@@ -608,7 +608,8 @@ func (t *tuner) variants() func(plan.Plan) *Candidate {
 // planes instead of 256 and star3d1r 3% at 96 instead of 128, while 512 and more lost up to
 // 70%) and, for n5d, with scalar global accesses instead of vectors (vec=1: the vectors
 // gained 3-6% on most 2D stencils and lost 2% on box3d1r and star3d1r), with phased loops
-// and with short rounds (roundVariants), and in 3D with two-row threads (rowVariants).
+// and with short rounds (roundVariants), and in 3D with two-row threads (rowVariants); a
+// best plan with the rim's blocks, last, at longer chunks (rimBlockChunks).
 func (t *tuner) neighbours(best *Candidate) {
 	if best == nil {
 		return
@@ -643,6 +644,32 @@ func (t *tuner) neighbours(best *Candidate) {
 			t.refined(nb, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, nb.Plan, false)))
 		}
 	}
+	// A best plan with the rim's planes in blocks of their own, last, at longer chunks.
+	if b := fastest(t.res.Candidates); b != nil {
+		t.refined(b, t.unmeasured(variant, rimBlockChunks(t.s.Shape, b.Plan)))
+	}
+}
+
+// rimBlockChunks are an n5d plan with the rim's planes in blocks of their own
+// (plan.RimBlocks) at chunks 1.5, 2 and 2.5 times as long (multiples of 16, shorter than the
+// streaming axis). No chunk of such a plan reaches the rim, so the short last chunk that made
+// the chunk's quarter steps pay no longer decides, and the longer chunk's shorter warm-up
+// does: on the H100 the 2D stars and j2d9pt gained 2.6-3.1% at 512 or 640 planes over 320 with
+// rimblocks, where without it 640 had lost 5-15%.
+func rimBlockChunks(shape []int, pl plan.Plan) []plan.Plan {
+	if pl.Strategy != "n5d" || !pl.RimBlocks || pl.Chunk <= 0 {
+		return nil
+	}
+	var out []plan.Plan
+	for _, f := range []int{3, 4, 5} {
+		n := pl.Chunk * f / 2 / 16 * 16
+		if n > pl.Chunk && n < shape[0] {
+			v := pl
+			v.Chunk = n
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // deeperRows is a 3D n5d plan of two or more rows per thread (bt <= 2) with one row more per

@@ -618,6 +618,29 @@ func TestNeighbourPlans(t *testing.T) {
 	}
 }
 
+// TestRimBlockChunks: a plan with the rim's blocks is tried at chunks 1.5, 2 and 2.5 times as
+// long (multiples of 16, shorter than the streaming axis); plans without them get none.
+func TestRimBlockChunks(t *testing.T) {
+	p := program(t, "an5d/j2d5pt.stencil")
+	rb := plans(t, p, "n5d:bx=128,bt=8,rx=2,rimblocks=true,chunk=256")[0]
+	var got []int
+	for _, pl := range rimBlockChunks([]int{16386, 16386}, rb) {
+		got = append(got, pl.Chunk)
+		if !pl.RimBlocks || pl.BT != 8 {
+			t.Errorf("%s: not the plan's variant", pl)
+		}
+	}
+	if !slices.Equal(got, []int{384, 512, 640}) {
+		t.Errorf("chunks %v, want [384 512 640]", got)
+	}
+	if pls := rimBlockChunks([]int{600, 600}, rb); len(pls) != 2 {
+		t.Errorf("a 600-plane axis: %v", pls)
+	}
+	if pls := rimBlockChunks([]int{16386, 16386}, plans(t, p, "n5d:bx=128,bt=8,rx=2,chunk=256")[0]); pls != nil {
+		t.Errorf("without rimblocks: %v", pls)
+	}
+}
+
 // TestOccupancyVariants: a 3D n5d plan whose registers let one block per SM is tried a quarter
 // shorter, capped where two of the shorter blocks would not fit otherwise (the 27-point
 // stencils' two-row blocks: 32 x 16 threads at 96 registers need 80; at 72, with asynchronous
