@@ -99,15 +99,17 @@ type Plan struct {
 	// such a chunk inside its block (a loop over pieces, more registers), this splits the
 	// launch. Measured on the tuned plans at chunk 320: star2d2r +5.8%, j2d9pt +2.7%, the
 	// others level or slower (gradient2d -14%: 100 registers, a block fewer per SM; the 3D
-	// stencils -4 to -6%), so it is the tuner's to choose. Not with rimcut.
+	// stencils -4 to -6%), so it is the tuner's to choose. With it no chunk reaches the rim,
+	// and longer chunks paid: star2d1r and j2d5pt +3% at 512 and 640 planes, where without it
+	// 640 had lost. Not with rimcut.
 	RimBlocks bool
 	// Unclamped lets the n5d loop without the rim's checks load its planes without clamping
 	// their index into the domain: the blocks that run it keep as many planes more from the
-	// streaming axis's end as the prefetch reads past the rim (lower.n5dRimMargins), and the
-	// compiler may then step the loads' addresses instead of recomputing them. It frees
-	// instructions but can take registers: on the H100 star2d2r and j2d9pt gained 1% with it,
-	// box2d1r and j2d5pt lost 5-6% (their capped registers spilled more) and star3d1r took 72
-	// registers instead of 64 and lost a block per SM.
+	// streaming axis's end as the prefetch reads past the rim (lower.n5dRimMargins). It drops
+	// the clamp's min and max per load, but nvcc allocates registers differently without
+	// them: on the H100 star2d2r, j2d9pt and gradient2d gained about 1%, box2d1r and j2d5pt lost
+	// 5-6% (their capped registers spilled more) and star3d1r took 72 registers instead of 64
+	// and lost a block per SM. Register prefetches only (asynchronous copies keep clamping).
 	Unclamped bool
 	// Edges runs the n5d blocks on the in-plane edges of the domain whose planes lie inside
 	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
