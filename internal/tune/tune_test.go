@@ -726,3 +726,71 @@ func TestDeeperRows(t *testing.T) {
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=4,rx=2", nil},
 	})
 }
+
+// TestCombineSwitches: after the loop variants of the best plan, the winner's own variants
+// are measured while one of them wins, so switches that each won alone are combined (on
+// made-up times: the rim's blocks, unclamped loads and the edge tiles first each shorten a
+// step, the other switches lengthen it), and the search stops once no variant of the fastest
+// wins.
+func TestCombineSwitches(t *testing.T) {
+	p := program(t, "an5d/j2d9pt.stencil")
+	base := plans(t, p, "n5d:bx=128,bt=7,rx=2,pf=5,chunk=320,maxregs=96,fastmath=true")[0]
+	timeOf := func(pl plan.Plan) float64 {
+		s := 1.0
+		for _, d := range []struct {
+			on bool
+			by float64
+		}{{pl.RimBlocks, -0.03}, {pl.Unclamped, -0.01}, {pl.EdgesFirst, -0.005}, {pl.Phased, 0.1}, {pl.RimCut, 0.02},
+			{pl.Edges, 0.05}, {pl.KeepScale, 0.02}, {pl.Unroll > 0, 0.05}} {
+			if d.on {
+				s += d.by
+			}
+		}
+		return s * 1e-3
+	}
+	var timed []string
+	lim := gpurun.Limits(fakeDevice{props: h100Props})
+	tu := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)), o: Options{Limits: &lim, Profile: h100Probed(), FastMath: true}, res: &Result{}}
+	tu.timeFor = func(c *Candidate) {
+		c.Status, c.SecondsPerStep = Measured, timeOf(c.Plan)
+		timed = append(timed, c.Plan.String())
+	}
+	variant := tu.variants()
+	best := variant(base)
+	if best == nil {
+		t.Fatalf("%s pruned", base)
+	}
+	tu.measure([]*Candidate{best})
+	tu.res.Candidates = []*Candidate{best}
+	tu.refined(best, tu.unmeasured(variant, roundVariants(p, base)))
+	first := len(timed)
+	tu.combine(variant, best)
+	want := "n5d:bx=128,by=1,bt=7,rx=2,wave=true,pf=5,rimblocks=true,edgesfirst=true,unclamped=true,chunk=320,maxregs=96,fastmath=true"
+	if got := fastest(tu.res.Candidates).Plan.String(); got != want {
+		t.Errorf("best %s, want %s", got, want)
+	}
+	// Three rounds: from the rim's blocks, from those with unclamped loads, and from all three
+	// (none of whose variants wins); no plan twice.
+	seen := map[string]bool{}
+	for _, s := range timed {
+		if seen[s] {
+			t.Errorf("%s timed twice", s)
+		}
+		seen[s] = true
+	}
+	if n := len(timed) - first; n < 3 || n > 3*len(roundVariants(p, base)) {
+		t.Errorf("%d plans timed by the combination: %v", n, timed[first:])
+	}
+	// The best plan's variants were all measured before the search stopped.
+	for _, v := range roundVariants(p, fastest(tu.res.Candidates).Plan) {
+		if !seen[v.String()] {
+			t.Errorf("%s not measured", v)
+		}
+	}
+	// A best plan that no variant beat is left alone.
+	n := len(timed)
+	tu.combine(variant, fastest(tu.res.Candidates))
+	if len(timed) != n {
+		t.Errorf("a second search timed %v", timed[n:])
+	}
+}
