@@ -51,7 +51,8 @@ func benchShape(p *ir.Program) []int {
 
 // TestRankIsDeterministic ranks the AN5D suite at the benchmark sizes for an H100 (from its
 // properties alone): every viable plan gets a positive prediction and a bottleneck, the same
-// seed gives the same order, and another seed reorders only exact ties (checked on every fourth example).
+// seed gives the same order, and another seed reorders only exact ties (checked on every
+// fourth example).
 func TestRankIsDeterministic(t *testing.T) {
 	files, _ := filepath.Glob("../../examples/an5d/*.stencil")
 	if len(files) == 0 {

@@ -655,8 +655,8 @@ func (t *tuner) neighbours(best *Candidate) {
 // variants (roundVariants) not measured yet: switches that each won alone over from are then
 // tried together, one more per round, until no variant of the fastest wins. On the H100
 // j2d9pt gained 2.7% with the rim's blocks and 1.3% with unclamped loads, each alone, and
-// 4.3% with both; star2d1r's longer chunks paid only with the edge loop and the edge tiles
-// first beside the rim's blocks.
+// 4.3% with both; and the refinement's star2d1r plan with the rim's blocks, lacking the edge
+// loop and the edge tiles first of the hand-combined plan, timed its longer chunks slower.
 func (t *tuner) combine(variant func(plan.Plan) *Candidate, from *Candidate) {
 	for b := fastest(t.res.Candidates); b != nil && b != from && b.Plan.Strategy == "n5d"; b = fastest(t.res.Candidates) {
 		vars := t.unmeasured(variant, roundVariants(t.s.Prog, b.Plan))
