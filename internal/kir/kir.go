@@ -392,6 +392,12 @@ func Add(x, y Expr) Expr { return Bin("+", x, y) }
 // Mul is x * y.
 func Mul(x, y Expr) Expr { return Bin("*", x, y) }
 
+// Min is the smaller of two 32-bit integers (index arithmetic: chunk bounds, clamps).
+func Min(x, y Expr) Expr { return &Call{Fn: "min", T: I32, Args: []Expr{x, y}} }
+
+// Max is the larger of two 32-bit integers.
+func Max(x, y Expr) Expr { return &Call{Fn: "max", T: I32, Args: []Expr{x, y}} }
+
 // Set is an assignment statement.
 func Set(lhs, rhs Expr) Stmt { return &Assign{LHS: lhs, RHS: rhs} }
 

@@ -104,16 +104,14 @@ func N5DRimCuts(p *ir.Program) bool { return n5dHasFastLoop(p) }
 // to hi, and those after hi, each clamped into the chunk; a chunk away from the rim is one
 // piece. A barrier ends each piece: the next one refills the same shared planes.
 func rimPieces(body []kir.Stmt, chunkIdx kir.Expr, lo, hi kir.Expr) []kir.Stmt {
-	mx := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, y}} }
-	mn := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{x, y}} }
 	eq := func(v int) kir.Expr { return &kir.Binary{Op: "==", X: kir.Id("pc"), Y: kir.I(v)} }
 	sel := func(a, b, c kir.Expr) kir.Expr { return &kir.Cond{C: eq(0), A: a, B: &kir.Cond{C: eq(1), A: b, B: c}} }
 	piece := append(append([]kir.Stmt(nil), body...), &kir.Barrier{})
 	return []kir.Stmt{
 		&kir.Decl{Name: "zb0", Type: kir.I32, Init: kir.Mul(chunkIdx, kir.Id("chunk"))},
-		&kir.Decl{Name: "ze0", Type: kir.I32, Init: mn(kir.Add(kir.Id("zb0"), kir.Id("chunk")), kir.Id("n0"))},
-		&kir.Decl{Name: "z1", Type: kir.I32, Init: mn(mx(lo, kir.Id("zb0")), kir.Id("ze0"))},
-		&kir.Decl{Name: "z2", Type: kir.I32, Init: mn(mx(hi, kir.Id("z1")), kir.Id("ze0"))},
+		&kir.Decl{Name: "ze0", Type: kir.I32, Init: kir.Min(kir.Add(kir.Id("zb0"), kir.Id("chunk")), kir.Id("n0"))},
+		&kir.Decl{Name: "z1", Type: kir.I32, Init: kir.Min(kir.Max(lo, kir.Id("zb0")), kir.Id("ze0"))},
+		&kir.Decl{Name: "z2", Type: kir.I32, Init: kir.Min(kir.Max(hi, kir.Id("z1")), kir.Id("ze0"))},
 		&kir.For{Var: "pc", From: kir.I(0), To: kir.I(3), Step: 1, Body: []kir.Stmt{
 			&kir.Decl{Name: "pb", Type: kir.I32, Init: sel(kir.Id("zb0"), kir.Id("z1"), kir.Id("z2"))},
 			&kir.Decl{Name: "pe", Type: kir.I32, Init: sel(kir.Id("z1"), kir.Id("z2"), kir.Id("ze0"))},
@@ -152,7 +150,6 @@ func edgesFirstBlocks(d int) ([]kir.Stmt, [3]kir.Expr) {
 		pre = append(pre, &kir.Decl{Name: name, Type: kir.I32, Init: init})
 		return kir.Id(name)
 	}
-	mx := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, y}} }
 	lt := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }
 	cond := func(c, a, b kir.Expr) kir.Expr { return &kir.Cond{C: c, A: a, B: b} }
 	grid := func(i int) kir.Expr { return &kir.Builtin{D: kir.GridDim, Axis: i} }
@@ -162,7 +159,7 @@ func edgesFirstBlocks(d int) ([]kir.Stmt, [3]kir.Expr) {
 	if d == 2 {
 		gz := grid(1)
 		bl := decl("eb_l", kir.Add(kir.Mul(block(1), gx), block(0)))
-		ni := decl("eb_ni", mx(kir.Bin("-", gx, kir.I(2)), kir.I(0)))
+		ni := decl("eb_ni", kir.Max(kir.Bin("-", gx, kir.I(2)), kir.I(0)))
 		ne := decl("eb_ne", kir.Bin("-", gx, ni))
 		bi := decl("eb_i", kir.Bin("-", bl, kir.Mul(ne, gz)))
 		edge := lt(bi, kir.I(0))
@@ -173,8 +170,8 @@ func edgesFirstBlocks(d int) ([]kir.Stmt, [3]kir.Expr) {
 	gy := decl("eg_y", grid(1))
 	gz := grid(2)
 	bl := decl("eb_l", kir.Add(kir.Mul(kir.Add(kir.Mul(block(2), gy), block(1)), gx), block(0)))
-	nx := decl("eb_nx", mx(kir.Bin("-", gx, kir.I(2)), kir.I(0)))
-	ni := decl("eb_ni", kir.Mul(nx, mx(kir.Bin("-", gy, kir.I(2)), kir.I(0))))
+	nx := decl("eb_nx", kir.Max(kir.Bin("-", gx, kir.I(2)), kir.I(0)))
+	ni := decl("eb_ni", kir.Mul(nx, kir.Max(kir.Bin("-", gy, kir.I(2)), kir.I(0))))
 	ne := decl("eb_ne", kir.Bin("-", kir.Mul(gx, gy), ni))
 	bi := decl("eb_i", kir.Bin("-", bl, kir.Mul(ne, gz)))
 	edge := lt(bi, kir.I(0))
@@ -453,7 +450,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		return &kir.Binary{Op: "||", X: x, Y: y}
 	}
 	clamp := func(x kir.Expr, n kir.Expr) kir.Expr {
-		return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{x, kir.I(0)}}, kir.Bin("-", n, kir.I(1))}}
+		return kir.Min(kir.Max(x, kir.I(0)), kir.Bin("-", n, kir.I(1)))
 	}
 	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i; likewise
 	// its RY rows along y in 3D.
@@ -661,18 +658,17 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		b := blockAt(chunkDim)
 		eq := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "==", X: x, Y: y} }
 		cond := func(c, x, y kir.Expr) kir.Expr { return &kir.Cond{C: c, A: x, B: y} }
-		mn := func(x, y kir.Expr) kir.Expr { return &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{x, y}} }
 		split := decl("rimsplit", kir.Bool, &kir.Binary{Op: ">", X: kir.Id("n0"), Y: kir.I(rimLo + rimHi)})
 		first := eq(b, kir.I(0))
 		last := eq(b, kir.Bin("-", &kir.Builtin{D: kir.GridDim, Axis: chunkDim}, kir.I(1)))
 		top := kir.Bin("-", kir.Id("n0"), kir.I(rimHi))
 		decl("zb", kir.I32, cond(split, cond(first, kir.I(0), cond(last, top, kir.Add(kir.I(rimLo), kir.Mul(kir.Bin("-", b, kir.I(1)), kir.Id("chunk"))))),
 			kir.Mul(b, kir.Id("chunk"))))
-		decl("ze", kir.I32, cond(split, cond(first, kir.I(rimLo), cond(last, kir.Id("n0"), mn(kir.Add(kir.I(rimLo), kir.Mul(b, kir.Id("chunk"))), top))),
-			mn(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0"))))
+		decl("ze", kir.I32, cond(split, cond(first, kir.I(rimLo), cond(last, kir.Id("n0"), kir.Min(kir.Add(kir.I(rimLo), kir.Mul(b, kir.Id("chunk"))), top))),
+			kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0"))))
 	default:
 		decl("zb", kir.I32, kir.Mul(blockAt(chunkDim), kir.Id("chunk")))
-		decl("ze", kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")}})
+		decl("ze", kir.I32, kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")))
 	}
 	// rimc_<g>_i: cell i's column lies in g's fixed rim (or outside the domain).
 	rimCol := map[*ir.Grid][]kir.Expr{}
@@ -978,7 +974,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		n := kir.Id(fmt.Sprintf("n%d", X))
 		for i := 0; i < RX; i += VW {
 			hi := kir.Bin("-", n, kir.I(VW))
-			runCol[i] = decl(fmt.Sprintf("cv%d_%d", X, i), kir.I32, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{col[X][i], kir.I(0)}}, hi}})
+			runCol[i] = decl(fmt.Sprintf("cv%d_%d", X, i), kir.I32, kir.Min(kir.Max(col[X][i], kir.I(0)), hi))
 		}
 	}
 	runOf := func(i int) []kir.Expr {
@@ -1579,14 +1575,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// up to ze+R*bt+(L-R)-1 (level 1 is the first to stop; all of them at ze+R*bt-1 when L = R).
 	headRounds := (start + L*bt - slack + copies - 1) / copies
 	decl("jh", kir.I32, kir.Add(first, kir.I(headRounds*copies)))
-	inner := &kir.Binary{Op: "/", X: &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)}}, Y: kir.I(copies)}
+	inner := &kir.Binary{Op: "/", X: kir.Max(kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)), Y: kir.I(copies)}
 	decl("jt", kir.I32, kir.Add(kir.Id("jh"), kir.Mul(kir.I(copies), inner)))
 	loop := func(mode n5dMode) []kir.Stmt {
 		if !phases {
 			return []kir.Stmt{rounds(first, end, mode, false)}
 		}
 		return []kir.Stmt{
-			rounds(first, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Id("jh"), end}}, mode, true),
+			rounds(first, kir.Min(kir.Id("jh"), end), mode, true),
 			rounds(kir.Id("jh"), kir.Id("jt"), mode, false),
 			rounds(kir.Id("jt"), end, mode, true),
 		}

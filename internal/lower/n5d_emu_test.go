@@ -209,6 +209,7 @@ func emulateN5D(t *testing.T, cxx, file, planText string, chunk int, runs []emuR
 		}
 	}
 	module := ""
+	chunkArg := 0 // the first run's chunk argument, which the host passes to every launch
 	var calls strings.Builder
 	for r, run := range runs {
 		l, err := Lower(p, run.shape, nil, pl)
@@ -220,6 +221,11 @@ func emulateN5D(t *testing.T, cxx, file, planText string, chunk int, runs []emuR
 			t.Fatalf("%s %s: the module differs between shapes %v and %v", file, pl, runs[0].shape, run.shape)
 		}
 		module = cu
+		for _, a := range l.Launches[0].Args {
+			if a.Kind == ArgConst && r == 0 {
+				chunkArg = int(a.Value)
+			}
+		}
 		s, err := state.New(p, run.shape, state.DefaultParams(p), 4)
 		if err != nil {
 			t.Fatal(err)
@@ -249,16 +255,6 @@ func emulateN5D(t *testing.T, cxx, file, planText string, chunk int, runs []emuR
 			sizes += fmt.Sprintf("emu_n[%d] = %d; ", a, v)
 		}
 		fmt.Fprintf(&calls, "  { %sif (start(%d, %d)) return 2;\n%s  bad += check(%d, %q); }\n", sizes, r, len(in), sched.String(), len(in), fmt.Sprint(run.shape))
-	}
-	chunkArg := 0
-	l, err := Lower(p, runs[0].shape, nil, pl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range l.Launches[0].Args {
-		if a.Kind == ArgConst {
-			chunkArg = int(a.Value)
-		}
 	}
 	sizes := ""
 	for a := range runs[0].shape {
