@@ -182,7 +182,8 @@ func calibrateFromTimes(p *ir.Program, shape []int, dev *probe.Profile, cands []
 // (testdata/h100-exhaustive.txt of 2026-11-22: nine AN5D stencils at 16384^2 / 512^3 with fast
 // math, the 11 stencils of the in-plane suite at 512^2 x 256; the 2026-11-24 files: four 2D
 // AN5D stencils and star2d1r's n5d plans after that day's kernel changes, then all 11 AN5D
-// stencils and the in-plane suite again after the last of them) with the current
+// stencils and the in-plane suite again after the last of them; the 2026-11-26 file: star2d1r
+// and j2d9pt after the rim's blocks and unclamped loads) with the current
 // models and space, as the
 // top-5 tuner would, and checks that the best of its five first plans measured at least 95%
 // of the best plan, and that the topk+beta selection (those five and every plan predicted
@@ -196,7 +197,7 @@ func TestReplayH100(t *testing.T) {
 	}
 	var b strings.Builder
 	var runs []*replayRun
-	for _, f := range []string{"testdata/h100-exhaustive.txt", "testdata/h100-exhaustive-2026-11-24.txt", "testdata/h100-n5d-2026-11-24.txt", "testdata/h100-exhaustive-2026-11-24b.txt"} {
+	for _, f := range []string{"testdata/h100-exhaustive.txt", "testdata/h100-exhaustive-2026-11-24.txt", "testdata/h100-n5d-2026-11-24.txt", "testdata/h100-exhaustive-2026-11-24b.txt", "testdata/h100-exhaustive-2026-11-26.txt"} {
 		runs = append(runs, readReplay(t, f)...)
 	}
 	for _, r := range runs {
