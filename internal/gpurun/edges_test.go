@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
 	"tempest/internal/lower"
@@ -55,7 +56,7 @@ func checkSwitch(t *testing.T, name string, set func(*plan.Plan), cases []switch
 				set(&pl)
 			}
 			gs := s.Clone()
-			r, err := PrepareWith(dev, gs, pl, mods)
+			r, err := prepareSwitch(dev, gs, pl, mods)
 			if err != nil {
 				t.Fatalf("%s %s: %v", c.example, pl, err)
 			}
@@ -83,6 +84,20 @@ func checkSwitch(t *testing.T, name string, set func(*plan.Plan), cases []switch
 	}
 }
 
+// prepareSwitch is PrepareWith, except that plans with asynchronous copies, which OpenCL
+// refuses, are lowered and run directly: OpenCL prints the copies synchronously
+// (TestAsyncRingOnOpenCL), so their rings and the loops around them run on PoCL.
+func prepareSwitch(dev gpu.Device, s *state.State, pl plan.Plan, mods *Modules) (*Runner, error) {
+	if pl.Async == 0 {
+		return PrepareWith(dev, s, pl, mods)
+	}
+	low, err := lower.Lower(s.Prog, s.Shape, s.Layers, pl)
+	if err != nil {
+		return nil, err
+	}
+	return NewWith(dev, s, low, gpu.CompileOptions{}, pl.String(), mods)
+}
+
 // TestN5DEdgesOpenCL runs n5d plans with the edge loop (edges=true) at shapes where blocks on
 // the in-plane edges have chunks inside the streaming axis's rim, so that they run it: stars
 // (a select keeps the rim columns' register values), boxes through partial sums (the rim
@@ -107,6 +122,23 @@ func TestN5DEdgesOpenCL(t *testing.T) {
 		}
 	}
 	checkSwitch(t, "edges=true", func(pl *plan.Plan) { pl.Edges = true }, cases)
+}
+
+// TestN5DEdgesAsyncOpenCL runs the edge loop (edges=true) with asynchronous copies: stars
+// copying into level 0's shared planes (scalar copies of clamped cells) and into rings of their
+// own (vector copies of clamped runs), boxes through partial sums, gradient2d, in 2D and in 3D
+// with two rows per thread, with the rim's blocks and the edge tiles first as the tuned plans
+// combine them. Each must agree with the reference and bitwise with the plan without the
+// edge loop.
+func TestN5DEdgesAsyncOpenCL(t *testing.T) {
+	checkSwitch(t, "edges=true", func(pl *plan.Plan) { pl.Edges = true }, []switchCase{
+		{"an5d/star2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=2,chunk=4", []int{40, 70}},
+		{"an5d/star2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=4,rimblocks=true,chunk=4", []int{40, 70}},
+		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=5,rimblocks=true,edgesfirst=true,chunk=4", []int{40, 70}},
+		{"an5d/gradient2d", "n5d:bx=8,rx=2,bt=3,wave=true,async=5,rimblocks=true,chunk=4", []int{40, 70}},
+		{"an5d/star3d1r", "n5d:bx=8,by=6,rx=2,ry=2,bt=3,wave=true,async=2,phased=true,rimblocks=true,edgesfirst=true,chunk=4", []int{34, 27, 46}},
+		{"an5d/box3d1r", "n5d:bx=4,by=4,rx=2,ry=2,bt=2,wave=true,async=1,chunk=5", []int{30, 14, 22}},
+	})
 }
 
 // TestN5DEdgesFirstOpenCL runs n5d plans with the edge tiles launched first (edgesfirst=true)

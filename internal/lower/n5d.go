@@ -334,10 +334,10 @@ const (
 // N5DEdges says p's n5d blocks on the in-plane edges can run the edge loop under pl
 // (plan.Edges, n5dEdge): p has a loop without the rim's checks, and every grid's rim along
 // each in-plane axis is at least the reach, so cells outside the domain (whose clamped loads
-// hold any in-domain value) feed only rim cells, which keep their values; and pl neither
-// groups blocks in clusters (which must run the same rounds) nor copies asynchronously.
+// hold any in-domain value) feed only rim cells, which keep their values; and pl does not
+// group blocks in clusters (which must run the same rounds).
 func N5DEdges(p *ir.Program, pl plan.Plan) bool {
-	if !n5dHasFastLoop(p) || pl.Async > 0 || pl.CX > 1 || (p.Dims() == 3 && pl.CY > 1) {
+	if !n5dHasFastLoop(p) || pl.CX > 1 || (p.Dims() == 3 && pl.CY > 1) {
 		return false
 	}
 	h := p.Reach()
@@ -1022,8 +1022,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		return em0.linear(pos, nil)
 	}
 	// asyncPlane copies plane z of every state grid into ring slot slot and commits it as one
-	// group.
-	asyncPlane := func(z kir.Expr, slot int, vec bool) []kir.Stmt {
+	// group. The edge loop's vector copies take each run from its clamped position (runOf),
+	// as its vector loads do: a run outside the domain then copies an in-domain run, whose
+	// values feed only rim cells.
+	asyncPlane := func(z kir.Expr, slot int, vec, edge bool) []kir.Stmt {
 		var out []kir.Stmt
 		for _, u := range p.Updates {
 			g := u.Grid
@@ -1038,7 +1040,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				} else {
 					dst = smemWord(win[[2]int{g.Index, 0}], slot, i, nil)
 				}
-				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, w == 1), IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(dst)})
+				src := loadIdx(z, i, w == 1)
+				if edge && w > 1 {
+					pos := runOf(i)
+					pos[0] = clamp(z, kir.Id("n0"))
+					src = em0.linear(pos, nil)
+				}
+				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: src, IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(dst)})
 			}
 		}
 		return append(out, &kir.AsyncCommit{})
@@ -1049,7 +1057,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	}
 	if D > 0 {
 		for k := 0; k < D; k++ {
-			body = append(body, asyncPlane(kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), k, false)...)
+			body = append(body, asyncPlane(kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), k, false, false)...)
 		}
 	} else {
 		for _, u := range p.Updates {
@@ -1189,7 +1197,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 			if ringWin > 0 {
 				// Level 0 is the copies: level 1 reads them after the plane's barrier.
-				return append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec)...)
+				return append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec, mode == n5dEdge)...)
 			}
 			for _, u := range p.Updates {
 				g := u.Grid
@@ -1258,7 +1266,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				loop = append(loop, keepD(g, 0, vals[g])...)
 			}
 			if D > 0 {
-				loop = append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec)...)
+				loop = append(loop, asyncPlane(kir.Add(kir.Id("jr"), kir.I(D)), mod(r+D, S), vec, mode == n5dEdge)...)
 			}
 			if !wave {
 				for g, v := range vals {

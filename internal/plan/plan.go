@@ -115,7 +115,7 @@ type Plan struct {
 	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
 	// checks, on clamped columns, with a select that keeps each rim column's value, instead of
 	// the loop that checks every cell and plane. Only where every rim is as wide as the reach
-	// (lower.N5DEdges); not with clusters or asynchronous copies.
+	// (lower.N5DEdges); not with clusters.
 	Edges bool
 	// EdgesFirst launches the n5d blocks of the tiles on the in-plane edges first, then the
 	// others in the usual order: the edge tiles run the loop with the rim's checks (or the
