@@ -493,7 +493,7 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 }
 
 // TestRoundVariants: phased loops where the depth runs one loop, chunks cut at the rim, the
-// rim's blocks, unclamped loads and the edge loop (neither with asynchronous copies), the
+// rim's blocks, unclamped loads (not with asynchronous copies) and the edge loop, the
 // edge tiles first (not with clusters), short rounds where the program allows them, with a
 // prefetch that divides them.
 func TestRoundVariants(t *testing.T) {
@@ -518,6 +518,7 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,phased=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimcut=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimblocks=true,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,edges=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,edgesfirst=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,unroll=3,chunk=64"}},
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2,pf=2,fastmath=true", []string{
@@ -712,7 +713,7 @@ func checkVariants(t *testing.T, variants func(*ir.Program, plan.Plan) []plan.Pl
 }
 
 // TestDeeperRows: a shallow 3D n5d plan of two rows per thread gets the same tile with three
-// rows per thread, uncapped; one-row plans, deep plans and tiles whose rows three do not
+// rows per thread, uncapped, with its loop switches and without; one-row plans, deep plans and tiles whose rows three do not
 // divide get none.
 func TestDeeperRows(t *testing.T) {
 	checkVariants(t, deeperRows, []variantCase{
@@ -720,11 +721,48 @@ func TestDeeperRows(t *testing.T) {
 			"n5d:bx=32,by=8,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=48,fastmath=true"}},
 		{"an5d/j3d27pt.stencil", "n5d:bx=32,by=6,bt=2,rx=2,ry=2", []string{
 			"n5d:bx=32,by=4,bt=2,rx=2,ry=3,wave=true,chunk=64"}},
+		// The loop switches inherited, and without them.
+		{"an5d/j3d27pt.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,rimblocks=true,edgesfirst=true,chunk=64,maxregs=80,fastmath=true", []string{
+			"n5d:bx=32,by=8,bt=2,rx=2,ry=3,wave=true,pf=2,rimblocks=true,edgesfirst=true,chunk=64,fastmath=true",
+			"n5d:bx=32,by=8,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=64,fastmath=true"}},
 		{"an5d/box3d1r.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2", nil}, // 32 rows
 		{"an5d/box3d1r.stencil", "n5d:bx=32,by=12,bt=2,rx=2", nil},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=12,bt=4,rx=2,ry=2", nil},
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=4,rx=2", nil},
 	})
+}
+
+// TestChunkWalk: after a chunk a quarter shorter won, the walk measures quarter steps further
+// the same way while they win (made-up times with the best chunk at 32: 64 -> 48 -> 32, then 16
+// loses), at most three, and nothing where the fastest is not a chunk neighbour of the plan.
+func TestChunkWalk(t *testing.T) {
+	p := program(t, "an5d/j3d27pt.stencil")
+	base := plans(t, p, "n5d:bx=32,by=8,bt=2,rx=2,ry=3,pf=2,chunk=64,fastmath=true")[0]
+	var timed []int
+	lim := gpurun.Limits(fakeDevice{props: h100Props})
+	tu := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)), o: Options{Limits: &lim, Profile: h100Probed(), FastMath: true}, res: &Result{}}
+	tu.timeFor = func(c *Candidate) {
+		d := float64(c.Plan.Chunk - 32)
+		c.Status, c.SecondsPerStep = Measured, (1+d*d/1e4)*1e-3
+		timed = append(timed, c.Plan.Chunk)
+	}
+	variant := tu.variants()
+	from := variant(base)
+	tu.measure([]*Candidate{from})
+	tu.res.Candidates = []*Candidate{from}
+	tu.refined(from, tu.unmeasured(variant, neighbourPlans(p, tu.s.Shape, base, false)))
+	tu.chunkWalk(variant, from)
+	if got := fastest(tu.res.Candidates).Plan.Chunk; got != 32 {
+		t.Errorf("best chunk %d, want 32 (timed %v)", got, timed)
+	}
+	if got, want := fmt.Sprint(timed[len(timed)-2:]), "[32 16]"; got != want {
+		t.Errorf("the walk timed %s last, want %s (all: %v)", got, want, timed)
+	}
+	n := len(timed)
+	tu.chunkWalk(variant, fastest(tu.res.Candidates))
+	if len(timed) != n {
+		t.Errorf("a walk from the fastest timed %v", timed[n:])
+	}
 }
 
 // TestCombineSwitches: after the loop variants of the best plan, the winner's own variants
