@@ -672,8 +672,8 @@ func (t *tuner) combine(variant func(plan.Plan) *Candidate, from *Candidate) {
 // chunkWalk goes on, while the fastest plan is from at a quarter shorter or longer chunk
 // (neighbourPlans), a quarter further the same way, three steps at most: a plan the steps
 // before saw at its parent's chunk may want a chunk more than one step away. On the H100
-// j3d27pt's three-row tile, reached at the two-row tile's 64 planes, ran 2.7% faster at 48
-// and 2.7% more at 32 (box3d1r's tuning: 0.3136 / 0.2957 / 0.2878 ms per step).
+// the 27-point stencils' three-row tile, which the two-row tile may reach at 64 planes, runs
+// best at 32 (j3d27pt's tuning: 0.2966 / 0.2885 / 0.3030 ms per step at 48 / 32 / 16).
 func (t *tuner) chunkWalk(variant func(plan.Plan) *Candidate, from *Candidate) {
 	for range 3 {
 		b := fastest(t.res.Candidates)
@@ -727,8 +727,9 @@ func rimBlockChunks(shape []int, pl plan.Plan) []plan.Plan {
 }
 
 // deeperRows is a 3D n5d plan of two or more rows per thread (bt <= 2) with one row more per
-// thread over the same tile (fewer threads), uncapped, with its loop switches and without: the rows of a thread share their loads
-// and, under fast math, a factored box's paired sums (pairSums in lower). On the H100 box3d1r
+// thread over the same tile (fewer threads), uncapped, with its loop switches and without: the
+// rows of a thread share their loads and, under fast math, a factored box's paired sums
+// (pairSums in lower). On the H100 box3d1r
 // and j3d27pt went from 32 x 12 threads of two rows under 80 registers (439.4 GCells/s, 24
 // warps) to 32 x 8 of three (452.0, 127 registers, 16 warps; 464.7 with its chunk of 32); four
 // rows (32 x 6, 155 registers) lost (403.1).
