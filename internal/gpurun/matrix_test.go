@@ -199,8 +199,9 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			if shuffles {
 				// Asynchronous copies (CUDA): one plane ahead on the default plan, and two on the
 				// sampled variant (short chunks, register tiles, vector copies in the interior
-				// blocks, the edge loop, the other level order; reach 2 and more along the streaming axis
-				// take a ring of more planes than three, the fewest that divide the round).
+				// blocks, the edge loop, the other level order; reach 2 and more along the
+				// streaming axis take a ring of more planes than three, the fewest that divide
+				// the round).
 				as := def
 				as.Async = 1
 				out = append(out, as)
