@@ -982,6 +982,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		pos[X] = runCol[cx(i)]
 		return pos
 	}
+	// runAt is the position of the aligned run of VW cells that starts at cell i, as a vector
+	// access takes it: as it is in blocks inside the interior, clamped (runOf) in the edge loop.
+	runAt := func(i int, edge bool) []kir.Expr {
+		if edge {
+			return runOf(i)
+		}
+		return cellOf(col, i)
+	}
 	threads := block[0] * block[1]
 	ringPlane := NC * threads
 	ringOf := map[*ir.Grid]int{}
@@ -1012,19 +1020,20 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase))})
 	}
 	// loadIdx is the element of g's input holding plane z (clamped into the domain) at cell
-	// i's column, clamped (scalar) or not (an aligned run of an interior block).
-	loadIdx := func(z kir.Expr, i int, clamped bool) kir.Expr {
-		pos := cellOf(col, i)
-		if clamped {
-			pos = cellOf(ccol, i)
+	// i's column: clamped for a scalar access (w == 1), the run's position (runAt) for a vector
+	// of w cells.
+	loadIdx := func(z kir.Expr, i, w int, edge bool) kir.Expr {
+		pos := cellOf(ccol, i)
+		if w > 1 {
+			pos = runAt(i, edge)
 		}
 		pos[0] = clamp(z, kir.Id("n0"))
 		return em0.linear(pos, nil)
 	}
 	// asyncPlane copies plane z of every state grid into ring slot slot and commits it as one
-	// group. The edge loop's vector copies take each run from its clamped position (runOf),
-	// as its vector loads do: a run outside the domain then copies an in-domain run, whose
-	// values feed only rim cells.
+	// group. The edge loop's vector copies take each run from its clamped position, as its
+	// vector loads do: a run outside the domain then copies an in-domain run, whose values
+	// feed only rim cells.
 	asyncPlane := func(z kir.Expr, slot int, vec, edge bool) []kir.Stmt {
 		var out []kir.Stmt
 		for _, u := range p.Updates {
@@ -1040,13 +1049,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				} else {
 					dst = smemWord(win[[2]int{g.Index, 0}], slot, i, nil)
 				}
-				src := loadIdx(z, i, w == 1)
-				if edge && w > 1 {
-					pos := runOf(i)
-					pos[0] = clamp(z, kir.Id("n0"))
-					src = em0.linear(pos, nil)
-				}
-				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: src, IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(dst)})
+				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, w, edge), IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(dst)})
 			}
 		}
 		return append(out, &kir.AsyncCommit{})
@@ -1234,10 +1237,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				if vec && D == 0 {
 					// Each run of VW cells of a row with one aligned vector load.
 					for i := 0; i < NC; i += VW {
-						pos := cellOf(col, i)
-						if mode == n5dEdge {
-							pos = runOf(i)
-						}
+						pos := runAt(i, mode == n5dEdge)
 						pos[0] = nextAt
 						vn := fmt.Sprintf("w_%s_%d", g.Name, i)
 						*loads = append(*loads, &kir.VecLoad{Name: vn, T: kir.FromIR(g.Type), Width: VW, Array: kir.Id(bufName(g, In0)), Idx: em0.linear(pos, nil)})

@@ -685,11 +685,7 @@ func (t *tuner) chunkWalk(variant func(plan.Plan) *Candidate, from *Candidate) {
 		if same.String() != from.Plan.String() {
 			return
 		}
-		n := b.Plan.Chunk * 3 / 4
-		if b.Plan.Chunk > from.Plan.Chunk {
-			n = b.Plan.Chunk * 5 / 4
-		}
-		n = max(n/16*16, 16)
+		n := quarterChunk(b.Plan.Chunk, b.Plan.Chunk > from.Plan.Chunk)
 		if n == b.Plan.Chunk || n >= t.s.Shape[0] {
 			return
 		}
@@ -702,6 +698,16 @@ func (t *tuner) chunkWalk(variant func(plan.Plan) *Candidate, from *Candidate) {
 		t.refined(b, vars)
 		from = b
 	}
+}
+
+// quarterChunk is a stream chunk a quarter shorter or longer than c, a multiple of 16 planes
+// and at least 16.
+func quarterChunk(c int, longer bool) int {
+	n := c * 3 / 4
+	if longer {
+		n = c * 5 / 4
+	}
+	return max(n/16*16, 16)
 }
 
 // rimBlockChunks are an n5d plan with the rim's planes in blocks of their own
@@ -729,9 +735,8 @@ func rimBlockChunks(shape []int, pl plan.Plan) []plan.Plan {
 // deeperRows is a 3D n5d plan of two or more rows per thread (bt <= 2) with one row more per
 // thread over the same tile (fewer threads), uncapped, with its loop switches and without: the
 // rows of a thread share their loads and, under fast math, a factored box's paired sums
-// (pairSums in lower). On the H100 box3d1r
-// and j3d27pt went from 32 x 12 threads of two rows under 80 registers (439.4 GCells/s, 24
-// warps) to 32 x 8 of three (452.0, 127 registers, 16 warps; 464.7 with its chunk of 32); four
+// (pairSums in lower). On the H100 box3d1r and j3d27pt went from 32 x 12 threads of two rows
+// under 80 registers (439.4 GCells/s, 24 warps) to 32 x 8 of three (452.0, 127 registers, 16 warps; 464.7 with its chunk of 32); four
 // rows (32 x 6, 155 registers) lost (403.1).
 func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if p.Dims() != 3 || pl.Strategy != "n5d" || pl.BT > 2 || pl.RY < 2 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
@@ -769,8 +774,7 @@ func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 func neighbourPlans(p *ir.Program, shape []int, best plan.Plan, rows bool) []plan.Plan {
 	var pls []plan.Plan
 	if c := best.Chunk; c > 0 {
-		for _, n := range []int{c * 3 / 4, c * 5 / 4} {
-			n = max(n/16*16, 16)
+		for _, n := range []int{quarterChunk(c, false), quarterChunk(c, true)} {
 			if n != c && n < shape[0] {
 				pl := best
 				pl.Chunk = n
