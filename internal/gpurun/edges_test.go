@@ -196,3 +196,35 @@ func TestN5DUnclampedOpenCL(t *testing.T) {
 		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,chunk=4", []int{40, 70}}, // the next plane only: no widening
 	})
 }
+
+// TestN5DShrinkOpenCL runs n5d plans whose warps cover whole rows of a 3D tile with the idle
+// warps skipping the deeper levels (shrink=true): stars through register queues, with
+// asynchronous copies into level 0's planes and with a barrier per level, a box through
+// partial sums, and a non-linear box whose levels keep a ring of every plane; warps of one,
+// two and four thread rows. Each plan has a level with an idle warp (the test says so), and
+// each must agree with the reference and bitwise with the plan without shrink. (The PoCL
+// and CUDA matrices' sampled n5d variant carries shrink too: one-row warps, the other level
+// order, every 3D example.) Live warps one too few at the top fail every case.
+func TestN5DShrinkOpenCL(t *testing.T) {
+	cases := []switchCase{
+		{"an5d/star3d1r", "n5d:bx=32,by=8,rx=2,ry=2,bt=3,wave=true,pf=3,chunk=5", []int{12, 34, 70}},
+		{"an5d/star3d1r", "n5d:bx=16,by=12,rx=2,ry=2,bt=4,wave=true,async=2,phased=true,rimblocks=true,edgesfirst=true,chunk=4", []int{22, 40, 50}},
+		{"an5d/star3d1r", "n5d:bx=8,by=16,rx=2,bt=4,wave=false,chunk=6", []int{17, 30, 21}},
+		{"an5d/box3d1r", "n5d:bx=32,by=8,rx=2,bt=2,wave=true,chunk=5", []int{10, 22, 70}},
+		{"morph/dilate3d", "n5d:bx=32,by=8,bt=2,chunk=5", []int{9, 20, 40}},
+	}
+	for _, c := range cases {
+		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := pl.N5DLiveWarps(p.Dims(), p.Reach(), pl.BT); !ok {
+			t.Fatalf("%s %s: no level leaves a warp idle", c.example, c.plan)
+		}
+	}
+	checkSwitch(t, "shrink=true", func(pl *plan.Plan) { pl.Shrink = true }, cases)
+}

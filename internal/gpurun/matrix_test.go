@@ -176,9 +176,11 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			// rows along y in 3D), the other level order than the default's (wave order or
 			// one barrier per level), two planes loaded ahead, the edge tiles launched first,
 			// the planes near the streaming axis's ends in blocks of their own (where the
-			// shape has planes between them), the loop without checks loading unclamped.
+			// shape has planes between them), the loop without checks loading unclamped, the
+			// warps whose rows feed no output skipping the deeper levels (3D).
 			alt.Chunk, alt.BT, alt.RX, alt.Wave, alt.Prefetch, alt.EdgesFirst, alt.RimBlocks = 5, 3, 2, !def.Wave, 2, true, true
 			alt.Unclamped = true
+			alt.Shrink = true // idle warps skip levels where the 3D tile's rows allow (one warp a row)
 			if p.Dims() == 3 && reach == 1 {
 				alt.RY = 2 // first-order only: wider boxes' unrolled kernels grow with the cells (CI time)
 			}

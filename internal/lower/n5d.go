@@ -642,6 +642,32 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		own[i] = decl(fmt.Sprintf("own_%d", i), kir.Bool, o)
 	}
+	// live_t: the thread's warp has cells that feed an output at level t (plan.Shrink);
+	// declared only for the levels that leave some warp idle.
+	liveAt := map[int]kir.Expr{}
+	if pl.Shrink {
+		if live, ok := pl.N5DLiveWarps(d, h, bt); ok {
+			var lin kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
+			if d == 3 {
+				lin = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(pl.BX)), lin)
+			}
+			wid := decl("wid", kir.I32, kir.Bin(">>", lin, kir.I(5)))
+			warps := (pl.Threads() + plan.WarpSize - 1) / plan.WarpSize
+			for t := 1; t <= bt; t++ {
+				lo, hi := live[t-1][0], live[t-1][1]
+				var c kir.Expr = &kir.BoolLit{V: true}
+				if lo > 0 {
+					c = ge(wid, kir.I(lo))
+				}
+				if hi < warps-1 {
+					c = and(c, &kir.Binary{Op: "<=", X: wid, Y: kir.I(hi)})
+				}
+				if lo > 0 || hi < warps-1 {
+					liveAt[t] = decl(fmt.Sprintf("live_%d", t), kir.Bool, c)
+				}
+			}
+		}
+	}
 	chunkDim := d - 1
 	// rimCut: the chunk runs in pieces (rimPieces), this one of planes pb .. pe-1.
 	rimCut := pl.RimCut && n5dHasFastLoop(p)
@@ -1531,8 +1557,17 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			if len(lateStores) > 0 {
 				late = append(late, &kir.Block{Body: append([]kir.Stmt{lvl[0]}, lateStores...)})
 			}
+			var cond kir.Expr = &kir.BoolLit{V: true}
 			if phased {
-				lvl = []kir.Stmt{lvl[0], &kir.If{Cond: active(t, kir.Id(row)), Then: lvl[1:]}}
+				cond = active(t, kir.Id(row))
+			}
+			if live := liveAt[t]; live != nil {
+				// Idle warps skip the level: what they would compute feeds no output, and
+				// the cells that do read only what live warps publish (plan.Shrink).
+				cond = and(live, cond)
+			}
+			if phased || liveAt[t] != nil {
+				lvl = []kir.Stmt{lvl[0], &kir.If{Cond: cond, Then: lvl[1:]}}
 			}
 			loop = append(loop, &kir.Block{Body: lvl})
 			if t < bt && windows && !wave {

@@ -506,3 +506,37 @@ func TestN5DAsync(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DShrink: idle warps skipping levels (plan.Shrink) lower the predicted compute by the
+// share of warp-levels skipped, and leave a plan whose warps all feed every level as it was.
+func TestN5DShrink(t *testing.T) {
+	for _, c := range []struct {
+		stencil, plan string
+		shape         []int
+		idle          bool
+	}{
+		{"star3d1r", "n5d:bx=32,by=12,bt=4,rx=2,ry=2,async=2,fastmath=1", []int{514, 514, 514}, true},
+		{"star3d1r", "n5d:bx=16,by=24,bt=4,rx=2,ry=2,async=2,fastmath=1", []int{514, 514, 514}, true},
+		{"j3d27pt", "n5d:bx=16,by=16,bt=2,rx=2,ry=2,fastmath=1", []int{514, 514, 514}, false},
+	} {
+		p, s := prog(t, c.stencil)
+		plain := mustParse(t, c.plan, p)
+		shrunk := plain
+		shrunk.Shrink = true
+		pred := func(pl plan.Plan) Prediction {
+			r, err := Predict(Input{Prog: p, Sum: s, Plan: pl, Shape: c.shape, Steps: 1000, Dev: h100Probed()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		a, b := pred(shrunk), pred(plain)
+		t.Logf("%s: compute %.1f ms, %.1f ms with shrink", c.plan, b.Compute*1e3, a.Compute*1e3)
+		switch {
+		case c.idle && !(a.Compute < b.Compute):
+			t.Errorf("%s: shrink predicted compute %.3g s, not below %.3g s", c.plan, a.Compute, b.Compute)
+		case !c.idle && a.Seconds != b.Seconds:
+			t.Errorf("%s: no idle warp, yet shrink changed the prediction from %.3g s to %.3g s", c.plan, b.Seconds, a.Seconds)
+		}
+	}
+}

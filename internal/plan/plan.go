@@ -111,6 +111,13 @@ type Plan struct {
 	// 5-6% (their capped registers spilled more) and star3d1r took 72 registers instead of 64
 	// and lost a block per SM. Register prefetches only (asynchronous copies keep clamping).
 	Unclamped bool
+	// Shrink lets the warps of an n5d block skip the levels at which none of their cells
+	// feeds an output (N5DLiveWarps): the tile's halo shrinks by a reach per level, so on
+	// blocks whose warps cover whole rows of a 3D tile the rows near its edges are idle
+	// at the deeper levels instead of computing values that are never stored. Levels with a
+	// dead warp run under a warp-uniform condition; blocks whose warps all feed every level
+	// are unchanged. Not with shfl or clusters.
+	Shrink bool
 	// Edges runs the n5d blocks on the in-plane edges of the domain whose planes lie inside
 	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
 	// checks, on clamped columns, with a select that keeps each rim column's value, instead of
@@ -443,6 +450,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		switches["wave"], switches["shfl"], switches["phased"] = &pl.Wave, &pl.Shfl, &pl.Phased
 		switches["rimcut"], switches["rimblocks"], switches["edges"] = &pl.RimCut, &pl.RimBlocks, &pl.Edges
 		switches["edgesfirst"], switches["unclamped"] = &pl.EdgesFirst, &pl.Unclamped
+		switches["shrink"] = &pl.Shrink
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -526,7 +534,7 @@ func (pl Plan) String() string {
 		for _, s := range []struct {
 			key string
 			on  bool
-		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}} {
+		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}} {
 			if s.on {
 				parts = append(parts, s.key+"=true")
 			}
@@ -673,6 +681,9 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		if cx, cy := pl.Cluster(); pl.EdgesFirst && (pl.Shfl || cx*cy > 1) {
 			return fmt.Errorf("plan %s: edgesfirst reorders whole tiles, one per block; drop it with shfl or clusters (cx, cy), whose blocks share tiles", pl)
 		}
+		if cx, cy := pl.Cluster(); pl.Shrink && (pl.Shfl || cx*cy > 1) {
+			return fmt.Errorf("plan %s: shrink skips the warps outside a level's part of one tile; drop it with shfl or clusters (cx, cy), whose tiles are a warp or several blocks", pl)
+		}
 		if pl.CX < 0 || pl.CY < 0 || pl.CX > 8 || pl.CY > 8 {
 			return fmt.Errorf("plan %s: the cluster dimensions cx and cy must be 1..8", pl)
 		}
@@ -699,4 +710,61 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		return fmt.Errorf("plan %s: needs %d bytes of shared memory per block, the device has %d", pl, sharedBytes, lim.MaxSharedPerBlock)
 	}
 	return nil
+}
+
+// N5DLiveWarps is, for an n5d block of depth bt of a d-dimensional program with reach h per
+// axis (plan.Shrink), the warps each level t = 1..bt has to compute: live[t-1] = {first,
+// last} warp index (threadIdx.x + threadIdx.y bx, over 32). Level t feeds the block's outputs
+// only from the cells within (bt-t) reaches of them along each in-plane axis: the tile's
+// halo shrinks by one reach per level (AN5D's trapezoid), and a warp none of whose cells
+// lies in that region computes values no output uses. Where a warp covers whole rows of the
+// tile, the rows near its edges are such warps at the deeper levels. A level whose live
+// warps have holes gets the range around them. ok is false where no level has a dead warp,
+// or where warps do not map to tiles so (shfl, clusters).
+func (pl Plan) N5DLiveWarps(d int, h []int, bt int) (live [][2]int, ok bool) {
+	cx, cy := pl.Cluster()
+	if pl.Shfl || cx*cy > 1 || d < 2 || bt < 1 {
+		return nil, false
+	}
+	X, Y := d-1, d-2
+	bx, by, rx, ry := pl.BX, 1, max(pl.RX, 1), 1
+	if d == 3 {
+		by, ry = max(pl.BY, 1), max(pl.RY, 1)
+	}
+	threads := bx * by
+	warps := (threads + WarpSize - 1) / WarpSize
+	type span struct{ lo, hi int }
+	need := func(a, cells, t int) span {
+		before, out := pl.N5DTile(cells, h[a], bt, a == X)
+		return span{before - (bt-t)*h[a], before + out + (bt-t)*h[a]}
+	}
+	meets := func(s span, lo, n int) bool { return lo+n > s.lo && lo < s.hi }
+	for t := 1; t <= bt; t++ {
+		nx := need(X, bx*rx, t)
+		ny := span{0, 1}
+		if d == 3 {
+			ny = need(Y, by*ry, t)
+		}
+		first, last := -1, -1
+		for w := 0; w < warps; w++ {
+			for l := w * WarpSize; l < min((w+1)*WarpSize, threads); l++ {
+				tx, ty := l%bx, l/bx
+				if meets(nx, tx*rx, rx) && (d != 3 || meets(ny, ty*ry, ry)) {
+					if first < 0 {
+						first = w
+					}
+					last = w
+					break
+				}
+			}
+		}
+		if first < 0 {
+			first, last = 0, 0 // no cell needed at all: keep one warp (no plan makes this)
+		}
+		if first > 0 || last < warps-1 {
+			ok = true
+		}
+		live = append(live, [2]int{first, last})
+	}
+	return live, ok
 }

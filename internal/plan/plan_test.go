@@ -312,3 +312,59 @@ func TestN5DRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DLiveWarps: the warps each level of an n5d block computes (plan.Shrink). Whole-row
+// warps of a 3D tile lose a row of warps on each side as the halo shrinks past it; warps of
+// several rows only where the shrink spans them; 2D warps only where a level's halo is a
+// warp wide; clusters and shfl tiles never.
+func TestN5DLiveWarps(t *testing.T) {
+	for _, c := range []struct {
+		example, plan string
+		want          [][2]int // nil: no level leaves a warp idle
+	}{
+		// 64 x 24 cells of two-row threads, warps of one thread row (two cell rows): level t
+		// needs rows t .. 23-t.
+		{"an5d/star3d1r", "n5d:bx=32,by=12,bt=4,rx=2,ry=2", [][2]int{{0, 11}, {1, 10}, {1, 10}, {2, 9}}},
+		// 32 x 48 cells, warps of two thread rows (four cell rows): only level 4 leaves the
+		// first and last warps idle.
+		{"an5d/star3d1r", "n5d:bx=16,by=24,bt=4,rx=2,ry=2", [][2]int{{0, 11}, {0, 11}, {0, 11}, {1, 10}}},
+		// One-row threads of warps of two rows: level 2 already.
+		{"an5d/star3d1r", "n5d:bx=16,by=32,bt=4,rx=2", [][2]int{{0, 15}, {1, 14}, {1, 14}, {2, 13}}},
+		{"an5d/j3d27pt", "n5d:bx=16,by=16,bt=2,rx=2,ry=2", nil},
+		{"an5d/j2d5pt", "n5d:bx=128,bt=10,rx=2", nil},
+		// 96 cells of reach 4 at depth 8: level 8 needs cells 32 .. 63, the middle warp.
+		{"an5d/star2d4r", "n5d:bx=96,bt=8", [][2]int{{0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {1, 1}}},
+		{"an5d/star3d1r", "n5d:bx=32,by=12,bt=4,rx=2,ry=2,cy=2", nil},
+		{"an5d/star2d4r", "n5d:bx=96,bt=8,shfl=true", nil},
+	} {
+		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, ok := pl.N5DLiveWarps(p.Dims(), p.Reach(), pl.BT)
+		if !ok {
+			live = nil
+		}
+		if !slices.Equal(live, c.want) {
+			t.Errorf("%s %s: live warps %v, want %v", c.example, c.plan, live, c.want)
+		}
+	}
+	// Shrink is refused where warps are not the tile's rows.
+	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"n5d:bx=64,bt=4,shfl=true,shrink=true", "n5d:bx=64,bt=4,cx=2,shrink=true"} {
+		pl, err := plan.Parse(text, p)
+		if err == nil {
+			err = pl.Validate(p, plan.Limits{}, 0)
+		}
+		if err == nil || !strings.Contains(err.Error(), "shrink") {
+			t.Errorf("%s: got %v, want an error naming shrink", text, err)
+		}
+	}
+}

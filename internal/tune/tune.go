@@ -914,7 +914,8 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // stencils 5-13% slower than those leaving a short one), with the edge loop for the
 // blocks on the in-plane edges (lower.N5DEdges), with the edge tiles launched first
 // (plan.EdgesFirst), with the loop without checks loading its planes unclamped (register
-// prefetches only, plan.Unclamped), and with rounds of 2R+1 planes
+// prefetches only, plan.Unclamped), with idle warps skipping the levels that feed no output
+// (where some warp is idle at some level, plan.Shrink), and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
 // round goes as deep as the round and, under a register cap, also none at all: box3d1r's and
 // j3d27pt's 32 x 12 two-row blocks under 80 registers gained 1.6% with short rounds and no
@@ -925,7 +926,8 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
 // 2D stars and lost up to 8% on the boxes and in 3D, the edge tiles first gained 2-10% in 2D
 // and lost 2-4% in 3D, unclamped loads gained 1% on three 2D stencils and lost 5-6% on two
-// (their capped registers spilled more), the rim's blocks gained 3-6% on star2d2r and j2d9pt
+// (their capped registers spilled more), idle warps skipping levels gained 0.4% on star3d1r's
+// tuned plan and 6.6% on its tile of whole-row warps (H200), the rim's blocks gained 3-6% on star2d2r and j2d9pt
 // and lost up to 14% elsewhere, and the folded scale gained 4-6% on three stencils and lost 2%
 // on j3d27pt.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
@@ -964,6 +966,13 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 		v := pl
 		v.KeepScale = true
 		out = append(out, v)
+	}
+	if !pl.Shrink {
+		v := pl
+		v.Shrink = true
+		if _, ok := v.N5DLiveWarps(p.Dims(), p.Reach(), v.BT); ok && v.Validate(p, plan.Limits{}, 0) == nil {
+			out = append(out, v)
+		}
 	}
 	if u := 2*p.Reach()[0] + 1; pl.Unroll == 0 && lower.N5DShortRound(p) {
 		v := pl

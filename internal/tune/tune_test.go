@@ -494,8 +494,9 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 
 // TestRoundVariants: phased loops where the depth runs one loop, chunks cut at the rim, the
 // rim's blocks, unclamped loads (not with asynchronous copies) and the edge loop, the
-// edge tiles first (not with clusters), short rounds where the program allows them, with a
-// prefetch that divides them.
+// edge tiles first (not with clusters), idle warps skipping levels (where a warp is idle at
+// some level: whole-row warps of 3D tiles, not the four-row warps of j3d27pt's case), short
+// rounds where the program allows them, with a prefetch that divides them.
 func TestRoundVariants(t *testing.T) {
 	checkVariants(t, roundVariants, []variantCase{
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=2", []string{
@@ -513,13 +514,17 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edgesfirst=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unroll=5,chunk=256"}},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true", nil},
+		// Warps of two rows of one-row threads: the rows near the tile's edges idle from level 2 on.
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true", []string{
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true,chunk=64"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,async=2", []string{
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,phased=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimcut=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimblocks=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,edges=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,edgesfirst=true,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,shrink=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,unroll=3,chunk=64"}},
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2,pf=2,fastmath=true", []string{
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,rimcut=true,chunk=64,fastmath=true",
@@ -532,6 +537,7 @@ func TestRoundVariants(t *testing.T) {
 		// Under a register cap the short round also goes without a prefetch.
 		{"an5d/box3d1r.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,chunk=80,maxregs=80,phased=true,rimcut=true,edges=true,edgesfirst=true", []string{
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,chunk=80,maxregs=80",
+			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,shrink=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80"}},
 		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,fastmath=true", nil},
