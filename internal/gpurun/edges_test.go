@@ -11,6 +11,7 @@ import (
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
+	"tempest/internal/testkit"
 )
 
 // switchCase is a plan and a shape at which a plan switch changes which code the blocks run
@@ -214,14 +215,7 @@ func TestN5DShrinkOpenCL(t *testing.T) {
 		{"morph/dilate3d", "n5d:bx=32,by=8,bt=2,chunk=5", []int{9, 20, 40}},
 	}
 	for _, c := range cases {
-		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, pl := testkit.ExampleParsed(t, c.example, c.plan)
 		if _, ok := pl.N5DLiveWarps(p.Dims(), p.Reach(), pl.BT); !ok {
 			t.Fatalf("%s %s: no level leaves a warp idle", c.example, c.plan)
 		}

@@ -484,14 +484,7 @@ func TestN5DAsync(t *testing.T) {
 		if got, want := n5dSharedBytes(f, async, plain.BT)-n5dSharedBytes(f, plain, plain.BT), lowered[1]-lowered[0]; got != want {
 			t.Errorf("%s: async=2 adds %d shared bytes, the lowering %d", c.plan, got, want)
 		}
-		pred := func(pl plan.Plan) Prediction {
-			r, err := Predict(Input{Prog: p, Sum: s, Plan: pl, Shape: c.shape, Steps: 1000, Dev: h100Probed()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}
-		a, b := pred(async), pred(plain)
+		a, b := predict1000(t, p, s, async, c.shape), predict1000(t, p, s, plain, c.shape)
 		t.Logf("%s: %.1f ms, %d blocks/SM plain; %.1f ms, %d blocks/SM with async=2", c.plan, b.Seconds*1e3, b.ActivePerSM, a.Seconds*1e3, a.ActivePerSM)
 		ra, rb := n5dPlanRegisters(f, async, plain.BT, N5DCal), n5dPlanRegisters(f, plain, plain.BT, N5DCal)
 		if ra >= rb {
@@ -523,14 +516,7 @@ func TestN5DShrink(t *testing.T) {
 		plain := mustParse(t, c.plan, p)
 		shrunk := plain
 		shrunk.Shrink = true
-		pred := func(pl plan.Plan) Prediction {
-			r, err := Predict(Input{Prog: p, Sum: s, Plan: pl, Shape: c.shape, Steps: 1000, Dev: h100Probed()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}
-		a, b := pred(shrunk), pred(plain)
+		a, b := predict1000(t, p, s, shrunk, c.shape), predict1000(t, p, s, plain, c.shape)
 		t.Logf("%s: compute %.1f ms, %.1f ms with shrink", c.plan, b.Compute*1e3, a.Compute*1e3)
 		switch {
 		case c.idle && !(a.Compute < b.Compute):
@@ -539,4 +525,14 @@ func TestN5DShrink(t *testing.T) {
 			t.Errorf("%s: no idle warp, yet shrink changed the prediction from %.3g s to %.3g s", c.plan, b.Seconds, a.Seconds)
 		}
 	}
+}
+
+// predict1000 is the model's prediction of 1000 steps of pl at shape on the probed H100.
+func predict1000(t *testing.T, p *ir.Program, s *analysis.Summary, pl plan.Plan, shape []int) Prediction {
+	t.Helper()
+	r, err := Predict(Input{Prog: p, Sum: s, Plan: pl, Shape: shape, Steps: 1000, Dev: h100Probed()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -337,14 +337,7 @@ func TestN5DLiveWarps(t *testing.T) {
 		{"an5d/star3d1r", "n5d:bx=32,by=12,bt=4,rx=2,ry=2,cy=2", nil},
 		{"an5d/star2d4r", "n5d:bx=96,bt=8,shfl=true", nil},
 	} {
-		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Parse(c.plan, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, pl := testkit.ExampleParsed(t, c.example, c.plan)
 		live, ok := pl.N5DLiveWarps(p.Dims(), p.Reach(), pl.BT)
 		if !ok {
 			live = nil

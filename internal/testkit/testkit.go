@@ -76,6 +76,20 @@ func PoCLMain(m *testing.M) {
 func Parsed(t *testing.T, src, text string) (*ir.Program, plan.Plan) {
 	t.Helper()
 	p, err := load.Source("t.stencil", src, load.Options{})
+	return withPlan(t, p, err, text)
+}
+
+// ExampleParsed loads examples/NAME.stencil (from a package two folders below the repository
+// root) and parses plan text for it, failing the test on either error.
+func ExampleParsed(t *testing.T, name, text string) (*ir.Program, plan.Plan) {
+	t.Helper()
+	p, err := load.File("../../examples/"+name+".stencil", load.Options{})
+	return withPlan(t, p, err, text)
+}
+
+// withPlan parses plan text for p, failing the test on the load's error or the parse's.
+func withPlan(t *testing.T, p *ir.Program, err error, text string) (*ir.Program, plan.Plan) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
