@@ -652,7 +652,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				lin = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(pl.BX)), lin)
 			}
 			wid := decl("wid", kir.I32, kir.Bin(">>", lin, kir.I(5)))
-			warps := (pl.Threads() + plan.WarpSize - 1) / plan.WarpSize
+			warps := (block[0]*block[1] + plan.WarpSize - 1) / plan.WarpSize
 			for t := 1; t <= bt; t++ {
 				lo, hi := live[t-1][0], live[t-1][1]
 				var c kir.Expr = &kir.BoolLit{V: true}
