@@ -652,18 +652,17 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 				lin = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(pl.BX)), lin)
 			}
 			wid := decl("wid", kir.I32, kir.Bin(">>", lin, kir.I(5)))
-			warps := (block[0]*block[1] + plan.WarpSize - 1) / plan.WarpSize
-			for t := 1; t <= bt; t++ {
-				lo, hi := live[t-1][0], live[t-1][1]
+			last := (block[0]*block[1]+plan.WarpSize-1)/plan.WarpSize - 1
+			for t, w := range live {
 				var c kir.Expr = &kir.BoolLit{V: true}
-				if lo > 0 {
-					c = ge(wid, kir.I(lo))
+				if w[0] > 0 {
+					c = ge(wid, kir.I(w[0]))
 				}
-				if hi < warps-1 {
-					c = and(c, &kir.Binary{Op: "<=", X: wid, Y: kir.I(hi)})
+				if w[1] < last {
+					c = and(c, lt(wid, kir.I(w[1]+1)))
 				}
-				if lo > 0 || hi < warps-1 {
-					liveAt[t] = decl(fmt.Sprintf("live_%d", t), kir.Bool, c)
+				if _, all := c.(*kir.BoolLit); !all {
+					liveAt[t+1] = decl(fmt.Sprintf("live_%d", t+1), kir.Bool, c)
 				}
 			}
 		}

@@ -927,9 +927,9 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // 2D stars and lost up to 8% on the boxes and in 3D, the edge tiles first gained 2-10% in 2D
 // and lost 2-4% in 3D, unclamped loads gained 1% on three 2D stencils and lost 5-6% on two
 // (their capped registers spilled more), idle warps skipping levels gained 0.4% on star3d1r's
-// tuned plan and 6.6% on its tile of whole-row warps (H200), the rim's blocks gained 3-6% on star2d2r and j2d9pt
-// and lost up to 14% elsewhere, and the folded scale gained 4-6% on three stencils and lost 2%
-// on j3d27pt.
+// tuned plan and 6.6% on its tile of whole-row warps (H200), the rim's blocks gained 3-6% on
+// star2d2r and j2d9pt and lost up to 14% elsewhere, and the folded scale gained 4-6% on three
+// stencils and lost 2% on j3d27pt.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	var out []plan.Plan
 	if !pl.N5DPhased(pl.BT) {
