@@ -222,3 +222,23 @@ func TestN5DShrinkOpenCL(t *testing.T) {
 	}
 	checkSwitch(t, "shrink=true", func(pl *plan.Plan) { pl.Shrink = true }, cases)
 }
+
+// TestN5DAscendOpenCL runs wave order with the levels lowest first (plan.Ascend) against the
+// reference and bitwise against the descending order: stars of reach 1, 2 and 3 along the
+// streaming axis (rings of 2, 5 and 7 shared planes per level), 2D and 3D, with the register
+// prefetch and with asynchronous copies straight into level 0's planes, short rounds, phased
+// loops, the rim's blocks, the edge loop and idle warps.
+func TestN5DAscendOpenCL(t *testing.T) {
+	cases := []switchCase{
+		{"an5d/star2d1r", "n5d:bx=16,rx=2,bt=5,wave=true,pf=3,unroll=3,rimblocks=true,edges=true,edgesfirst=true,chunk=9", []int{40, 70}},
+		{"an5d/j2d5pt", "n5d:bx=16,rx=2,bt=4,wave=true,pf=3,phased=true,unclamped=true,rimblocks=true,chunk=7", []int{53, 61}},
+		{"an5d/star2d2r", "n5d:bx=8,rx=2,bt=3,wave=true,pf=5,edges=true,rimblocks=true,chunk=6", []int{40, 70}},
+		{"an5d/j2d9pt", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,unroll=5,chunk=4", []int{40, 70}},
+		{"an5d/gradient2d", "n5d:bx=8,rx=2,bt=3,wave=true,async=3,rimblocks=true,chunk=4", []int{40, 70}},
+		{"an5d/star2d3r", "n5d:bx=16,bt=2,wave=true,chunk=5", []int{33, 70}},
+		{"an5d/star3d1r", "n5d:bx=16,by=12,rx=2,ry=2,bt=4,wave=true,async=2,phased=true,rimblocks=true,edgesfirst=true,shrink=true,chunk=4", []int{22, 40, 50}},
+		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=2,edges=true,chunk=5", []int{17, 30, 21}},
+		{"an5d/star3d2r", "n5d:bx=16,by=16,bt=2,wave=true,chunk=6", []int{20, 24, 36}},
+	}
+	checkSwitch(t, "ascend=true", func(pl *plan.Plan) { pl.Ascend = true }, cases)
+}

@@ -199,13 +199,14 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				continue
 			}
 			if shuffles {
-				// Asynchronous copies (CUDA): one plane ahead on the default plan, and two on the
-				// sampled variant (short chunks, register tiles, vector copies in the interior
-				// blocks, the edge loop, the other level order; reach 2 and more along the
-				// streaming axis take a ring of more planes than three, the fewest that divide
-				// the round).
+				// Asynchronous copies (CUDA): one plane ahead on the default plan, its levels
+				// lowest first where the program is a star (ascend), and two on the sampled
+				// variant (short chunks, register tiles, vector copies in the interior blocks,
+				// the edge loop, the other level order; reach 2 and more along the streaming
+				// axis take a ring of more planes than three, the fewest that divide the round).
 				as := def
 				as.Async = 1
+				as.Ascend = as.Wave && lower.N5DAscends(p)
 				out = append(out, as)
 				as = alt
 				as.Prefetch, as.Async = 0, 2

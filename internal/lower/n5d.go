@@ -126,6 +126,14 @@ func rimPieces(body []kir.Stmt, chunkIdx kir.Expr, lo, hi kir.Expr) []kir.Stmt {
 // not where a level keeps a ring of every plane (other programs that read neighbouring planes
 // in-plane).
 func N5DShortRound(p *ir.Program) bool {
+	_, assoc := n5dAssociative(p)
+	return N5DAscends(p) || (assoc && p.Reach()[0] > 0 && !n5dGuarded(p))
+}
+
+// N5DAscends says p's n5d levels can run lowest first in wave order (plan.Ascend): it reads
+// in-plane neighbours of its state grids on the centre plane only (stars), so a level needs
+// nothing of the plane the level below has just computed but its own cells' values.
+func N5DAscends(p *ir.Program) bool {
 	off := false
 	for _, u := range p.Updates {
 		ir.WalkDeep(u.Value, func(e ir.Expr) {
@@ -134,8 +142,7 @@ func N5DShortRound(p *ir.Program) bool {
 			}
 		})
 	}
-	_, assoc := n5dAssociative(p)
-	return !off || (assoc && p.Reach()[0] > 0 && !n5dGuarded(p))
+	return !off
 }
 
 // edgesFirstBlocks reorders an n5d launch of d dimensions (plan.EdgesFirst): the linear block
@@ -264,14 +271,6 @@ func n5dStart(R, L, bt int) int {
 // mod is the non-negative remainder.
 func mod(a, b int) int { return ((a % b) + b) % b }
 
-// n5dLag is the planes each level of an n5d block runs behind the level below: the reach R,
-// or R+1 in wave order, where every level reads only planes published a copy earlier.
-func n5dLag(R int, wave bool) int {
-	if wave {
-		return R + 1
-	}
-	return R
-}
 
 // n5dRimMargins are the planes an n5d chunk of depth bt keeps from the streaming axis's ends
 // to run the loop without the rim's checks (the plane condition of the interior test in
@@ -286,7 +285,7 @@ func n5dRimMargins(p *ir.Program, pl plan.Plan, bt int) (lo, hi int) {
 	for _, u := range p.Updates {
 		rim = max(rim, u.Grid.Rim[0])
 	}
-	L := n5dLag(p.Reach()[0], pl.Wave)
+	L := pl.N5DLag(p.Reach()[0])
 	hi = rim
 	if pl.Unclamped {
 		hi = max(rim, n5dPrefetch(pl)-1)
@@ -764,7 +763,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// R+1 instead of R), so that all of them read shared planes published in the previous
 	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).
 	wave := pl.Wave
-	L := n5dLag(R, wave)
+	L := pl.N5DLag(R)
+	// ascend: wave order with the levels lowest first, each R planes behind the level below
+	// and reading the plane it published R copies earlier (plan.Ascend): stars only, whose
+	// levels read in-plane neighbours on the centre plane alone.
+	ascend := wave && pl.Ascend
+	if ascend && offPlaneInPlane {
+		return builtKernel{}, 0, fmt.Errorf("plan %s: ascend reads each level's in-plane neighbours on the centre plane only, R planes after it was published, but %s reads in-plane neighbours on other planes too (a box); drop ascend", pl, p.Name)
+	}
 	dName := func(g *ir.Grid, lv, i int) string { return fmt.Sprintf("d_%s_%d_%d", g.Name, lv, i) }
 	if wave && assoc {
 		for _, u := range p.Updates {
@@ -1275,9 +1281,14 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					if !assoc {
 						loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), vals[g][i]))
 					}
-					switch w.ring {
-					case 0:
-					case 2:
+					switch {
+					case w.ring == 0:
+					case ascend:
+						// The newest plane, which level 1 reads R copies later.
+						if read[i] {
+							loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
+						}
+					case w.ring == 2:
 						if assoc {
 							loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
 						} else if read[i] {
@@ -1300,9 +1311,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 			return loop
 		}
-		if !wave {
+		if !wave || ascend {
 			loop = append(loop, level0()...)
-			if windows {
+			if windows && !wave {
 				loop = append(loop, &kir.Barrier{Cluster: clustered})
 			}
 		}
@@ -1310,7 +1321,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		for t := 1; t <= bt; t++ {
 			levels = append(levels, t)
 		}
-		if wave {
+		if wave && !ascend {
 			// Deepest level first: each reads what the level below published in the previous
 			// copy, so one barrier per plane serves every level (the pipelined wavefront).
 			slices.Reverse(levels)
@@ -1531,9 +1542,13 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					if !assoc {
 						lvl = append(lvl, kir.Set(kir.Id(w.queue[mod(mrel, U)][i]), v))
 					}
-					switch w.ring {
-					case 0:
-					case 2:
+					switch {
+					case w.ring == 0:
+					case ascend:
+						if read[i] {
+							lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
+						}
+					case w.ring == 2:
 						if assoc {
 							lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
 						} else if read[i] {
@@ -1574,7 +1589,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			}
 		}
 		if wave {
-			loop = append(loop, level0()...)
+			if !ascend {
+				loop = append(loop, level0()...)
+			}
 			switch {
 			case deferGlobal:
 				loop = append(loop, &kir.ClusterArrive{})

@@ -424,6 +424,17 @@ func n5dPlanRegisters(f *n5dFacts, pl plan.Plan, b int, c N5DCalibration) int {
 		}
 		regs = max(regs-int(math.Round(freed)), 16)
 	}
+	if pl.Wave && pl.Ascend && !f.assoc {
+		// Levels lowest first: 2R of each queue's 2R+1 planes stay live between planes, the
+		// newest arriving just before the level above reads it (level 0's queue is gone
+		// where the copies fill its planes).
+		queues := b
+		if pl.Async > 0 && n5dStarRing(f, pl) > 0 {
+			queues--
+		}
+		freed := c.RegPerQueue * float64(queues*rx*ry*f.nState*f.word) / 4 * c.RegScale
+		regs = max(regs-int(math.Round(freed)), 16)
+	}
 	return regs
 }
 

@@ -118,6 +118,15 @@ type Plan struct {
 	// dead warp run under a warp-uniform condition; blocks whose warps all feed every level
 	// are unchanged. Not with shfl or clusters.
 	Shrink bool
+	// Ascend runs wave order's levels lowest first, each only R planes behind the level below
+	// (R the reach along the streaming axis) instead of R+1, for stars: programs whose in-plane
+	// neighbours are read on the centre plane only. A level then publishes the plane it has just
+	// computed into a ring of at least R+1 shared planes (N5DPlanes) and the level above reads
+	// it R planes later, still with one barrier per plane; its register queue is read right
+	// after the level below wrote the newest plane, so 2R of its 2R+1 planes stay live between
+	// planes instead of all of them (rx x ry x bt registers fewer), and the chunk's warm-up is
+	// bt planes shorter. Needs wave; not with shfl or clusters.
+	Ascend bool
 	// Edges runs the n5d blocks on the in-plane edges of the domain whose planes lie inside
 	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
 	// checks, on clamped columns, with a select that keeps each rim column's value, instead of
@@ -153,12 +162,33 @@ func (pl Plan) N5DRound(R int) int {
 }
 
 // N5DPlanes is the shared planes per level of the n5d windows that would otherwise be
-// double-buffered: two where the round is even, else a ring of the round's 2R+1.
+// double-buffered: two where the round is even, else a ring of the round's 2R+1. With Ascend
+// a level publishes its newest plane while the level above still reads the one R planes
+// older, so the ring holds at least R+1 planes: the fewest that divide the round.
 func (pl Plan) N5DPlanes(R int) int {
-	if r := pl.N5DRound(R); r%2 != 0 {
+	r := pl.N5DRound(R)
+	if pl.Ascend {
+		n := R + 1
+		for r%n != 0 {
+			n++
+		}
+		return n
+	}
+	if r%2 != 0 {
 		return r
 	}
 	return 2
+}
+
+// N5DLag is the planes each level of an n5d block runs behind the level below, for reach R
+// along the streaming axis: R, or R+1 in wave order, where every level reads only planes
+// published a copy earlier (descending levels), unless Ascend lets the levels read the
+// plane published R copies earlier.
+func (pl Plan) N5DLag(R int) int {
+	if pl.Wave && !pl.Ascend {
+		return R + 1
+	}
+	return R
 }
 
 // Cluster is the plan's cluster dimensions along x and y (1 where unset).
@@ -352,17 +382,13 @@ func (pl Plan) N5DRing(round int) int {
 // N5DStarRing is the shared planes into which a star's asynchronous copies go when they go
 // straight into level 0's planes (n5d's lowering), for reach r along the streaming axis and an
 // unrolled round of round planes: the fewest, at least async+L+r+1 (L the lag between levels:
-// r, or r+1 in wave order), that divide the round; 0 where none does (the copies then keep a
+// N5DLag), that divide the round; 0 where none does (the copies then keep a
 // ring of their own, N5DRing) or without async.
 func (pl Plan) N5DStarRing(r, round int) int {
 	if pl.Async <= 0 {
 		return 0
 	}
-	lag := r
-	if pl.Wave {
-		lag = r + 1
-	}
-	for n := pl.Async + lag + r + 1; n <= round; n++ {
+	for n := pl.Async + pl.N5DLag(r) + r + 1; n <= round; n++ {
 		if round%n == 0 {
 			return n
 		}
@@ -450,7 +476,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		switches["wave"], switches["shfl"], switches["phased"] = &pl.Wave, &pl.Shfl, &pl.Phased
 		switches["rimcut"], switches["rimblocks"], switches["edges"] = &pl.RimCut, &pl.RimBlocks, &pl.Edges
 		switches["edgesfirst"], switches["unclamped"] = &pl.EdgesFirst, &pl.Unclamped
-		switches["shrink"] = &pl.Shrink
+		switches["shrink"], switches["ascend"] = &pl.Shrink, &pl.Ascend
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -509,6 +535,9 @@ func (pl Plan) String() string {
 		}
 		if pl.Wave {
 			parts = append(parts, "wave=true")
+		} else {
+			// Written out: wave order is the default, so the text must say it is off.
+			parts = append(parts, "wave=false")
 		}
 		if pl.Shfl {
 			parts = append(parts, "shfl=true")
@@ -534,7 +563,7 @@ func (pl Plan) String() string {
 		for _, s := range []struct {
 			key string
 			on  bool
-		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}} {
+		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}, {"ascend", pl.Ascend}} {
 			if s.on {
 				parts = append(parts, s.key+"=true")
 			}
@@ -683,6 +712,12 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if cx, cy := pl.Cluster(); pl.Shrink && (pl.Shfl || cx*cy > 1) {
 			return fmt.Errorf("plan %s: shrink skips the warps outside a level's part of one tile; drop it with shfl or clusters (cx, cy), whose tiles are a warp or several blocks", pl)
+		}
+		if pl.Ascend && !pl.Wave {
+			return fmt.Errorf("plan %s: ascend changes wave order's levels (one barrier per plane); without wave the levels already run lowest first, a barrier each: add wave=true or drop ascend", pl)
+		}
+		if cx, cy := pl.Cluster(); pl.Ascend && (pl.Shfl || cx*cy > 1) {
+			return fmt.Errorf("plan %s: ascend orders the levels around shared planes of one block; drop it with shfl or clusters (cx, cy)", pl)
 		}
 		if pl.CX < 0 || pl.CY < 0 || pl.CX > 8 || pl.CY > 8 {
 			return fmt.Errorf("plan %s: the cluster dimensions cx and cy must be 1..8", pl)

@@ -361,3 +361,59 @@ func TestN5DLiveWarps(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DAscend: levels lowest first lag R planes and need a ring of at least R+1 shared
+// planes that divides the round; the switch round-trips through the plan's text, and is
+// refused without wave, with shfl and with clusters.
+func TestN5DAscend(t *testing.T) {
+	cases := []struct {
+		plan      string
+		R         int
+		lag, ring int
+		starRing  int
+	}{
+		{"n5d:bx=128,bt=8,rx=2,wave=true,pf=3", 1, 2, 2, 0},
+		{"n5d:bx=128,bt=8,rx=2,wave=true,pf=3,ascend=true", 1, 1, 2, 0},
+		{"n5d:bx=128,bt=8,rx=2,wave=true,unroll=3,ascend=true", 1, 1, 3, 0},
+		{"n5d:bx=128,bt=8,rx=2,wave=true,ascend=true", 2, 2, 5, 0},
+		{"n5d:bx=128,bt=8,rx=2,wave=true,ascend=true", 3, 3, 7, 0},
+		{"n5d:bx=128,bt=8,rx=2,wave=false", 1, 1, 2, 0},
+		// Copies two planes ahead into level 0's planes: async+lag+R+1 rounded up to a divisor.
+		{"n5d:bx=128,bt=8,rx=2,wave=true,async=2", 1, 2, 2, 6},
+		{"n5d:bx=128,bt=8,rx=2,wave=true,async=2,ascend=true", 1, 1, 2, 6},
+		{"n5d:bx=128,bt=8,rx=2,wave=true,async=1,ascend=true", 1, 1, 2, 6},
+		{"n5d:bx=128,bt=8,rx=2,wave=true,async=1,unroll=3,ascend=true", 1, 1, 3, 0},
+	}
+	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pl.N5DLag(c.R); got != c.lag {
+			t.Errorf("%s R=%d: lag %d, want %d", c.plan, c.R, got, c.lag)
+		}
+		if got := pl.N5DPlanes(c.R); got != c.ring {
+			t.Errorf("%s R=%d: %d shared planes per level, want %d", c.plan, c.R, got, c.ring)
+		}
+		if got := pl.N5DStarRing(c.R, pl.N5DRound(c.R)); got != c.starRing {
+			t.Errorf("%s R=%d: star ring %d, want %d", c.plan, c.R, got, c.starRing)
+		}
+		back, err := plan.Parse(pl.String(), p)
+		if err != nil || back != pl {
+			t.Errorf("%s: %s does not read back (%v)", c.plan, pl, err)
+		}
+	}
+	for _, text := range []string{"n5d:bx=64,bt=4,wave=false,ascend=true", "n5d:bx=64,bt=4,wave=true,shfl=true,ascend=true", "n5d:bx=64,bt=4,wave=true,cx=2,ascend=true"} {
+		pl, err := plan.Parse(text, p)
+		if err == nil {
+			err = pl.Validate(p, plan.Limits{}, 0)
+		}
+		if err == nil || !strings.Contains(err.Error(), "ascend") {
+			t.Errorf("%s: got %v, want an error naming ascend", text, err)
+		}
+	}
+}

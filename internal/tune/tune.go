@@ -974,6 +974,13 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 			out = append(out, v)
 		}
 	}
+	if !pl.Ascend && pl.Wave && lower.N5DAscends(p) {
+		v := pl
+		v.Ascend = true
+		if v.Validate(p, plan.Limits{}, 0) == nil {
+			out = append(out, v)
+		}
+	}
 	if u := 2*p.Reach()[0] + 1; pl.Unroll == 0 && lower.N5DShortRound(p) {
 		v := pl
 		v.Unroll = u

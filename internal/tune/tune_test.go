@@ -409,7 +409,7 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 			}
 			// The refinement's prefetch variants (the neighbours' round variants of the
 			// best follow them).
-			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Unclamped && !c.Plan.Edges && !c.Plan.EdgesFirst {
+			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Unclamped && !c.Plan.Edges && !c.Plan.EdgesFirst && !c.Plan.Ascend {
 				refined = append(refined, c.Plan.String())
 			}
 		}
@@ -506,6 +506,7 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,unclamped=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,edgesfirst=true,chunk=256",
+			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,ascend=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=3,unroll=3,chunk=256"}},
 		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=2,rx=2,pf=5", []string{
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,rimcut=true,chunk=256",
@@ -513,11 +514,16 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unclamped=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edgesfirst=true,chunk=256",
+			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,ascend=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unroll=5,chunk=256"}},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true,ascend=true", nil},
+		// Stars take their levels lowest first (ascend); the boxes below do not.
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true", []string{
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true,ascend=true,chunk=64"}},
 		// Warps of two rows of one-row threads: the rows near the tile's edges idle from level 2 on.
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true", []string{
-			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true,chunk=64"}},
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,ascend=true,chunk=64"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,async=2", []string{
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,phased=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,rimcut=true,chunk=64",
@@ -525,6 +531,7 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,edges=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,edgesfirst=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,shrink=true,chunk=64",
+			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,ascend=true,chunk=64",
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,async=2,unroll=3,chunk=64"}},
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2,pf=2,fastmath=true", []string{
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,rimcut=true,chunk=64,fastmath=true",
@@ -540,7 +547,9 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,shrink=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80"}},
-		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,fastmath=true", nil},
+		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,fastmath=true", []string{
+			"n5d:bx=128,by=1,bt=10,rx=2,wave=true,pf=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,ascend=true,chunk=256,fastmath=true"}},
+		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,ascend=true,fastmath=true", nil},
 		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,cx=2,phased=true,rimcut=true,unclamped=true,unroll=3", nil},
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
 			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256",
