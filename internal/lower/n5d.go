@@ -271,7 +271,6 @@ func n5dStart(R, L, bt int) int {
 // mod is the non-negative remainder.
 func mod(a, b int) int { return ((a % b) + b) % b }
 
-
 // n5dRimMargins are the planes an n5d chunk of depth bt keeps from the streaming axis's ends
 // to run the loop without the rim's checks (the plane condition of the interior test in
 // n5dKernel): it starts at lo or later and ends at n0-hi or earlier. Level bt's first input
