@@ -560,6 +560,25 @@ func TestRoundVariants(t *testing.T) {
 	})
 }
 
+// TestWiderTiles: a 3D n5d plan gets twice its threads along x and along y where a block
+// still holds them (1024 threads); blocks that cannot double, 2D and clustered plans get none.
+func TestWiderTiles(t *testing.T) {
+	checkVariants(t, widerTiles, []variantCase{
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=24,bt=4,rx=2,ry=2,unroll=3,ascend=true,chunk=64,maxregs=80", []string{
+			"n5d:bx=32,by=24,bt=4,rx=2,ry=2,wave=true,unroll=3,ascend=true,chunk=64,maxregs=80",
+			"n5d:bx=16,by=48,bt=4,rx=2,ry=2,wave=true,unroll=3,ascend=true,chunk=64,maxregs=80"}},
+		{"an5d/j3d27pt.stencil", "n5d:bx=32,by=8,bt=2,rx=2,ry=3,pf=2,chunk=32", []string{
+			"n5d:bx=64,by=8,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=32",
+			"n5d:bx=32,by=16,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=32"}},
+		{"an5d/star3d1r.stencil", "n5d:bx=32,by=24,bt=4,rx=2,ry=2,chunk=64", nil},
+		{"an5d/star3d1r.stencil", "n5d:bx=32,by=16,bt=4,rx=2,chunk=64", []string{
+			"n5d:bx=64,by=16,bt=4,rx=2,wave=true,chunk=64",
+			"n5d:bx=32,by=32,bt=4,rx=2,wave=true,chunk=64"}},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=16,bt=2,rx=2,cx=2,chunk=64", nil},
+		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=8,rx=2", nil},
+	})
+}
+
 // TestRowVariants: a shallow 3D n5d plan gets two-row threads over the same tile and over a
 // tile twice as wide; deep, 2D, already two-row and clustered plans get none.
 func TestRowVariants(t *testing.T) {
