@@ -1003,7 +1003,10 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 			out = append(out, v)
 		}
 	}
-	if !pl.Ascend && pl.Wave && lower.N5DAscends(p) {
+	// Levels lowest first (ascend) in 3D only: on the H100 it gained 11.5% on star3d1r's short
+	// rounds and lost 3-8% on the 2D stars' tuned plans, whose own searches with it found
+	// nothing faster (docs/performance.md, "Levels lowest first").
+	if !pl.Ascend && pl.Wave && p.Dims() == 3 && lower.N5DAscends(p) {
 		v := pl
 		v.Ascend = true
 		if v.Validate(p, plan.Limits{}, 0) == nil {

@@ -506,7 +506,6 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,unclamped=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,edgesfirst=true,chunk=256",
-			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=2,ascend=true,chunk=256",
 			"n5d:bx=128,by=1,bt=8,rx=2,wave=true,pf=3,unroll=3,chunk=256"}},
 		{"an5d/star2d2r.stencil", "n5d:bx=128,bt=2,rx=2,pf=5", []string{
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,rimcut=true,chunk=256",
@@ -514,10 +513,9 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unclamped=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edges=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,edgesfirst=true,chunk=256",
-			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,ascend=true,chunk=256",
 			"n5d:bx=128,by=1,bt=2,rx=2,wave=true,pf=5,unroll=5,chunk=256"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true,ascend=true", nil},
-		// Stars take their levels lowest first (ascend); the boxes below do not.
+		// 3D stars take their levels lowest first (ascend); the boxes below do not.
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true", []string{
 			"n5d:bx=16,by=32,bt=4,rx=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,shrink=true,ascend=true,chunk=64"}},
 		// Warps of two rows of one-row threads: the rows near the tile's edges idle from level 2 on.
@@ -547,9 +545,8 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,shrink=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80",
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80"}},
-		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,fastmath=true", []string{
-			"n5d:bx=128,by=1,bt=10,rx=2,wave=true,pf=2,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,ascend=true,chunk=256,fastmath=true"}},
-		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,ascend=true,fastmath=true", nil},
+		// 2D stars do not ascend.
+		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,fastmath=true", nil},
 		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,cx=2,phased=true,rimcut=true,unclamped=true,unroll=3", nil},
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
 			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256",
