@@ -639,25 +639,32 @@ func (t *tuner) neighbours(best *Candidate) {
 	// A thread of one more row over the same tile, after all that, and its own neighbours if
 	// it wins (deeperRows), then its chunk further the way that won (chunkWalk).
 	if b := fastest(t.res.Candidates); b != nil {
-		vars := t.unmeasured(variant, deeperRows(t.s.Prog, b.Plan))
-		t.refined(b, vars)
-		if nb := fastest(t.res.Candidates); slices.Contains(vars, nb) {
-			t.refined(nb, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, nb.Plan, false)))
+		if nb := t.refineShape(variant, b, deeperRows(t.s.Prog, b.Plan)); nb != nil {
 			t.chunkWalk(variant, nb)
 		}
 	}
 	// A 3D tile twice as wide or as tall, and its neighbours if it wins (widerTiles).
 	if b := fastest(t.res.Candidates); b != nil {
-		vars := t.unmeasured(variant, widerTiles(t.s.Prog, b.Plan))
-		t.refined(b, vars)
-		if nb := fastest(t.res.Candidates); slices.Contains(vars, nb) {
-			t.refined(nb, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, nb.Plan, false)))
-		}
+		t.refineShape(variant, b, widerTiles(t.s.Prog, b.Plan))
 	}
 	// A best plan with the rim's planes in blocks of their own, last, at longer chunks.
 	if b := fastest(t.res.Candidates); b != nil {
 		t.refined(b, t.unmeasured(variant, rimBlockChunks(t.s.Shape, b.Plan)))
 	}
+}
+
+// refineShape measures plans of another block shape than best's as its variants and, where one
+// of them is then the fastest, that plan's own chunk and loop variants (neighbourPlans), a
+// shape the steps before never saw; it returns that plan, or nil where none won.
+func (t *tuner) refineShape(variant func(plan.Plan) *Candidate, best *Candidate, pls []plan.Plan) *Candidate {
+	vars := t.unmeasured(variant, pls)
+	t.refined(best, vars)
+	nb := fastest(t.res.Candidates)
+	if !slices.Contains(vars, nb) {
+		return nil
+	}
+	t.refined(nb, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, nb.Plan, false)))
+	return nb
 }
 
 // combine measures, while a plan other than from is the fastest, that plan's own loop
@@ -786,7 +793,7 @@ func widerTiles(p *ir.Program, pl plan.Plan) []plan.Plan {
 	tall.BY *= 2
 	var out []plan.Plan
 	for _, v := range []plan.Plan{wide, tall} {
-		if v.Threads() <= 1024 && v.Validate(p, plan.Limits{}, 0) == nil {
+		if v.Validate(p, plan.Limits{MaxThreadsPerBlock: 1024}, 0) == nil {
 			out = append(out, v)
 		}
 	}
