@@ -609,7 +609,8 @@ func (t *tuner) variants() func(plan.Plan) *Candidate {
 // 70%) and, for n5d, with scalar global accesses instead of vectors (vec=1: the vectors
 // gained 3-6% on most 2D stencils and lost 2% on box3d1r and star3d1r), with phased loops
 // and with short rounds (roundVariants), and in 3D with two-row threads (rowVariants); a
-// best plan with the rim's blocks, last, at longer chunks (rimBlockChunks).
+// best plan with the rim's blocks at longer chunks (rimBlockChunks); and last the chunks close
+// to the best plan's (fineChunks).
 func (t *tuner) neighbours(best *Candidate) {
 	if best == nil {
 		return
@@ -647,9 +648,13 @@ func (t *tuner) neighbours(best *Candidate) {
 	if b := fastest(t.res.Candidates); b != nil {
 		t.refineShape(variant, b, widerTiles(t.s.Prog, b.Plan))
 	}
-	// A best plan with the rim's planes in blocks of their own, last, at longer chunks.
+	// A best plan with the rim's planes in blocks of their own at longer chunks.
 	if b := fastest(t.res.Candidates); b != nil {
 		t.refined(b, t.unmeasured(variant, rimBlockChunks(t.s.Shape, b.Plan)))
+	}
+	// The chunks close to the best plan's, last (fineChunks).
+	if b := fastest(t.res.Candidates); b != nil {
+		t.refined(b, t.unmeasured(variant, fineChunks(t.s.Shape, b.Plan)))
 	}
 }
 
@@ -743,6 +748,37 @@ func rimBlockChunks(shape []int, pl plan.Plan) []plan.Plan {
 			v.Chunk = n
 			out = append(out, v)
 		}
+	}
+	return out
+}
+
+// fineChunks are a plan at stream chunks an eighth and a twentieth shorter and longer (multiples
+// of 8 planes, of 4 below 128; shorter than the streaming axis). Time per plane is no smooth
+// function of the chunk: on the H100, with the tuned plans, star2d2r ran 1580 GCells/s at 624
+// planes, 1671 at 640 and 1687 at 656, and j2d5pt 2402 at 576, 2456 at 608 and 2481 at 672
+// against 2449 at 640 (docs/performance.md, "Chunks close to the tuned ones"), steps the
+// quarter steps of neighbours and chunkWalk pass over. Three interleaved rounds kept
+// j2d5pt +1.4% at 672, box3d1r and j3d27pt +1.0% at 28 instead of 32, box2d1r +0.9% at 672.
+func fineChunks(shape []int, pl plan.Plan) []plan.Plan {
+	c := pl.Chunk
+	if c <= 0 {
+		return nil
+	}
+	q := 8
+	if c < 128 {
+		q = 4
+	}
+	var out []plan.Plan
+	seen := map[int]bool{c: true}
+	for _, f := range [][2]int{{7, 8}, {19, 20}, {21, 20}, {9, 8}} {
+		n := int(math.Round(float64(c*f[0])/float64(f[1])/float64(q))) * q
+		if n < q || n >= shape[0] || seen[n] {
+			continue
+		}
+		seen[n] = true
+		v := pl
+		v.Chunk = n
+		out = append(out, v)
 	}
 	return out
 }

@@ -465,6 +465,8 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			t.Errorf("variant %s: %s", c.Plan, c.Status)
 		}
 		switch {
+		case c.Plan.Chunk%16 != 0: // only fineChunks leaves the 16-plane grid
+			seen["fine chunk"] = true
 		case c.Plan.Chunk == 48, c.Plan.Chunk == 80:
 			seen[fmt.Sprintf("chunk=%d", c.Plan.Chunk)] = true
 		case c.Plan.Vec == 1:
@@ -481,7 +483,7 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			seen["edgesfirst"] = true
 		}
 	}
-	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut", "edges", "edgesfirst"} {
+	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut", "edges", "edgesfirst", "fine chunk"} {
 		if !seen[want] {
 			t.Errorf("no measured variant with %s among %d candidates", want, len(res.Candidates))
 		}
@@ -861,5 +863,37 @@ func TestCombineSwitches(t *testing.T) {
 	tu.combine(variant, fastest(tu.res.Candidates))
 	if len(timed) != n {
 		t.Errorf("a second search timed %v", timed[n:])
+	}
+}
+
+// TestFineChunks: the chunks an eighth and a twentieth either side, on a grid of 8 planes (4
+// below 128), none repeated, none the plan's own, none as long as the streaming axis.
+func TestFineChunks(t *testing.T) {
+	p := program(t, "an5d/j2d5pt.stencil")
+	for _, tc := range []struct {
+		chunk, axis int
+		want        string
+	}{
+		{640, 16386, "[560 608 672 720]"},
+		{512, 16386, "[448 488 536 576]"},
+		{32, 514, "[28 36]"},
+		{64, 514, "[56 60 68 72]"},
+		{640, 700, "[560 608 672]"},
+		{0, 16386, "[]"},
+	} {
+		pl := plans(t, p, "n5d:bx=128,bt=4,rx=2,wave=true")[0]
+		pl.Chunk = tc.chunk
+		var got []int
+		for _, v := range fineChunks([]int{tc.axis, tc.axis}, pl) {
+			v2 := v
+			v2.Chunk = pl.Chunk
+			if v2.String() != pl.String() {
+				t.Errorf("chunk %d: variant %s changes more than the chunk", tc.chunk, v)
+			}
+			got = append(got, v.Chunk)
+		}
+		if fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") {
+			t.Errorf("chunk %d of %d planes: %v, want %s", tc.chunk, tc.axis, got, tc.want)
+		}
 	}
 }
