@@ -1156,6 +1156,33 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	for i := range read {
 		read[i] = read[i] || clustered
 	}
+	// enter puts cell i's value v of plane x (its place in the round) of a level into the
+	// level's register queue and, where other threads read it, its shared window: the newest
+	// plane into a ring of every plane (or, with ascend, the plane the level above reads R
+	// copies later); with two double-buffered planes the queue's centre, the plane the level
+	// above computes next (partial sums publish the newest).
+	enter := func(w *window, x, i int, v kir.Expr) []kir.Stmt {
+		var out []kir.Stmt
+		if !assoc {
+			out = append(out, kir.Set(kir.Id(w.queue[mod(x, U)][i]), v))
+		}
+		switch {
+		case w.ring == 0:
+		case ascend:
+			if read[i] {
+				out = append(out, publish(w, mod(x, w.ring), i, v)...)
+			}
+		case w.ring == 2:
+			if assoc {
+				out = append(out, publish(w, mod(x, w.ring), i, v)...)
+			} else if read[i] {
+				out = append(out, publish(w, mod(x-R, w.ring), i, kir.Id(w.queue[mod(x-R, U)][i]))...)
+			}
+		default:
+			out = append(out, publish(w, mod(x, w.ring), i, v)...)
+		}
+		return out
+	}
 	vName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i) }
 	// across says which cell of which neighbouring lane a read at l's x offset from cell i
 	// lands on, when not on the thread's own cells (shfl).
@@ -1277,26 +1304,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					}
 				}
 				for i := 0; i < NC; i++ {
-					if !assoc {
-						loop = append(loop, kir.Set(kir.Id(w.queue[mod(r, U)][i]), vals[g][i]))
-					}
-					switch {
-					case w.ring == 0:
-					case ascend:
-						// The newest plane, which level 1 reads R copies later.
-						if read[i] {
-							loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
-						}
-					case w.ring == 2:
-						if assoc {
-							loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
-						} else if read[i] {
-							// The queue's centre is the plane the next level computes.
-							loop = append(loop, publish(w, mod(r-R, w.ring), i, kir.Id(w.queue[mod(r-R, U)][i]))...)
-						}
-					default:
-						loop = append(loop, publish(w, mod(r, w.ring), i, vals[g][i])...)
-					}
+					loop = append(loop, enter(w, r, i, vals[g][i])...)
 				}
 				loop = append(loop, keepD(g, 0, vals[g])...)
 			}
@@ -1538,25 +1546,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						continue
 					}
 					w := win[[2]int{g.Index, t}]
-					if !assoc {
-						lvl = append(lvl, kir.Set(kir.Id(w.queue[mod(mrel, U)][i]), v))
-					}
-					switch {
-					case w.ring == 0:
-					case ascend:
-						if read[i] {
-							lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
-						}
-					case w.ring == 2:
-						if assoc {
-							lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
-						} else if read[i] {
-							// Publish the queue's centre: the plane level t+1 computes next.
-							lvl = append(lvl, publish(w, mod(mrel-R, w.ring), i, kir.Id(w.queue[mod(mrel-R, U)][i]))...)
-						}
-					default:
-						lvl = append(lvl, publish(w, mod(mrel, w.ring), i, v)...)
-					}
+					lvl = append(lvl, enter(w, mrel, i, v)...)
 				}
 			}
 			for _, u := range p.Updates {
