@@ -11,7 +11,12 @@
 #   D  as generated, but only the interior blocks work (the others skip the loops; the code
 #      and its registers stay, as the skip depends on a kernel argument);
 #   E  as generated, but only the blocks outside the interior work;
-#   F  only the interior blocks work, with B's code (the checked and edge loops dropped).
+#   F  only the interior blocks work, with B's code (the checked and edge loops dropped);
+#   N  as generated, with every __syncthreads() removed (results are wrong: what the block's
+#      barriers cost at most, the bound a split arrive/wait barrier could take back);
+#   P, Q  as generated, but the blocks of each launch's first waves start staggered: a block's
+#      threads sleep (its arrival on its multiprocessor mod 8) x 300 ns (P) or x 1200 ns (Q)
+#      before the main kernel's loops, so that blocks resident together do not run in step.
 # D + E against A says what the blocks outside the interior cost; D against F what their
 # loops' code costs the interior blocks. Every variant but A pads each device grid by 16 MiB on
 # each side, so that reads past the rim stay inside an allocation. VARIANTS ("A B C") picks.
@@ -36,6 +41,22 @@ t = open(src).read()
 i = t.index('if (zb - ', t.index('__global__'))  # the first kernel is the main one
 k = t.index(') {\n', i)
 c = t[i + 4:k]  # the interior test
+if mode in 'PQ':
+    d = {'P': 300, 'Q': 1200}[mode]
+    g = t.index('extern "C" __global__')
+    t = t[:g] + '__device__ unsigned tempest_stagger[1024];\n' + t[g:]
+    k = t.index(') {\n', t.index('__global__', g)) + 4
+    t = t[:k] + ('  { __shared__ unsigned st_slot; if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) '
+                 '{ unsigned sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm)); st_slot = atomicAdd(&tempest_stagger[sm & 1023u], 1u); } '
+                 '__syncthreads(); if (blockIdx.x + blockIdx.y * gridDim.x + blockIdx.z * gridDim.x * gridDim.y < 1056u) '
+                 f'__nanosleep((st_slot % 8u) * {d}u); }}\n') + t[k:]
+    open(dst, 'w').write(t)
+    sys.exit(0)
+if mode == 'N':
+    n = t.count('__syncthreads();')
+    assert n > 0, 'no barrier found'
+    open(dst, 'w').write(t.replace('__syncthreads();', ';'))
+    sys.exit(0)
 t = t[:i] + {
     'B': 'if (1) {',
     'D': f'if (!({c}) && chunk > 0) {{}} else if ({c}) {{',

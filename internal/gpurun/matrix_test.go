@@ -203,13 +203,14 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				// lowest first where the program is a star (ascend), and two on the sampled
 				// variant (short chunks, register tiles, vector copies in the interior blocks,
 				// the edge loop, the other level order; reach 2 and more along the streaming
-				// axis take a ring of more planes than three, the fewest that divide the round).
+				// axis take a ring of more planes than three, the fewest that divide the round;
+				// its shared rows split by cell where side by side is the default, plan.Split).
 				as := def
 				as.Async = 1
 				as.Ascend = as.Wave && lower.N5DAscends(p)
 				out = append(out, as)
 				as = alt
-				as.Prefetch, as.Async = 0, 2
+				as.Prefetch, as.Async, as.Split = 0, 2, as.RX > 1
 				as.Edges = lower.N5DEdges(p, as) // the edge loop's copies of clamped runs
 				out = append(out, as)
 			}

@@ -572,9 +572,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// cell reads two or more words of a neighbouring thread: reach 2 and more along x, and 3D
 	// boxes, which read whole row segments of the rows above and below. Measured on the H100
 	// (docs/performance.md): split gains 4-11% on the first-order stencils, loses 3-16% on
-	// those others.
+	// those others; plan.Split asks for split on them too.
 	TX := bsize[X] / RX
-	split := RX > 1 && !shfl && h[X] < 2 && !(d == 3 && offPlaneInPlane)
+	split := RX > 1 && !shfl && (pl.Split || h[X] < 2 && !(d == 3 && offPlaneInPlane))
 	// A row clustered along x has gx ghost places on either side for the neighbours' cells
 	// (split: thread places in each run of RS words; side by side: cells). Ghost rows along y
 	// lie in the plane's pad.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -655,4 +656,45 @@ func evalInt(t *testing.T, e kir.Expr, env map[string]int, block, grid [3]int) i
 	}
 	t.Fatalf("unexpected expression %T", e)
 	return 0
+}
+
+// TestN5DSplitRows checks plan.Split's layout where side by side is the default (reach 2 along
+// x, 3D boxes): a thread publishes its two cells of a level a word apart side by side and a
+// run of TX words apart split (32 threads along x here); first-order stars are split either
+// way.
+func TestN5DSplitRows(t *testing.T) {
+	stores := regexp.MustCompile(`smem\[tid \+ (\d+)\] = (\w+)_([01]);`)
+	gap := func(src string) int {
+		m := stores.FindAllStringSubmatch(src, -1)
+		for i := 0; i+1 < len(m); i++ {
+			if m[i][2] == m[i+1][2] && m[i][3] == "0" && m[i+1][3] == "1" {
+				a, _ := strconv.Atoi(m[i][1])
+				b, _ := strconv.Atoi(m[i+1][1])
+				return b - a
+			}
+		}
+		t.Fatal("no pair of a level's stores found")
+		return 0
+	}
+	for _, c := range []struct {
+		name, plan string
+		side       int // the gap without split
+	}{
+		{"star2d2r", "n5d:bx=32,bt=2,rx=2,wave=true,pf=5,chunk=16", 1},
+		{"box2d2r", "n5d:bx=32,bt=2,rx=2,wave=true,chunk=16", 1},
+		{"box3d1r", "n5d:bx=32,by=4,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=8", 1},
+		{"star2d1r", "n5d:bx=32,bt=2,rx=2,wave=true,chunk=16", 32},
+	} {
+		src, err := os.ReadFile("../../examples/an5d/" + c.name + ".stencil")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, split, side := withAndWithout(t, string(src), c.plan, func(pl *plan.Plan) { pl.Split = true })
+		if g := gap(side); g != c.side {
+			t.Errorf("%s %s: cells published %d words apart, want %d", c.name, c.plan, g, c.side)
+		}
+		if g := gap(split); g != 32 {
+			t.Errorf("%s %s,split=true: cells published %d words apart, want 32", c.name, c.plan, g)
+		}
+	}
 }

@@ -141,6 +141,14 @@ type Plan struct {
 	// gradient2d +8%) and the 3D ones lost 2-4%, so it is the tuner's to choose. Not with
 	// clusters (a cluster's blocks take adjacent tiles) or shfl (a block holds several tiles).
 	EdgesFirst bool
+	// Split lays out every shared row of n5d with a thread's rx cells split into runs (cell i
+	// of every thread in the row's i-th run) also where side by side is the default: reach 2
+	// or more along x, and 3D boxes. Side by side lets a thread publish its cells with one
+	// vector store and read pairs of neighbours with one vector load, but its single reads
+	// across a thread boundary are rx-way bank conflicts; split reads are conflict-free
+	// scalars. On the H100 the tuned 3D box plans (three rows of two cells per thread) read
+	// 42% of their shared wavefronts as conflicts side by side. Needs rx > 1; not with shfl.
+	Split bool
 	// KeepScale keeps, under fast math, an update's arithmetic as written: a constant scale of
 	// a weighted sum stays its own multiplication instead of being folded into the sum's
 	// coefficients (lower.RewritesFastMath), and a box with affine coefficients is not factored into
@@ -476,7 +484,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		switches["wave"], switches["shfl"], switches["phased"] = &pl.Wave, &pl.Shfl, &pl.Phased
 		switches["rimcut"], switches["rimblocks"], switches["edges"] = &pl.RimCut, &pl.RimBlocks, &pl.Edges
 		switches["edgesfirst"], switches["unclamped"] = &pl.EdgesFirst, &pl.Unclamped
-		switches["shrink"], switches["ascend"] = &pl.Shrink, &pl.Ascend
+		switches["shrink"], switches["ascend"], switches["split"] = &pl.Shrink, &pl.Ascend, &pl.Split
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -563,7 +571,7 @@ func (pl Plan) String() string {
 		for _, s := range []struct {
 			key string
 			on  bool
-		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}, {"ascend", pl.Ascend}} {
+		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}, {"ascend", pl.Ascend}, {"split", pl.Split}} {
 			if s.on {
 				parts = append(parts, s.key+"=true")
 			}
@@ -718,6 +726,9 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 		}
 		if cx, cy := pl.Cluster(); pl.Ascend && (pl.Shfl || cx*cy > 1) {
 			return fmt.Errorf("plan %s: ascend orders the levels around shared planes of one block; drop it with shfl or clusters (cx, cy)", pl)
+		}
+		if pl.Split && (pl.RX < 2 || pl.Shfl) {
+			return fmt.Errorf("plan %s: split lays out the shared rows by a thread's rx cells; it needs rx=2 or more and no shfl (whose tiles have no shared rows)", pl)
 		}
 		if pl.CX < 0 || pl.CY < 0 || pl.CX > 8 || pl.CY > 8 {
 			return fmt.Errorf("plan %s: the cluster dimensions cx and cy must be 1..8", pl)

@@ -417,3 +417,31 @@ func TestN5DAscend(t *testing.T) {
 		}
 	}
 }
+
+// TestN5DSplit checks that split reads back and is refused where a thread has one cell or the
+// tile has no shared rows.
+func TestN5DSplit(t *testing.T) {
+	p, err := load.File("../../examples/an5d/star2d2r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse("n5d:bx=128,bt=8,rx=2,wave=true,pf=5,split=true,chunk=640", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.Split || pl.Validate(p, plan.Limits{}, 0) != nil {
+		t.Fatalf("%s: split %v, %v", pl, pl.Split, pl.Validate(p, plan.Limits{}, 0))
+	}
+	if back, err := plan.Parse(pl.String(), p); err != nil || back != pl || !strings.Contains(pl.String(), "split=true") {
+		t.Errorf("%s does not read back (%v)", pl, err)
+	}
+	for _, text := range []string{"n5d:bx=64,bt=4,wave=true,split=true", "n5d:bx=64,bt=4,rx=2,wave=true,shfl=true,split=true"} {
+		pl, err := plan.Parse(text, p)
+		if err == nil {
+			err = pl.Validate(p, plan.Limits{}, 0)
+		}
+		if err == nil || !strings.Contains(err.Error(), "split") {
+			t.Errorf("%s: got %v, want an error naming split", text, err)
+		}
+	}
+}
