@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Stream chunks that fill whole waves of resident blocks (docs/performance.md, "Chunks close to
 # the tuned ones"): per 2D stencil, its tuned plan once (the warps it reports give the resident
-# blocks per SM), then the chunks that make tiles x chunks come to just under k = 1, 2, 3 waves
-# of 132 SMs x those blocks; then ROUNDS (2) rounds of all of them. 16384^2 interior, 1000 steps.
+# blocks per SM), then the chunks that make tiles x chunks (the rim's two blocks per tile
+# included) come to just under k = 1, 2, 3 waves of 132 SMs x those blocks; then ROUNDS (2)
+# rounds of all of them. 16384^2 interior, 1000 steps. (The fifteenth session's runs left the
+# rim's blocks out: their "one wave" was 1.17-1.20 waves; docs/performance.md, sixteenth session.)
 # Usage (GPU machine, repository root): bench/gpu/wave-chunks.sh TEMPEST OUTDIR
 # The tile widths and rim-block bounds below are those of the tuned plans' generated code
 # (`tempest gen ... --plan P`: c1 = eb_x * OUT - ..., zb = ... n0 - HI : LO + ...; W, the
@@ -19,7 +21,7 @@ while read -r s n out lo hi p; do
   b=$(( warps * 32 / bx ))
   echo "$s $p" >> "$OUT/waves-list.txt"
   for k in 1 2 3; do
-    c=$(awk -v n=$n -v out=$out -v lo=$lo -v hi=$hi -v b=$b -v k=$k 'BEGIN{T=int((n+out-1)/out); M=n-lo-hi; nc=int(k*132*b/T); print int((M+nc-1)/nc)}')
+    c=$(awk -v n=$n -v out=$out -v lo=$lo -v hi=$hi -v b=$b -v k=$k 'BEGIN{T=int((n+out-1)/out); M=n-lo-hi; nc=int(k*132*b/T)-2; print int((M+nc-1)/nc)}')
     echo "$s $(echo "$p" | sed "s/chunk=[0-9]*/chunk=$c/")" >> "$OUT/waves-list.txt"
   done
 done <<'LIST'
