@@ -32,6 +32,11 @@ type Arith struct {
 	F32, F64 map[string]Acc
 	// FTZ says results below the smallest normal float may be flushed to zero (fast math).
 	FTZ bool
+	// Reassoc says the engine may add a float sum's terms in another order than the written
+	// one (fast-math plans order them, lower.orderTerms): each of the n-1 additions of an
+	// n-term sum is then allowed the rounding of the sum of the terms' magnitudes, which
+	// bounds every order's partial sums, instead of the rounding of its own partial sum.
+	Reassoc bool
 }
 
 // Acc is one operation's accuracy, possibly depending on its first argument x (the fast
@@ -81,8 +86,9 @@ var CUDAFast = Arith{
 		"tanh": ulps(math.Exp2(23 - 10.9)),
 		"pow":  ulps(8192),
 	},
-	F64: CUDA.F64,
-	FTZ: true,
+	F64:     CUDA.F64,
+	FTZ:     true,
+	Reassoc: true,
 }
 
 // OpenCL is the OpenCL C specification's minimum accuracy of the full profile (single
@@ -107,8 +113,9 @@ var OpenCLFast = Arith{
 		"tan":  func(x float64) (float64, float64) { c := math.Cos(x); return 5, 2 * 0x1p-11 / math.Max(c*c, 1e-30) },
 		"tanh": ulps(8192), "pow": ulps(8192),
 	},
-	F64: OpenCL.F64,
-	FTZ: true,
+	F64:     OpenCL.F64,
+	FTZ:     true,
+	Reassoc: true,
 }
 
 // For picks the accuracy of a backend's compilation ("cuda" or "opencl").

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"tempest/internal/load"
@@ -150,6 +151,45 @@ func TestUlp(t *testing.T) {
 	} {
 		if got := ulpOf(c.v, c.p, c.minE); got != c.want {
 			t.Errorf("ulp(%g, p=%d) = %g, want %g", c.v, c.p, got, c.want)
+		}
+	}
+}
+
+// TestReassocBoundsAnyOrder: fast-math plans add a sum's terms in another order than the
+// written one (lower.orderTerms puts the centre first). Written, a + -a + u/1000 cancels
+// exactly before the small term is added; small term first, u/1000 + a rounds at a's ulp
+// (values near 1e6) before the cancellation. The fast-math bound (Arith.Reassoc) must hold
+// for that order, and the bound of the written order alone must not, or the test shows
+// nothing.
+func TestReassocBoundsAnyOrder(t *testing.T) {
+	p, err := load.Source("t.stencil", "axes x\ntype f32\nstate u\n  init 1000000.0 * rand()\n  boundary fixed\nupdate u = u[x-1] + -u[x-1] + 0.001*u\n", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4096
+	s, err := state.New(p, []int{n}, state.DefaultParams(p), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Init(s)
+	eng := s.Clone()
+	a := eng.Cur[0].Data.([]float32)
+	b := slices.Clone(a)
+	for i := 1; i < n-1; i++ {
+		r := float32(0.001*a[i]) + a[i-1]
+		b[i] = r + -a[i-1]
+	}
+	eng.Cur[0].Data = b
+	written := CUDAFast
+	written.Reassoc = false
+	for _, c := range []struct {
+		arith Arith
+		holds bool
+	}{{CUDAFast, true}, {written, false}} {
+		r := s.Clone()
+		v := Run(r, 1, c.arith).Check(r, eng)
+		if (v.Outside == 0) != c.holds {
+			t.Errorf("reassoc %v: %d of %d cells outside the bound (largest difference/bound %.3g), want the bound to hold: %v", c.arith.Reassoc, v.Outside, v.Cells, v.Ratio, c.holds)
 		}
 	}
 }

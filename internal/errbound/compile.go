@@ -73,6 +73,9 @@ type compiler struct {
 	s     *state.State
 	prog  *compiled
 	slots map[string]int32
+	// chain collects the terms' nodes of the float sum being compiled where the engine may
+	// reorder sums (Arith.Reassoc); nil outside one, and for the operands of its terms.
+	chain *[]int32
 }
 
 // compileProgram compiles the lets and updates once, before the workers start.
@@ -404,7 +407,47 @@ func (c *compiler) load(l *ir.Load) node {
 }
 
 func (c *compiler) binary(e *ir.Binary) node {
-	xn, yn, op, t := c.compile(e.X), c.compile(e.Y), e.Op, e.T
+	op, t := e.Op, e.T
+	// A float sum the engine may reorder: its root node allows every addition of the chain
+	// the rounding of the sum of its terms' magnitudes, its inner additions none of their own.
+	inner := c.chain != nil
+	var terms *[]int32
+	reassoc := c.r.Engine.Reassoc && op == "+" && t.IsFloat()
+	if reassoc && !inner {
+		terms = new([]int32)
+	}
+	chain := c.chain
+	if reassoc && !inner {
+		chain = terms
+	}
+	operand := func(x ir.Expr) node {
+		saved := c.chain
+		sum := false
+		if b, ok := x.(*ir.Binary); ok && reassoc && b.Op == "+" && b.T == t {
+			sum = true
+		}
+		c.chain = nil
+		if sum {
+			c.chain = chain
+		}
+		n := c.compile(x)
+		c.chain = saved
+		if reassoc && !sum {
+			*chain = append(*chain, n.id)
+		}
+		return n
+	}
+	if !reassoc {
+		inner = false
+		operand = func(x ir.Expr) node {
+			saved := c.chain
+			c.chain = nil
+			n := c.compile(x)
+			c.chain = saved
+			return n
+		}
+	}
+	xn, yn := operand(e.X), operand(e.Y)
 	switch op {
 	case "&&", "||":
 		return c.add(func(id int32) func(*evaluator) {
@@ -513,7 +556,15 @@ func (c *compiler) binary(e *ir.Binary) node {
 					rc.loc = y.e // the quotient's truncation may step by one
 				}
 			}
-			if local != nil {
+			switch {
+			case local == nil || reassoc && inner:
+			case reassoc:
+				mag := 0.0
+				for _, k := range *terms {
+					mag += math.Abs(ev.recs[k].v.Float())
+				}
+				rc.loc += float64(len(*terms)-1) * local(mag, a)
+			default:
 				rc.loc += local(r, a)
 			}
 			if rc.loc != rc.loc {

@@ -7,6 +7,7 @@ import (
 	"tempest/internal/errbound"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/lower"
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
@@ -41,7 +42,8 @@ var fastShapes = map[int][]int{1: {300}, 2: {67, 70}, 3: {12, 20, 20}}
 
 // runFastMathBound runs every example that divides or takes square roots for 100 steps,
 // compiled with fast math, and checks each cell against its error bound (errbound): the
-// promise `tempest run --fastmath --verify` makes. strategies are the plans run.
+// promise `tempest run --fastmath --verify` makes. strategies are the plans run, each also
+// with its sums' centre terms first (plan.CentreFirst) where that reorders a sum.
 func runFastMathBound(t *testing.T, backend string, strategies []string) {
 	dev := openDevice(t, backend)
 	mods := NewModules(dev) // optimised, as users' runs compile: contraction is part of the test
@@ -65,12 +67,20 @@ func runFastMathBound(t *testing.T, backend string, strategies []string) {
 		ref.Init(s)
 		want := s.Clone()
 		b := errbound.Run(want, steps, arith)
+		var plans []plan.Plan
 		for _, st := range strategies {
 			pl, err := plan.Default(st, p)
 			if err != nil {
 				continue
 			}
 			pl.FastMath = true
+			plans = append(plans, pl)
+			if lower.OrdersTerms(p) {
+				pl.CentreFirst = true
+				plans = append(plans, pl)
+			}
+		}
+		for _, pl := range plans {
 			got := s.Clone()
 			r, err := PrepareWith(dev, got, pl, mods)
 			if err != nil {

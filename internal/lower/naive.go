@@ -165,6 +165,9 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 	wide := cells*maxLayers > 1<<31-1
 	p = orderSquares(p)
 	if pl.FastMath && !pl.KeepScale {
+		if pl.CentreFirst {
+			p = centreFirst(p)
+		}
 		p = fastMath(p)
 	}
 	switch pl.Strategy {

@@ -31,6 +31,118 @@ func factorAffines(p *ir.Program) *ir.Program { return mapUpdates(p, factorAffin
 // folded scale, then the factored box, whose fit sees the folded coefficients.
 func fastMath(p *ir.Program) *ir.Program { return factorAffines(foldScales(p)) }
 
+// centreFirst applies orderTerms to every update (plan.CentreFirst).
+func centreFirst(p *ir.Program) *ir.Program { return mapUpdates(p, orderTerms) }
+
+// OrdersTerms says plan.CentreFirst changes one of p's updates, so that the tuner measures it
+// only where it makes other kernels.
+func OrdersTerms(p *ir.Program) bool { return centreFirst(p) != p }
+
+// orderTerms writes the terms of every float sum of weighted loads (c*u[...], u[...]*c or
+// u[...], chained by +) that read the centre column, no offset but along the streaming axis,
+// before those that read in-plane neighbours, each group in its written order
+// (plan.CentreFirst). The kernels evaluate a sum's terms in the written order, one FMA after
+// the other, and in n5d the centre column comes from registers (the level's queue) while
+// in-plane neighbours are shared-memory loads. On the H100 j2d5pt (its update written y-1,
+// x-1, centre, x+1, y+1) ran star2d1r's plan 7% slower than star2d1r's centre-first order,
+// and as fast ordered; j2d9pt and star2d2r lost on their own plans, so the order is the
+// plan's (docs/performance.md, sixteenth session). Fast math only: another order rounds
+// differently, and errbound's fast-math accuracies bound a sum's roundings for any order
+// (Arith.Reassoc). The program is copied; p is unchanged.
+func orderTerms(e ir.Expr) (ir.Expr, bool) { return orderTermsIn(e, false) }
+
+// orderTermsIn is orderTerms on e, which is an inner addition of a sum that holds other terms
+// than weighted loads where chained: its terms are rewritten, not reordered.
+func orderTermsIn(e ir.Expr, chained bool) (ir.Expr, bool) {
+	switch e := e.(type) {
+	case *ir.Binary:
+		sum := e.Op == "+" && e.T.IsFloat()
+		if sum && !chained {
+			var terms []ir.Expr
+			sumTerms(e, e.T, &terms)
+			weighted, centred := true, 0
+			for _, x := range terms {
+				l := weightedLoad(x)
+				weighted = weighted && l != nil
+				if l != nil && !nonzero(l.Off[1:]) {
+					centred++
+				}
+			}
+			if weighted && centred > 0 && centred < len(terms) {
+				order := slices.Clone(terms)
+				slices.SortStableFunc(order, func(a, b ir.Expr) int {
+					return b2i(nonzero(weightedLoad(a).Off[1:])) - b2i(nonzero(weightedLoad(b).Off[1:]))
+				})
+				if !slices.Equal(order, terms) {
+					s := order[0]
+					for _, x := range order[1:] {
+						s = &ir.Binary{Op: "+", X: s, Y: x, T: e.T}
+					}
+					return s, true
+				}
+				return e, false
+			}
+		}
+		in := func(x ir.Expr) bool {
+			b, ok := x.(*ir.Binary)
+			return sum && ok && b.Op == "+" && b.T == e.T
+		}
+		x, cx := orderTermsIn(e.X, in(e.X))
+		y, cy := orderTermsIn(e.Y, in(e.Y))
+		if !cx && !cy {
+			return e, false
+		}
+		return &ir.Binary{Op: e.Op, X: x, Y: y, T: e.T}, true
+	case *ir.Unary:
+		if x, ch := orderTermsIn(e.X, false); ch {
+			return &ir.Unary{Op: e.Op, X: x, T: e.T}, true
+		}
+	case *ir.Call:
+		var args []ir.Expr
+		changed := false
+		for _, a := range e.Args {
+			x, ch := orderTermsIn(a, false)
+			changed = changed || ch
+			args = append(args, x)
+		}
+		if changed {
+			return &ir.Call{Fn: e.Fn, Args: args, T: e.T}, true
+		}
+	}
+	return e, false
+}
+
+// sumTerms appends the terms of the chain of + of type t that e heads, left to right.
+func sumTerms(e ir.Expr, t ir.Type, terms *[]ir.Expr) {
+	if b, ok := e.(*ir.Binary); ok && b.Op == "+" && b.T == t {
+		sumTerms(b.X, t, terms)
+		sumTerms(b.Y, t, terms)
+		return
+	}
+	*terms = append(*terms, e)
+}
+
+// weightedLoad is the load of a term c*u[...], u[...]*c or u[...] (c a constant), or nil.
+func weightedLoad(e ir.Expr) *ir.Load {
+	if b, ok := e.(*ir.Binary); ok && b.Op == "*" {
+		switch {
+		case constOf(b.X) != nil:
+			e = b.Y
+		case constOf(b.Y) != nil:
+			e = b.X
+		}
+	}
+	l, _ := e.(*ir.Load)
+	return l
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // RewritesFastMath says fast math rewrites one of p's updates, so that a plan's KeepScale
 // changes its kernels.
 func RewritesFastMath(p *ir.Program) bool { return fastMath(p) != p }

@@ -61,6 +61,22 @@ func TestFoldScales(t *testing.T) {
 	})
 }
 
+// TestOrderTerms: fast math writes a weighted sum's centre-column terms (offsets along the
+// streaming axis y only) first, each group in its written order, and leaves sums that are
+// ordered already, have no centre term, or hold other terms as they are.
+func TestOrderTerms(t *testing.T) {
+	checkRewrite(t, func(p *ir.Program) *ir.Program { return mapUpdates(p, orderTerms) }, []rewriteCase{
+		{"j2d5pt", "5.1*u[y-1] + 12.1*u[x-1] + 15.0*u + 12.2*u[x+1] + 5.2*u[y+1]", "5.1 * u[y-1] + 15.0 * u + 5.2 * u[y+1] + 12.1 * u[x-1] + 12.2 * u[x+1]"},
+		{"bare-loads", "u[x-1] + u[y+1] + u*2.0", "u[y+1] + u * 2.0 + u[x-1]"},
+		{"in-a-quotient", "(u[y-1, x+1] + 2.0*u[y-1]) / 3", "(2.0 * u[y-1] + u[y-1, x+1]) / 3.0"},
+		{"ordered", "0.2*u + 0.1*u[y-1] + 0.1*u[x+1]", ""},
+		{"no-centre", "u[x-1] + u[x+1]", ""},
+		{"other-term", "u[x-1] + u + sqrt(u)", ""},
+		{"inside-a-term", "u[x-1] + sqrt(u[x+1] + u)", "u[x-1] + sqrt(u + u[x+1])"},
+		{"difference", "u[x-1] - u", ""},
+	})
+}
+
 // TestOrderSquares: squares of load differences are written with the smaller offset first, so
 // that neighbouring cells write the same difference; everything else stays as written.
 func TestOrderSquares(t *testing.T) {

@@ -445,3 +445,28 @@ func TestN5DSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestCentreFirst checks that centrefirst reads back and is refused outside fast math or with
+// keepscale, which keep every sum as written.
+func TestCentreFirst(t *testing.T) {
+	p, err := load.File("../../examples/an5d/j2d5pt.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse("n5d:bx=128,bt=10,rx=2,wave=true,chunk=512,fastmath=true,centrefirst=true", p)
+	if err != nil || !pl.CentreFirst || pl.Validate(p, plan.Limits{}, 0) != nil {
+		t.Fatalf("%s: %v, %v", pl, err, pl.Validate(p, plan.Limits{}, 0))
+	}
+	if back, err := plan.Parse(pl.String(), p); err != nil || back != pl || !strings.Contains(pl.String(), "centrefirst=true") {
+		t.Errorf("%s does not read back (%v)", pl, err)
+	}
+	for _, text := range []string{"tiled:bx=32,by=8,centrefirst=true", "tiled:bx=32,by=8,fastmath=true,keepscale=true,centrefirst=true"} {
+		pl, err := plan.Parse(text, p)
+		if err == nil {
+			err = pl.Validate(p, plan.Limits{}, 0)
+		}
+		if err == nil || !strings.Contains(err.Error(), "centrefirst") {
+			t.Errorf("%s: got %v, want an error naming centrefirst", text, err)
+		}
+	}
+}
