@@ -992,7 +992,8 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // round goes as deep as the round and, under a register cap, also none at all: box3d1r's and
 // j3d27pt's 32 x 12 two-row blocks under 80 registers gained 1.6% with short rounds and no
 // prefetch, where a prefetch of three planes spilled), and under fast math with the update's
-// scale kept apart (where lowering would rewrite it, lower.RewritesFastMath). Each changes the code's size, the
+// scale kept apart (where lowering would rewrite it, lower.RewritesFastMath) and with its sums'
+// centre-column terms first (where that reorders a sum, lower.OrdersTerms). Each changes the code's size, the
 // warm-up's cost or what runs the checked loop, which the model does not rank: on the H100
 // phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
 // star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
@@ -1001,7 +1002,8 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // (their capped registers spilled more), idle warps skipping levels gained 0.4% on star3d1r's
 // tuned plan and 6.6% on its tile of whole-row warps (H200), the rim's blocks gained 3-6% on
 // star2d2r and j2d9pt and lost up to 14% elsewhere, and the folded scale gained 4-6% on three
-// stencils and lost 2% on j3d27pt.
+// stencils and lost 2% on j3d27pt, and the centre terms first gained 2.6% on j2d5pt (on
+// star2d1r's plan) and lost 3-8% on j2d9pt and star2d2r.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	var out []plan.Plan
 	if !pl.N5DPhased(pl.BT) {
@@ -1037,6 +1039,11 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if pl.FastMath && !pl.KeepScale && lower.RewritesFastMath(p) {
 		v := pl
 		v.KeepScale = true
+		out = append(out, v)
+	}
+	if pl.FastMath && !pl.KeepScale && !pl.CentreFirst && lower.OrdersTerms(p) {
+		v := pl
+		v.CentreFirst = true
 		out = append(out, v)
 	}
 	if !pl.Shrink {

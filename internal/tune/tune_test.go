@@ -548,6 +548,7 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edges=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edgesfirst=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true,keepscale=true",
+			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true,centrefirst=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,chunk=64,fastmath=true"}},
 		// Under a register cap the short round also goes without a prefetch.
 		{"an5d/box3d1r.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,chunk=80,maxregs=80,phased=true,rimcut=true,edges=true,edgesfirst=true", []string{
