@@ -418,55 +418,47 @@ func TestN5DAscend(t *testing.T) {
 	}
 }
 
-// TestN5DSplit checks that split reads back and is refused where a thread has one cell or the
-// tile has no shared rows.
-func TestN5DSplit(t *testing.T) {
-	p, err := load.File("../../examples/an5d/star2d2r.stencil", load.Options{})
+// checkSwitchPlan checks that plan text good, which sets switch key, parses, validates, sets
+// it (on) and reads back, and that every plan of bad is refused with an error naming key.
+func checkSwitchPlan(t *testing.T, example, key, good string, on func(plan.Plan) bool, bad []string) {
+	t.Helper()
+	p, err := load.File("../../examples/"+example+".stencil", load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := plan.Parse("n5d:bx=128,bt=8,rx=2,wave=true,pf=5,split=true,chunk=640", p)
-	if err != nil {
-		t.Fatal(err)
+	pl, err := plan.Parse(good, p)
+	if err == nil {
+		err = pl.Validate(p, plan.Limits{}, 0)
 	}
-	if !pl.Split || pl.Validate(p, plan.Limits{}, 0) != nil {
-		t.Fatalf("%s: split %v, %v", pl, pl.Split, pl.Validate(p, plan.Limits{}, 0))
+	if err != nil || !on(pl) {
+		t.Fatalf("%s: %s %v, %v", good, key, on(pl), err)
 	}
-	if back, err := plan.Parse(pl.String(), p); err != nil || back != pl || !strings.Contains(pl.String(), "split=true") {
+	if back, err := plan.Parse(pl.String(), p); err != nil || back != pl || !strings.Contains(pl.String(), key+"=true") {
 		t.Errorf("%s does not read back (%v)", pl, err)
 	}
-	for _, text := range []string{"n5d:bx=64,bt=4,wave=true,split=true", "n5d:bx=64,bt=4,rx=2,wave=true,shfl=true,split=true"} {
+	for _, text := range bad {
 		pl, err := plan.Parse(text, p)
 		if err == nil {
 			err = pl.Validate(p, plan.Limits{}, 0)
 		}
-		if err == nil || !strings.Contains(err.Error(), "split") {
-			t.Errorf("%s: got %v, want an error naming split", text, err)
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: got %v, want an error naming %s", text, err, key)
 		}
 	}
+}
+
+// TestN5DSplit checks that split reads back and is refused where a thread has one cell or the
+// tile has no shared rows.
+func TestN5DSplit(t *testing.T) {
+	checkSwitchPlan(t, "an5d/star2d2r", "split", "n5d:bx=128,bt=8,rx=2,wave=true,pf=5,split=true,chunk=640",
+		func(pl plan.Plan) bool { return pl.Split },
+		[]string{"n5d:bx=64,bt=4,wave=true,split=true", "n5d:bx=64,bt=4,rx=2,wave=true,shfl=true,split=true"})
 }
 
 // TestCentreFirst checks that centrefirst reads back and is refused outside fast math or with
 // keepscale, which keep every sum as written.
 func TestCentreFirst(t *testing.T) {
-	p, err := load.File("../../examples/an5d/j2d5pt.stencil", load.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Parse("n5d:bx=128,bt=10,rx=2,wave=true,chunk=512,fastmath=true,centrefirst=true", p)
-	if err != nil || !pl.CentreFirst || pl.Validate(p, plan.Limits{}, 0) != nil {
-		t.Fatalf("%s: %v, %v", pl, err, pl.Validate(p, plan.Limits{}, 0))
-	}
-	if back, err := plan.Parse(pl.String(), p); err != nil || back != pl || !strings.Contains(pl.String(), "centrefirst=true") {
-		t.Errorf("%s does not read back (%v)", pl, err)
-	}
-	for _, text := range []string{"tiled:bx=32,by=8,centrefirst=true", "tiled:bx=32,by=8,fastmath=true,keepscale=true,centrefirst=true"} {
-		pl, err := plan.Parse(text, p)
-		if err == nil {
-			err = pl.Validate(p, plan.Limits{}, 0)
-		}
-		if err == nil || !strings.Contains(err.Error(), "centrefirst") {
-			t.Errorf("%s: got %v, want an error naming centrefirst", text, err)
-		}
-	}
+	checkSwitchPlan(t, "an5d/j2d5pt", "centrefirst", "n5d:bx=128,bt=10,rx=2,wave=true,chunk=512,fastmath=true,centrefirst=true",
+		func(pl plan.Plan) bool { return pl.CentreFirst },
+		[]string{"tiled:bx=32,by=8,centrefirst=true", "tiled:bx=32,by=8,fastmath=true,keepscale=true,centrefirst=true"})
 }
