@@ -408,44 +408,29 @@ func (c *compiler) load(l *ir.Load) node {
 
 func (c *compiler) binary(e *ir.Binary) node {
 	op, t := e.Op, e.T
-	// A float sum the engine may reorder: its root node allows every addition of the chain
-	// the rounding of the sum of its terms' magnitudes, its inner additions none of their own.
-	inner := c.chain != nil
-	var terms *[]int32
+	// A float sum the engine may reorder (Arith.Reassoc): the root addition of the chain
+	// collects the nodes of its terms and allows every addition the rounding of the sum of
+	// their magnitudes; its inner additions (entered with c.chain set) add none of their own.
 	reassoc := c.r.Engine.Reassoc && op == "+" && t.IsFloat()
+	inner := c.chain != nil
+	terms := c.chain
 	if reassoc && !inner {
 		terms = new([]int32)
 	}
-	chain := c.chain
-	if reassoc && !inner {
-		chain = terms
-	}
 	operand := func(x ir.Expr) node {
 		saved := c.chain
-		sum := false
-		if b, ok := x.(*ir.Binary); ok && reassoc && b.Op == "+" && b.T == t {
-			sum = true
-		}
+		b, ok := x.(*ir.Binary)
+		sum := reassoc && ok && b.Op == "+" && b.T == t
 		c.chain = nil
 		if sum {
-			c.chain = chain
+			c.chain = terms
 		}
 		n := c.compile(x)
 		c.chain = saved
 		if reassoc && !sum {
-			*chain = append(*chain, n.id)
+			*terms = append(*terms, n.id)
 		}
 		return n
-	}
-	if !reassoc {
-		inner = false
-		operand = func(x ir.Expr) node {
-			saved := c.chain
-			c.chain = nil
-			n := c.compile(x)
-			c.chain = saved
-			return n
-		}
 	}
 	xn, yn := operand(e.X), operand(e.Y)
 	switch op {
@@ -557,7 +542,7 @@ func (c *compiler) binary(e *ir.Binary) node {
 				}
 			}
 			switch {
-			case local == nil || reassoc && inner:
+			case local == nil || inner:
 			case reassoc:
 				mag := 0.0
 				for _, k := range *terms {

@@ -503,6 +503,17 @@ func withAndWithout(t *testing.T, src, text string, set func(*plan.Plan)) (p *ir
 	return p, kir.Print(changed.Module, kir.CUDA), kir.Print(plain.Module, kir.CUDA)
 }
 
+// an5dWithAndWithout is withAndWithout on examples/an5d/NAME.stencil.
+func an5dWithAndWithout(t *testing.T, name, text string, set func(*plan.Plan)) (with, without string) {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/an5d/" + name + ".stencil")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, with, without = withAndWithout(t, string(src), text, set)
+	return with, without
+}
+
 // TestN5DPublishesReadCellsOnly: a thread publishes to its shared plane only the cells another
 // thread reads. With rx=4, a first-order 2D star's threads publish their two outer cells (as
 // many stores as with rx=2), a second-order one all four (twice as many), and a 3D star all
@@ -519,11 +530,7 @@ func TestN5DPublishesReadCellsOnly(t *testing.T) {
 		{"star2d2r", "n5d:bx=32,bt=2,rx=2,wave=true,chunk=16", 2},
 		{"star3d1r", "n5d:bx=8,by=8,bt=2,rx=2,wave=true,chunk=8", 2},
 	} {
-		src, err := os.ReadFile("../../examples/an5d/" + c.name + ".stencil")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, rx4, rx2 := withAndWithout(t, string(src), c.plan, func(pl *plan.Plan) { pl.RX = 4 })
+		rx4, rx2 := an5dWithAndWithout(t, c.name, c.plan, func(pl *plan.Plan) { pl.RX = 4 })
 		two, four := len(stores.FindAllString(rx2, -1)), len(stores.FindAllString(rx4, -1))
 		if four != c.factor*two {
 			t.Errorf("%s: %d shared stores with rx=4, want %d x %d (rx=2)", c.name, four, c.factor, two)
@@ -685,11 +692,7 @@ func TestN5DSplitRows(t *testing.T) {
 		{"box3d1r", "n5d:bx=32,by=4,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=8", 1},
 		{"star2d1r", "n5d:bx=32,bt=2,rx=2,wave=true,chunk=16", 32},
 	} {
-		src, err := os.ReadFile("../../examples/an5d/" + c.name + ".stencil")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, split, side := withAndWithout(t, string(src), c.plan, func(pl *plan.Plan) { pl.Split = true })
+		split, side := an5dWithAndWithout(t, c.name, c.plan, func(pl *plan.Plan) { pl.Split = true })
 		if g := gap(side); g != c.side {
 			t.Errorf("%s %s: cells published %d words apart, want %d", c.name, c.plan, g, c.side)
 		}

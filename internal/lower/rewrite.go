@@ -60,19 +60,19 @@ func orderTermsIn(e ir.Expr, chained bool) (ir.Expr, bool) {
 		if sum && !chained {
 			var terms []ir.Expr
 			sumTerms(e, e.T, &terms)
-			weighted, centred := true, 0
+			weighted := true
+			var centre, rest []ir.Expr
 			for _, x := range terms {
 				l := weightedLoad(x)
 				weighted = weighted && l != nil
 				if l != nil && !nonzero(l.Off[1:]) {
-					centred++
+					centre = append(centre, x)
+				} else {
+					rest = append(rest, x)
 				}
 			}
-			if weighted && centred > 0 && centred < len(terms) {
-				order := slices.Clone(terms)
-				slices.SortStableFunc(order, func(a, b ir.Expr) int {
-					return b2i(nonzero(weightedLoad(a).Off[1:])) - b2i(nonzero(weightedLoad(b).Off[1:]))
-				})
+			if weighted && len(centre) > 0 && len(rest) > 0 {
+				order := append(centre, rest...)
 				if !slices.Equal(order, terms) {
 					s := order[0]
 					for _, x := range order[1:] {
@@ -134,13 +134,6 @@ func weightedLoad(e ir.Expr) *ir.Load {
 	}
 	l, _ := e.(*ir.Load)
 	return l
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // RewritesFastMath says fast math rewrites one of p's updates, so that a plan's KeepScale

@@ -992,9 +992,10 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // round goes as deep as the round and, under a register cap, also none at all: box3d1r's and
 // j3d27pt's 32 x 12 two-row blocks under 80 registers gained 1.6% with short rounds and no
 // prefetch, where a prefetch of three planes spilled), and under fast math with the update's
-// scale kept apart (where lowering would rewrite it, lower.RewritesFastMath) and with its sums'
-// centre-column terms first (where that reorders a sum, lower.OrdersTerms). Each changes the code's size, the
-// warm-up's cost or what runs the checked loop, which the model does not rank: on the H100
+// scale kept apart (where lowering would rewrite it, lower.RewritesFastMath) and with its
+// sums' centre-column terms first (where that reorders a sum, lower.OrdersTerms). Each
+// changes the code's size, the warm-up's cost or what runs the checked loop, which the model
+// does not rank: on the H100
 // phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
 // star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
 // 2D stars and lost up to 8% on the boxes and in 3D, the edge tiles first gained 2-10% in 2D
