@@ -787,6 +787,12 @@ func splitZ(e ir.Expr) (map[int]ir.Expr, bool) {
 				return mapAll(m, func(x ir.Expr) ir.Expr { return &ir.Binary{Op: "/", X: x, Y: e.Y, T: e.T} }), ok
 			}
 		}
+	case *ir.Call:
+		if e.Fn == "fma" {
+			// Fast math's fused product (fuseProducts) splits as the sum it fuses.
+			prod := &ir.Binary{Op: "*", X: e.Args[0], Y: e.Args[1], T: e.T}
+			return splitZ(&ir.Binary{Op: "+", X: prod, Y: e.Args[2], T: e.T})
+		}
 	}
 	return nil, false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,6 +76,49 @@ func TestOrderTerms(t *testing.T) {
 		{"inside-a-term", "u[x-1] + sqrt(u[x+1] + u)", "u[x-1] + sqrt(u + u[x+1])"},
 		{"difference", "u[x-1] - u", ""},
 	})
+}
+
+// TestFuseProducts: under fast math every sum or difference with a product of two computed
+// values becomes an fma, innermost first; coefficient products, lone products and products
+// outside sums stay as written.
+func TestFuseProducts(t *testing.T) {
+	checkRewrite(t, fuseProducts, []rewriteCase{
+		{"gradient", "u + 1.0 / sqrt(0.0001 + (u[y-1] - u) * (u[y-1] - u) + (u - u[y+1]) * (u - u[y+1]))",
+			"u + 1.0 / sqrt(fma(u - u[y+1], u - u[y+1], fma(u[y-1] - u, u[y-1] - u, 0.0001)))"},
+		{"difference", "u - u[x-1] * u[x+1]", "fma(-u[x-1], u[x+1], u)"},
+		{"product-first", "u[x-1] * u[x+1] - u", "fma(u[x-1], u[x+1], -u)"},
+		{"two-products", "u * u[x-1] + u * u[x+1]", "fma(u, u[x+1], u * u[x-1])"},
+		{"in-a-select", "select(u > 0.5, u + u[y-1] * u[y-1], u)", "select(u > 0.5, fma(u[y-1], u[y-1], u), u)"},
+		{"coefficients", "0.2 * u + 0.3 * u[x-1] + u[x+1] * 0.5", ""},
+		{"lone-product", "u * u[x-1]", ""},
+		{"quotient", "u + u[x-1] / u[x+1]", ""},
+	})
+}
+
+// TestFusedProductsSplitByPlane: a fused product still splits into per-plane parts (n5d's
+// partial sums, in-plane's), as the sum it fuses did.
+func TestFusedProductsSplitByPlane(t *testing.T) {
+	src := "stencil s\naxes y, x\ntype f32\nstate u\n  init rand()\n  boundary fixed\nupdate u = u[y-1] * u[y-1, x+1] + u[y+1] * u[y+1, x-1] + u\n"
+	p, err := load.Source("s.stencil", src, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := fuseProducts(p)
+	if q == p {
+		t.Fatal("nothing fused")
+	}
+	sums, ok := n5dAssociative(q)
+	if !ok {
+		t.Fatalf("the fused update does not split by plane: %s", irprint.Stencil(q))
+	}
+	var keys []int
+	for o := range sums[0].parts {
+		keys = append(keys, o)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, []int{-1, 0, 1}) {
+		t.Errorf("parts on planes %v, want [-1 0 1]", keys)
+	}
 }
 
 // TestOrderSquares: squares of load differences are written with the smaller offset first, so
