@@ -10,8 +10,9 @@ import (
 // TestN5DPairedSumsOpenCL: under fast math n5d factors the AN5D boxes and regroups their sums
 // per cell of a thread's register tile (lower.pairSums), differently for each cell's place in
 // the tile: three rows of two cells in 3D, two cells in 2D, over grids the tiles do not divide.
-// Every cell must stay within its fast-math error bound (errbound), as `tempest run --fastmath
-// --verify` promises.
+// Boxes whose per-plane parts share no term (box2d1r, j2d9pt-gol) have their parts chained onto
+// the partial sums term by term instead (lower.sharedTerm). Every cell must stay within its
+// fast-math error bound (errbound), as `tempest run --fastmath --verify` promises.
 func TestN5DPairedSumsOpenCL(t *testing.T) {
 	dev := openDevice(t, "opencl")
 	mods := NewModules(dev)
@@ -24,6 +25,8 @@ func TestN5DPairedSumsOpenCL(t *testing.T) {
 	}{
 		{"an5d/box3d1r", "n5d:bx=4,by=4,rx=2,ry=3,bt=1,wave=true,chunk=5,fastmath=true", []int{17, 23, 19}},
 		{"an5d/box2d2r", "n5d:bx=8,rx=2,bt=3,wave=true,pf=5,chunk=8,fastmath=true", []int{70, 45}},
+		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,pf=3,chunk=8,fastmath=true", []int{70, 45}},
+		{"an5d/j2d9pt-gol", "n5d:bx=8,rx=2,bt=4,wave=true,chunk=7,fastmath=true", []int{53, 61}},
 	} {
 		p, s := initialState(t, c.example, c.shape)
 		want := s.Clone()

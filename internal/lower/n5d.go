@@ -259,6 +259,14 @@ func readsNothing(e ir.Expr) bool {
 	return ok
 }
 
+// addKir is x + y, or y where x is nil.
+func addKir(x, y kir.Expr) kir.Expr {
+	if x == nil {
+		return y
+	}
+	return kir.Add(x, y)
+}
+
 // n5dStart is how many planes before its chunk an n5d block's loop starts, for reach R, lag L
 // and depth bt (see the loop in n5dKernel): blocks of bt <= 2 run phased loops.
 func n5dStart(R, L, bt int) int {
@@ -1390,6 +1398,21 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						sort.Sort(sort.Reverse(sort.IntSlice(keys)))
 						final := fmt.Sprintf("s_%s", g.Name)
 						done := false
+						parts := map[int]ir.Expr{}
+						for _, o := range keys {
+							parts[o] = s.parts[o]
+							if pl.FastMath && NC > 1 {
+								pos := make([]int, d)
+								pos[X] = cx(i)
+								if d == 3 {
+									pos[Y] = cy(i)
+								}
+								parts[o] = pairSums(parts[o], pos)
+							}
+						}
+						// Fast math chains a part's terms onto the accumulator where no term is
+						// shared by every part (sharedTerm).
+						chain := pl.FastMath && len(keys) > 1 && !sharedTerm(keys, parts)
 						for _, o := range keys {
 							acc := kir.Id(accName(g, t, mod(prel-o, U), i))
 							pcoords := append([]kir.Expr{kir.Bin("-", kir.Id(row), kir.I(R-o))}, coords[1:]...)
@@ -1407,24 +1430,25 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 								}
 								return smemAt(win[[2]int{l.G.Index, prev}], mod(prel, win[[2]int{l.G.Index, prev}].ring), i, l.Off)
 							}
-							part := s.parts[o]
-							if pl.FastMath && NC > 1 {
-								pos := make([]int, d)
-								pos[X] = cx(i)
-								if d == 3 {
-									pos[Y] = cy(i)
-								}
-								part = pairSums(part, pos)
+							var sum kir.Expr // acc (nil for the first part) plus the part
+							if o != -R {
+								sum = acc
 							}
-							v := em.expr(part)
+							if chain {
+								var terms []ir.Expr
+								flattenSum(parts[o], &terms)
+								for _, x := range terms {
+									sum = addKir(sum, em.expr(x))
+								}
+							} else {
+								sum = addKir(sum, em.expr(parts[o]))
+							}
 							switch {
 							case o == R:
-								cs = append(cs, &kir.Decl{Name: final, Type: ty, Init: kir.Add(acc, v)})
+								cs = append(cs, &kir.Decl{Name: final, Type: ty, Init: sum})
 								done = true
-							case o == -R:
-								cs = append(cs, kir.Set(acc, v))
 							default:
-								cs = append(cs, kir.Set(acc, kir.Add(acc, v)))
+								cs = append(cs, kir.Set(acc, sum))
 							}
 						}
 						if !done {

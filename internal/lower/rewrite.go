@@ -740,3 +740,73 @@ func addExpr(x, y ir.Expr, t ir.Type) ir.Expr {
 	}
 	return &ir.Binary{Op: "+", X: x, Y: y, T: t}
 }
+
+// sharedTerm says some term of parts (n5d's partial sums: when a plane of the level below is
+// published, parts[o] adds its terms to the output o planes from it) appears in every part
+// alike but for the plane it reads: a factored box's moments, whose sum prints alike in every
+// part and is computed once per plane. A part's terms are the operands of its chain of
+// additions. Fast math accumulates parts without such a term as acc + term + term ..., so
+// that each term's product fuses into the accumulation (box2d1r's and j2d9pt-gol's three-term
+// parts cost three FFMAs instead of an FMUL, two FFMAs and an FADD); parts with one keep
+// acc + (part), which costs no more and leaves the shared sum shared.
+func sharedTerm(keys []int, parts map[int]ir.Expr) bool {
+	leaves := map[int][]ir.Expr{}
+	for _, o := range keys {
+		var ls []ir.Expr
+		flattenSum(parts[o], &ls)
+		leaves[o] = ls
+	}
+	for _, x := range leaves[keys[0]] {
+		all := true
+		for _, o := range keys[1:] {
+			if !slices.ContainsFunc(leaves[o], func(y ir.Expr) bool { return samePlaneTerm(x, y) }) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// samePlaneTerm says a and b are the same expression but for the plane their loads read
+// (offsets along the streaming axis), each reading one plane.
+func samePlaneTerm(a, b ir.Expr) bool {
+	switch x := a.(type) {
+	case *ir.Const:
+		y, ok := b.(*ir.Const)
+		return ok && x.V == y.V
+	case *ir.ParamRef:
+		y, ok := b.(*ir.ParamRef)
+		return ok && x.P == y.P
+	case *ir.LetRef:
+		y, ok := b.(*ir.LetRef)
+		return ok && x.L == y.L
+	case *ir.Load:
+		y, ok := b.(*ir.Load)
+		return ok && x.G == y.G && x.Level == y.Level && x.Layer == nil && y.Layer == nil && slices.Equal(x.Off[1:], y.Off[1:])
+	case *ir.Unary:
+		y, ok := b.(*ir.Unary)
+		return ok && x.Op == y.Op && x.T == y.T && samePlaneTerm(x.X, y.X)
+	case *ir.Binary:
+		y, ok := b.(*ir.Binary)
+		return ok && x.Op == y.Op && x.T == y.T && samePlaneTerm(x.X, y.X) && samePlaneTerm(x.Y, y.Y)
+	case *ir.Call:
+		y, ok := b.(*ir.Call)
+		if !ok || x.Fn != y.Fn || x.T != y.T || len(x.Args) != len(y.Args) {
+			return false
+		}
+		for i := range x.Args {
+			if !samePlaneTerm(x.Args[i], y.Args[i]) {
+				return false
+			}
+		}
+		return true
+	case *ir.Convert:
+		y, ok := b.(*ir.Convert)
+		return ok && x.To == y.To && samePlaneTerm(x.X, y.X)
+	}
+	return false
+}

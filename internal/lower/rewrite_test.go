@@ -121,6 +121,36 @@ func TestFusedProductsSplitByPlane(t *testing.T) {
 	}
 }
 
+// TestSharedTerm: the factored boxes' per-plane parts share their moments, so n5d keeps each
+// part whole; the boxes fast math leaves as written share nothing, and their parts are chained
+// onto the partial sums term by term.
+func TestSharedTerm(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		shared bool
+	}{
+		{"box3d1r", true}, {"j3d27pt", true}, {"box2d2r", true},
+		{"box2d1r", false}, {"j2d9pt-gol", false},
+	} {
+		p, err := load.File("../../examples/an5d/"+c.file+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums, ok := n5dAssociative(fastMath(p))
+		if !ok {
+			t.Fatalf("%s: no partial sums", c.file)
+		}
+		var keys []int
+		for o := range sums[0].parts {
+			keys = append(keys, o)
+		}
+		slices.Sort(keys)
+		if got := sharedTerm(keys, sums[0].parts); got != c.shared {
+			t.Errorf("%s: shared term %v, want %v", c.file, got, c.shared)
+		}
+	}
+}
+
 // TestOrderSquares: squares of load differences are written with the smaller offset first, so
 // that neighbouring cells write the same difference; everything else stays as written.
 func TestOrderSquares(t *testing.T) {
