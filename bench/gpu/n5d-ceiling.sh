@@ -14,6 +14,9 @@
 #   F  only the interior blocks work, with B's code (the checked and edge loops dropped);
 #   N  as generated, with every __syncthreads() removed (results are wrong: what the block's
 #      barriers cost at most, the bound a split arrive/wait barrier could take back);
+#   K  as generated, with the kernels' sizes (n0, n1, n2) compile-time constants of the run's
+#      size instead of arguments, so that the compiler folds the index arithmetic (a kernel
+#      valid for that size only);
 #   P, Q  as generated, but the blocks of each launch's first waves start staggered: a block's
 #      threads sleep (its arrival on its multiprocessor mod 8) x 300 ns (P) or x 1200 ns (Q)
 #      before the main kernel's loops, so that blocks resident together do not run in step.
@@ -33,11 +36,23 @@ ROUNDS=${ROUNDS:-"1 2"}
 VARIANTS=${VARIANTS:-"A B C"}
 W=$(mktemp -d)
 export PATH=$PATH:/usr/local/cuda/bin
-variant() { # generated.cu out.cu B|D|E|F
-  python3 - "$1" "$2" "$3" <<'EOF'
+variant() { # generated.cu out.cu B|D|E|F|K|N|P|Q size
+  python3 - "$1" "$2" "$3" "$4" <<'EOF'
+import re
 import sys
-src, dst, mode = sys.argv[1:4]
+src, dst, mode, size = sys.argv[1:5]
 t = open(src).read()
+if mode == 'K':
+    ns = size.split('x')
+    out, pos = [], 0
+    for m in re.finditer(r'__global__ void (?:__launch_bounds__\(\d+\) )?\w+\(([^)]*)\) \{\n', t):
+        sig = re.sub(r'\bint n(\d)\b', r'int n\1_arg', m.group(1))
+        consts = ''.join(f'  const int n{a} = {v};\n' for a, v in enumerate(ns))
+        out.append(t[pos:m.start(1)] + sig + ') {\n' + consts)
+        pos = m.end()
+    assert out, 'no kernel found'
+    open(dst, 'w').write(''.join(out) + t[pos:])
+    sys.exit(0)
 i = t.index('if (zb - ', t.index('__global__'))  # the first kernel is the main one
 k = t.index(') {\n', i)
 c = t[i + 4:k]  # the interior test
@@ -92,8 +107,8 @@ while read -r s p; do
   for v in $VARIANTS; do
     case $v in
       A) build "$d" A "$cu" $F $mr & ;;
-      C) [ -n "$mr" ] && { variant "$d/$cu" "$d/B.cu" B; build "$d" C B.cu $F & } ;;
-      *) variant "$d/$cu" "$d/$v.cu" $v; build "$d" $v $v.cu $F $mr & ;;
+      C) [ -n "$mr" ] && { variant "$d/$cu" "$d/B.cu" B $size; build "$d" C B.cu $F & } ;;
+      *) variant "$d/$cu" "$d/$v.cu" $v $size; build "$d" $v $v.cu $F $mr & ;;
     esac
   done
   echo "$d $s $size $p" >> "$W/list"

@@ -130,6 +130,9 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 			intLayers[gr.Index] = int(n)
 		}
 	}
+	if o.Plan.ConstSize {
+		return nil, fmt.Errorf("plan %s: constsize compiles the kernels for one size, but generated code serves every size; drop constsize (tempest run compiles its kernels for the size it runs)", o.Plan)
+	}
 	shape := append([]int(nil), o.Shape...)
 	if o.Index64 {
 		shape = wideShape(shape, intLayers)

@@ -279,3 +279,23 @@ func TestClusterCUDAOnly(t *testing.T) {
 		t.Errorf("opencl with clusters: got %v, want a CUDA sm_90 error", err)
 	}
 }
+
+// TestConstSizeRefused: generated code serves every size, so a plan compiled for one size
+// (constsize) is refused with a hint, and the same plan without it generates.
+func TestConstSizeRefused(t *testing.T) {
+	p, err := load.File("../../examples/an5d/box2d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse("n5d:bx=32,rx=2,bt=2,chunk=16,constsize=true", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Generate(p, Options{Target: "cuda", Plan: pl, Shape: []int{100, 100}}); err == nil || !strings.Contains(err.Error(), "drop constsize") {
+		t.Errorf("constsize: got %v, want an error that says to drop constsize", err)
+	}
+	pl.ConstSize = false
+	if _, err := Generate(p, Options{Target: "cuda", Plan: pl, Shape: []int{100, 100}}); err != nil {
+		t.Errorf("without constsize: %v", err)
+	}
+}

@@ -444,6 +444,18 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		body = append(body, &kir.Decl{Name: name, Type: t, Init: init})
 		return kir.Id(name)
 	}
+	if pl.ConstSize {
+		// The sizes as constants of the kernel (plan.ConstSize): the arguments stay, unread.
+		for a := range shape {
+			n := fmt.Sprintf("n%d", a)
+			for j := range k.Params {
+				if k.Params[j].Name == n {
+					k.Params[j].Name = n + "_arg"
+				}
+			}
+			decl(n, kir.I32, kir.I(shape[a]))
+		}
+	}
 	lt := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }
 	ge := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: ">=", X: x, Y: y} }
 	or := func(x, y kir.Expr) kir.Expr {

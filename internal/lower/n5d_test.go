@@ -701,3 +701,34 @@ func TestN5DSplitRows(t *testing.T) {
 		}
 	}
 }
+
+// TestConstSizeKernels: with constsize every n5d kernel declares the lowered sizes as
+// constants and leaves the size arguments unread; without it the kernels read the arguments.
+func TestConstSizeKernels(t *testing.T) {
+	p, err := load.File("../../examples/an5d/star3d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []bool{false, true} {
+		pl, err := plan.Parse("n5d:bx=16,by=8,bt=3,rx=2,wave=true,chunk=16", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.ConstSize = on
+		l, err := Lower(p, []int{40, 50, 60}, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range l.Module.Kernels {
+			text := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}}, kir.CUDA)
+			consts := strings.Contains(text, "int n0 = 40;") && strings.Contains(text, "int n1 = 50;") && strings.Contains(text, "int n2 = 60;")
+			args := strings.Contains(text, "int n0_arg, int n1_arg, int n2_arg,")
+			if consts != on || args != on {
+				t.Errorf("%s, constsize %v: constants %v, renamed arguments %v", k.Name, on, consts, args)
+			}
+		}
+		if len(l.Module.Kernels) < 2 {
+			t.Errorf("constsize %v: %d kernels, want the main one and shallower ones", on, len(l.Module.Kernels))
+		}
+	}
+}

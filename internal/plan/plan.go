@@ -141,6 +141,14 @@ type Plan struct {
 	// gradient2d +8%) and the 3D ones lost 2-4%, so it is the tuner's to choose. Not with
 	// clusters (a cluster's blocks take adjacent tiles) or shfl (a block holds several tiles).
 	EdgesFirst bool
+	// ConstSize compiles the n5d kernels for the run's size: the sizes are constants of the
+	// kernel text instead of arguments, so that the compiler folds the index arithmetic of
+	// every global access (a thread's rows lie a constant stride apart, one address and
+	// immediate offsets) and loads no size from the constant bank. The run compiles its kernels
+	// at run time for the size it runs anyway; only `tempest gen`, whose code serves every size,
+	// refuses it. On the H100 it gained 0.8-2.1% on four AN5D plans and cost star3d1r 17% (its
+	// loops compiled differently), so it is the tuner's to choose.
+	ConstSize bool
 	// Split lays out every shared row of n5d with a thread's rx cells split into runs (cell i
 	// of every thread in the row's i-th run) also where side by side is the default: reach 2
 	// or more along x, and 3D boxes. Side by side lets a thread publish its cells with one
@@ -494,6 +502,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		switches["rimcut"], switches["rimblocks"], switches["edges"] = &pl.RimCut, &pl.RimBlocks, &pl.Edges
 		switches["edgesfirst"], switches["unclamped"] = &pl.EdgesFirst, &pl.Unclamped
 		switches["shrink"], switches["ascend"], switches["split"] = &pl.Shrink, &pl.Ascend, &pl.Split
+		switches["constsize"] = &pl.ConstSize
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -580,7 +589,7 @@ func (pl Plan) String() string {
 		for _, s := range []struct {
 			key string
 			on  bool
-		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}, {"ascend", pl.Ascend}, {"split", pl.Split}} {
+		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}, {"ascend", pl.Ascend}, {"split", pl.Split}, {"constsize", pl.ConstSize}} {
 			if s.on {
 				parts = append(parts, s.key+"=true")
 			}

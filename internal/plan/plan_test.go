@@ -462,3 +462,10 @@ func TestCentreFirst(t *testing.T) {
 		func(pl plan.Plan) bool { return pl.CentreFirst },
 		[]string{"tiled:bx=32,by=8,centrefirst=true", "tiled:bx=32,by=8,fastmath=true,keepscale=true,centrefirst=true"})
 }
+
+// TestConstSize checks that constsize reads back and belongs to n5d only.
+func TestConstSize(t *testing.T) {
+	checkSwitchPlan(t, "an5d/box3d1r", "constsize", "n5d:bx=32,by=8,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=28,fastmath=true,constsize=true",
+		func(pl plan.Plan) bool { return pl.ConstSize },
+		[]string{"tiled:bx=32,by=8,constsize=true"})
+}

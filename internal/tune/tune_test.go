@@ -454,7 +454,7 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 // TestNeighboursTryChunksAndScalarAccesses: the refinement ends with the fastest plan's stream
 // chunk a quarter shorter and longer (multiples of 16) and, for an n5d plan whose threads
 // hold pairs of cells, with scalar global accesses (vec=1), phased loops, chunks cut at the rim
-// and short rounds.
+// and short rounds; last, the best plan compiled for the run's size (constsize).
 func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 	dev := openDevice(t)
 	p := program(t, "an5d/j2d5pt.stencil")
@@ -473,6 +473,8 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			t.Errorf("variant %s: %s", c.Plan, c.Status)
 		}
 		switch {
+		case c.Plan.ConstSize: // the last step, on the best plan
+			seen["constsize"] = true
 		case c.Plan.Chunk%16 != 0: // only fineChunks leaves the 16-plane grid
 			seen["fine chunk"] = true
 		case c.Plan.Chunk == 48, c.Plan.Chunk == 80:
@@ -491,7 +493,7 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			seen["edgesfirst"] = true
 		}
 	}
-	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut", "edges", "edgesfirst", "fine chunk"} {
+	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut", "edges", "edgesfirst", "fine chunk", "constsize"} {
 		if !seen[want] {
 			t.Errorf("no measured variant with %s among %d candidates", want, len(res.Candidates))
 		}
