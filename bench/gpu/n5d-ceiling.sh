@@ -17,6 +17,7 @@
 #   K  as generated, with the kernels' sizes (n0, n1, n2) compile-time constants of the run's
 #      size instead of arguments, so that the compiler folds the index arithmetic (a kernel
 #      valid for that size only);
+#   L  K with the streaming axis's size (n0) left an argument;
 #   P, Q  as generated, but the blocks of each launch's first waves start staggered: a block's
 #      threads sleep (its arrival on its multiprocessor mod 8) x 300 ns (P) or x 1200 ns (Q)
 #      before the main kernel's loops, so that blocks resident together do not run in step.
@@ -42,12 +43,12 @@ import re
 import sys
 src, dst, mode, size = sys.argv[1:5]
 t = open(src).read()
-if mode == 'K':
+if mode in ('K', 'L'):
     ns = size.split('x')
     out, pos = [], 0
     for m in re.finditer(r'__global__ void (?:__launch_bounds__\(\d+\) )?\w+\(([^)]*)\) \{\n', t):
-        sig = re.sub(r'\bint n(\d)\b', r'int n\1_arg', m.group(1))
-        consts = ''.join(f'  const int n{a} = {v};\n' for a, v in enumerate(ns))
+        sig = re.sub(r'\bint n([%s])\b' % ('0-9' if mode == 'K' else '1-9'), r'int n\1_arg', m.group(1))
+        consts = ''.join(f'  const int n{a} = {v};\n' for a, v in enumerate(ns) if mode == 'K' or a > 0)
         out.append(t[pos:m.start(1)] + sig + ') {\n' + consts)
         pos = m.end()
     assert out, 'no kernel found'
@@ -100,6 +101,7 @@ while read -r s p; do
   n=$((n + 1)); d=$W/$n
   r=$(sed -n 's/^radius: *//p' <($T check "examples/an5d/$s.stencil") | tr -cd '0-9 \n' | awk '{m=0; for(i=1;i<=NF;i++) if($i>m) m=$i; print m}')
   case $s in *3d*) e=$((512 + 2*r)); size=${e}x${e}x${e} ;; *) e=$((16384 + 2*r)); size=${e}x${e} ;; esac
+  p=${p//,constsize=true/}  # generated code serves every size; variant K is constsize's build
   $T gen "examples/an5d/$s.stencil" --target cuda --plan "$p" --size $size --harness -o "$d" > /dev/null || { echo "gen failed: $s" >&2; continue; }
   cu=$(cd "$d" && ls *.cu | grep -v '^main.cu$')  # named after the program (j2d9pt_gol.cu)
   mr=$(grep -o -- '-maxrregcount=[0-9]*' "$d/Makefile" | head -1)

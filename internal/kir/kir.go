@@ -96,6 +96,10 @@ type (
 		Name string
 		Type Type
 		Init Expr
+		// Const declares a constant: an integer one initialised by a literal is then a
+		// constant expression to the compiler's front end, which folds it before anything else
+		// runs (plan.ConstSize's sizes).
+		Const bool
 	}
 	// ArrayDecl declares a fixed-size array in shared or local memory. Align, when positive,
 	// is the array's alignment in bytes: what a VecStore into it needs.

@@ -188,6 +188,8 @@ func (p *printer) stmt(s Stmt) {
 	case *Decl:
 		if s.Init == nil {
 			p.line("%s %s;", p.typ(s.Type), s.Name)
+		} else if s.Const {
+			p.line("const %s %s = %s;", p.typ(s.Type), s.Name, p.expr(s.Init, 0))
 		} else {
 			p.line("%s %s = %s;", p.typ(s.Type), s.Name, p.expr(s.Init, 0))
 		}

@@ -453,7 +453,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					k.Params[j].Name = n + "_arg"
 				}
 			}
-			decl(n, kir.I32, kir.I(shape[a]))
+			body = append(body, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(shape[a]), Const: true})
 		}
 	}
 	lt := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }

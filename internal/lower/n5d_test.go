@@ -721,7 +721,7 @@ func TestConstSizeKernels(t *testing.T) {
 		}
 		for _, k := range l.Module.Kernels {
 			text := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}}, kir.CUDA)
-			consts := strings.Contains(text, "int n0 = 40;") && strings.Contains(text, "int n1 = 50;") && strings.Contains(text, "int n2 = 60;")
+			consts := strings.Contains(text, "const int n0 = 40;") && strings.Contains(text, "const int n1 = 50;") && strings.Contains(text, "const int n2 = 60;")
 			args := strings.Contains(text, "int n0_arg, int n1_arg, int n2_arg,")
 			if consts != on || args != on {
 				t.Errorf("%s, constsize %v: constants %v, renamed arguments %v", k.Name, on, consts, args)
