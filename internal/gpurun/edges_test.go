@@ -257,12 +257,14 @@ func TestN5DSplitOpenCL(t *testing.T) {
 
 // TestN5DConstSizeOpenCL runs an n5d plan compiled for its size (plan.ConstSize: the sizes are
 // constants of the kernels) on PoCL, the main kernel and a shallower one, on a size no tile
-// divides, with the rim's blocks and the edge loop: it must agree with the reference and bitwise
+// divides, with the rim's blocks and the edge loop, and with chunks cut at the rim: it must agree with the reference and bitwise
 // with the plan that takes its sizes as arguments. TestConstSizeKernels checks the kernel text
 // and TestNeighboursTryChunksAndScalarAccesses a tuning that ends with such a plan.
 func TestN5DConstSizeOpenCL(t *testing.T) {
 	cases := []switchCase{
 		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=2,wave=true,pf=2,rimblocks=true,edges=true,chunk=6,fastmath=true", []int{41, 37}},
+		// Chunks cut at the rim: the pieces' bounds read n0 outside the loops.
+		{"an5d/j2d5pt", "n5d:bx=16,rx=2,bt=3,wave=true,pf=2,rimcut=true,edges=true,edgesfirst=true,chunk=8", []int{45, 70}},
 	}
 	checkSwitch(t, "constsize=true", func(pl *plan.Plan) { pl.ConstSize = true }, cases)
 }

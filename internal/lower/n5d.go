@@ -444,8 +444,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		body = append(body, &kir.Decl{Name: name, Type: t, Init: init})
 		return kir.Id(name)
 	}
+	// sizes declares the sizes as constants of the kernel (plan.ConstSize; the arguments stay,
+	// unread), ahead of everything else: the pieces of rimcut read n0 outside the body.
+	var sizes []kir.Stmt
 	if pl.ConstSize {
-		// The sizes as constants of the kernel (plan.ConstSize): the arguments stay, unread.
 		for a := range shape {
 			n := fmt.Sprintf("n%d", a)
 			for j := range k.Params {
@@ -453,7 +455,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 					k.Params[j].Name = n + "_arg"
 				}
 			}
-			body = append(body, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(shape[a]), Const: true})
+			sizes = append(sizes, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(shape[a]), Const: true})
 		}
 	}
 	lt := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }
@@ -1733,7 +1735,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		// lets run without the rim's checks.
 		body = rimPieces(body, blockAt(chunkDim), kir.I(fastLo), kir.Bin("-", kir.Id("n0"), kir.I(fastHi)))
 	}
-	k.Body = append(pre, body...)
+	k.Body = append(append(sizes, pre...), body...)
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
 	}

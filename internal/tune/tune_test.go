@@ -417,7 +417,7 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 			}
 			// The refinement's prefetch variants (the neighbours' round and chunk variants
 			// of the best follow them).
-			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Chunk == res.SpaceBest.Plan.Chunk && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Unclamped && !c.Plan.Edges && !c.Plan.EdgesFirst && !c.Plan.Ascend {
+			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Chunk == res.SpaceBest.Plan.Chunk && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Unclamped && !c.Plan.Edges && !c.Plan.EdgesFirst && !c.Plan.Ascend && !c.Plan.ConstSize {
 				refined = append(refined, c.Plan.String())
 			}
 		}
