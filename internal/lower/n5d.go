@@ -1413,6 +1413,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 						final := fmt.Sprintf("s_%s", g.Name)
 						done := false
 						parts := map[int]ir.Expr{}
+						terms := map[int][]ir.Expr{}
 						for _, o := range keys {
 							parts[o] = s.parts[o]
 							if pl.FastMath && NC > 1 {
@@ -1423,10 +1424,11 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 								}
 								parts[o] = pairSums(parts[o], pos)
 							}
+							terms[o] = partTerms(parts[o])
 						}
 						// Fast math chains a part's terms onto the accumulator where no term is
 						// shared by every part (sharedTerm).
-						chain := pl.FastMath && len(keys) > 1 && !sharedTerm(keys, parts)
+						chain := pl.FastMath && len(keys) > 1 && !sharedTerm(keys, terms)
 						for _, o := range keys {
 							acc := kir.Id(accName(g, t, mod(prel-o, U), i))
 							pcoords := append([]kir.Expr{kir.Bin("-", kir.Id(row), kir.I(R-o))}, coords[1:]...)
@@ -1449,9 +1451,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 								sum = acc
 							}
 							if chain {
-								var terms []ir.Expr
-								flattenSum(parts[o], &terms)
-								for _, x := range terms {
+								for _, x := range terms[o] {
 									sum = addKir(sum, em.expr(x))
 								}
 							} else {

@@ -741,25 +741,20 @@ func addExpr(x, y ir.Expr, t ir.Type) ir.Expr {
 	return &ir.Binary{Op: "+", X: x, Y: y, T: t}
 }
 
-// sharedTerm says some term of parts (n5d's partial sums: when a plane of the level below is
-// published, parts[o] adds its terms to the output o planes from it) appears in every part
-// alike but for the plane it reads: a factored box's moments, whose sum prints alike in every
-// part and is computed once per plane. A part's terms are the operands of its chain of
-// additions. Fast math accumulates parts without such a term as acc + term + term ..., so
-// that each term's product fuses into the accumulation (box2d1r's and j2d9pt-gol's three-term
-// parts cost three FFMAs instead of an FMUL, two FFMAs and an FADD); parts with one keep
-// acc + (part), which costs no more and leaves the shared sum shared.
-func sharedTerm(keys []int, parts map[int]ir.Expr) bool {
-	leaves := map[int][]ir.Expr{}
-	for _, o := range keys {
-		var ls []ir.Expr
-		flattenSum(parts[o], &ls)
-		leaves[o] = ls
-	}
-	for _, x := range leaves[keys[0]] {
+// sharedTerm says some term of the parts of an update summed by plane (n5d's partial sums:
+// when a plane of the level below is published, part o adds its terms, terms[o], to the output
+// o planes from it) appears in every part alike but for the plane it reads: a factored box's
+// moments, whose sum prints alike in every part and is computed once per plane. A part's terms
+// are the operands of its chain of additions (partTerms). Fast math accumulates parts without
+// such a term as acc + term + term ..., so that each term's product fuses into the
+// accumulation (box2d1r's and j2d9pt-gol's three-term parts cost three FFMAs instead of an
+// FMUL, two FFMAs and an FADD); parts with one keep acc + (part), which costs no more and
+// leaves the shared sum shared.
+func sharedTerm(keys []int, terms map[int][]ir.Expr) bool {
+	for _, x := range terms[keys[0]] {
 		all := true
 		for _, o := range keys[1:] {
-			if !slices.ContainsFunc(leaves[o], func(y ir.Expr) bool { return samePlaneTerm(x, y) }) {
+			if !slices.ContainsFunc(terms[o], func(y ir.Expr) bool { return samePlaneTerm(x, y) }) {
 				all = false
 				break
 			}
@@ -769,6 +764,13 @@ func sharedTerm(keys []int, parts map[int]ir.Expr) bool {
 		}
 	}
 	return false
+}
+
+// partTerms is the operands of e's chain of additions, in order (flattenSum).
+func partTerms(e ir.Expr) []ir.Expr {
+	var ts []ir.Expr
+	flattenSum(e, &ts)
+	return ts
 }
 
 // samePlaneTerm says a and b are the same expression but for the plane their loads read
