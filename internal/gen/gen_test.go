@@ -299,3 +299,19 @@ func TestConstSizeRefused(t *testing.T) {
 		t.Errorf("without constsize: %v", err)
 	}
 }
+
+// TestChainRefused: generated host code issues no chained launches, so gen refuses chain with
+// a hint.
+func TestChainRefused(t *testing.T) {
+	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse("n5d:bx=32,rx=2,bt=2,chunk=16,chain=true", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Generate(p, Options{Target: "cuda", Plan: pl, Shape: []int{100, 100}}); err == nil || !strings.Contains(err.Error(), "drop chain") {
+		t.Errorf("chain: got %v, want an error that says to drop chain", err)
+	}
+}

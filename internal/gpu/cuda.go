@@ -69,6 +69,7 @@ type cudaAPI struct {
 	cuModuleGetFunction        func(fn *uintptr, mod uintptr, name string) int32
 	cuModuleUnload             func(mod uintptr) int32
 	cuLaunchKernel             func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
+	cuLaunchKernelEx           func(config unsafe.Pointer, f uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32 // optional: CUDA 12 and newer
 	cuFuncGetAttribute         func(v *int32, attr int32, f uintptr) int32
 	cuFuncSetAttribute         func(f uintptr, attr int32, v int32) int32
 	cuEventCreate              func(ev *uintptr, flags uint32) int32
@@ -118,6 +119,7 @@ func loadCUDA() (*cudaAPI, error) {
 	b.fn(&a.cuModuleGetFunction, "cuModuleGetFunction")
 	b.fn(&a.cuModuleUnload, "cuModuleUnload")
 	b.fn(&a.cuLaunchKernel, "cuLaunchKernel")
+	b.optional(&a.cuLaunchKernelEx, "cuLaunchKernelEx")
 	b.fn(&a.cuFuncGetAttribute, "cuFuncGetAttribute")
 	b.fn(&a.cuFuncSetAttribute, "cuFuncSetAttribute")
 	b.fn(&a.cuEventCreate, "cuEventCreate")
@@ -566,6 +568,38 @@ func packCUDAArgs(args []any) (slab []uint64, params []unsafe.Pointer, err error
 }
 
 func (k *cudaKernel) Launch(grid, block [3]int, sharedBytes int, args ...any) error {
+	return k.launch(grid, block, sharedBytes, false, args)
+}
+
+// LaunchChained is Launch as a programmatic dependent launch (gpu.ChainedKernel), through
+// cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+func (k *cudaKernel) LaunchChained(grid, block [3]int, sharedBytes int, args ...any) error {
+	return k.launch(grid, block, sharedBytes, true, args)
+}
+
+// cuLaunchConfig and cuLaunchAttribute are the driver's CUlaunchConfig and CUlaunchAttribute
+// (cuda.h): Go lays them out as C does (CUlaunchAttribute's value is a 64-byte union).
+type cuLaunchConfig struct {
+	gridDimX, gridDimY, gridDimZ    uint32
+	blockDimX, blockDimY, blockDimZ uint32
+	sharedMemBytes                  uint32
+	_                               uint32
+	hStream                         uintptr
+	attrs                           *cuLaunchAttribute
+	numAttrs                        uint32
+	_                               uint32
+}
+
+type cuLaunchAttribute struct {
+	id    uint32
+	_     uint32
+	value [64]byte
+}
+
+// cuLaunchAttributeProgrammaticStreamSerialization is CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+const cuLaunchAttributeProgrammaticStreamSerialization = 6
+
+func (k *cudaKernel) launch(grid, block [3]int, sharedBytes int, chained bool, args []any) error {
 	fail := func(err error) error {
 		return fmt.Errorf("cuda: launch %s grid=%s block=%s shared=%d B: %w", k.name, dim3String(grid), dim3String(block), sharedBytes, err)
 	}
@@ -575,11 +609,21 @@ func (k *cudaKernel) Launch(grid, block [3]int, sharedBytes int, args ...any) er
 	if n := block[0] * block[1] * block[2]; n > k.attrs.MaxThreadsPerBlock {
 		return fail(fmt.Errorf("%d threads per block, kernel allows %d", n, k.attrs.MaxThreadsPerBlock))
 	}
+	a := k.m.d.api
+	if chained && a.cuLaunchKernelEx == nil {
+		return fail(fmt.Errorf("the CUDA driver has no cuLaunchKernelEx (programmatic dependent launches need CUDA 12 or newer); drop chain from the plan"))
+	}
 	slab, params, err := packCUDAArgs(args)
 	if err != nil {
 		return fail(err)
 	}
-	a := k.m.d.api
+	attr := &cuLaunchAttribute{id: cuLaunchAttributeProgrammaticStreamSerialization}
+	attr.value[0] = 1 // programmaticStreamSerializationAllowed, an int: 1
+	cfg := &cuLaunchConfig{
+		gridDimX: uint32(grid[0]), gridDimY: uint32(grid[1]), gridDimZ: uint32(grid[2]),
+		blockDimX: uint32(block[0]), blockDimY: uint32(block[1]), blockDimZ: uint32(block[2]),
+		sharedMemBytes: uint32(sharedBytes), attrs: attr, numAttrs: 1,
+	}
 	err = k.m.d.ex.do(func() error {
 		if !k.m.open() {
 			return fmt.Errorf("module %s is closed", k.m.name)
@@ -591,15 +635,20 @@ func (k *cudaKernel) Launch(grid, block [3]int, sharedBytes int, args ...any) er
 		if len(params) > 0 {
 			pp = unsafe.Pointer(&params[0])
 		}
+		if chained {
+			return a.check(a.cuLaunchKernelEx(unsafe.Pointer(cfg), k.fn, pp, nil), "cuLaunchKernelEx")
+		}
 		res := a.cuLaunchKernel(k.fn,
 			uint32(grid[0]), uint32(grid[1]), uint32(grid[2]),
 			uint32(block[0]), uint32(block[1]), uint32(block[2]),
 			uint32(sharedBytes), 0, pp, nil)
 		return a.check(res, "cuLaunchKernel")
 	})
-	// The driver copies the parameter values during cuLaunchKernel.
+	// The driver copies the parameter values during the launch call.
 	runtime.KeepAlive(slab)
 	runtime.KeepAlive(params)
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(attr)
 	if err != nil {
 		return fail(err)
 	}

@@ -46,13 +46,17 @@ func TestFakeCUDA(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var launches, retained, streams, waits func() int32
+				var launches, chained, retained, streams, waits func() int32
 				purego.RegisterLibFunc(&launches, h, "fakeLaunches")
+				purego.RegisterLibFunc(&chained, h, "fakeChained")
 				purego.RegisterLibFunc(&retained, h, "fakeRetained")
 				purego.RegisterLibFunc(&streams, h, "fakeStreams")
 				purego.RegisterLibFunc(&waits, h, "fakeStreamWaits")
 				if n := launches(); n < 4 {
 					t.Errorf("fake driver saw %d launches", n)
+				}
+				if n := chained(); n < 1 {
+					t.Errorf("fake driver saw %d chained launches", n)
 				}
 				if n := streams(); n != 0 {
 					t.Errorf("%d streams left after the communicators closed", n)

@@ -123,6 +123,15 @@ type Kernel interface {
 	MaxActiveBlocksPerSM(blockThreads, dynamicShared int) (int, error)
 }
 
+// ChainedKernel is a kernel that can run as a programmatic dependent launch (CUDA on sm_90 and
+// newer): LaunchChained enqueues it like Launch, but lets it start before the kernel launched
+// just before it on the stream has finished, once every block of that kernel has signalled
+// (griddepcontrol.launch_dependents). The two kernels must order their memory accesses
+// themselves (lower's chained n5d kernels wait for per-block flags).
+type ChainedKernel interface {
+	LaunchChained(grid, block [3]int, sharedBytes int, args ...any) error
+}
+
 // KernelAttrs are the compiled kernel's resource needs. OpenCL reports
 // Regs = 0 (unknown), LocalBytes = private memory per work-item.
 type KernelAttrs struct {

@@ -196,6 +196,20 @@ func testBackend(t *testing.T, backend string) {
 				t.Fatalf("y[%d] = %v, want %v", i, got[i], want)
 			}
 		}
+		// A chained launch (CUDA) runs the same kernel: y += 3x once more.
+		if ck, ok := k.(ChainedKernel); ok {
+			if err := ck.LaunchChained([3]int{grid, 1, 1}, [3]int{block, 1, 1}, 0, int32(n), float32(3), bx, by); err != nil {
+				t.Fatal(err)
+			}
+			if err := ReadSlice(by, got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if want := 3*x[i] + (3*x[i] + y[i]); got[i] != want {
+					t.Fatalf("chained launch: y[%d] = %v, want %v", i, got[i], want)
+				}
+			}
+		}
 		// Errors that must not reach the device.
 		if err := k.Launch([3]int{grid, 1, 1}, [3]int{block, 1, 1}, 0, n, float32(3), bx, by); err == nil || !strings.Contains(err.Error(), "int32 or int64") {
 			t.Errorf("Go int argument: err = %v", err)

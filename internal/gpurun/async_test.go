@@ -36,6 +36,27 @@ func TestAsyncRefusedOnOpenCL(t *testing.T) {
 	}
 }
 
+// TestChainRefusedOnOpenCL: chained launches are refused on OpenCL with a plan error that says
+// what to drop, before anything is compiled.
+func TestChainRefusedOnOpenCL(t *testing.T) {
+	dev := openDevice(t, "opencl")
+	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse("n5d:bx=32,rx=2,bt=2,chunk=8,chain=true", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := state.New(p, []int{20, 40}, state.DefaultParams(p), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(dev, s, pl); err == nil || !strings.Contains(err.Error(), "sm_90") || !strings.Contains(err.Error(), "drop chain") {
+		t.Fatalf("chain on OpenCL: %v", err)
+	}
+}
+
 // TestAsyncRingOnOpenCL checks the rings of n5d's asynchronous copies (level 0's planes for
 // stars, in 2D and 3D, both level orders, reach 2; rings of their own for boxes and for stars
 // copying far ahead: slots, offsets, the prologue, rings longer than async+1, one ring per

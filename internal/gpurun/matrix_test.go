@@ -214,6 +214,11 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				as.Prefetch, as.Async, as.Split, as.ConstSize = 0, 2, as.RX > 1, true
 				as.Edges = lower.N5DEdges(p, as) // the edge loop's copies of clamped runs
 				out = append(out, as)
+				// Chained launches (plan.Chain, CUDA sm_90): each block of a launch waits for
+				// its neighbouring blocks of the launch before, not for the whole launch.
+				ch := def
+				ch.Chain = true
+				out = append(out, ch)
 			}
 			if reach == 1 && lower.N5DShortRound(p) {
 				// Short rounds of 2R+1 planes (rings of three shared planes per level) with

@@ -106,7 +106,7 @@ func (r *Runner) Observe() ([]float64, error) {
 	block := [3]int{ir.ReduceWidth, 1, 1}
 	for _, ob := range p.Observes {
 		l := o.low.Cells[ob.Index]
-		args := r.bind(l)
+		args := r.bind(l, 0)
 		for i, a := range l.Args {
 			if a.Kind == lower.ArgPartials {
 				args[i] = o.scratch[0]
@@ -157,5 +157,5 @@ func (r *Runner) RunObserved(n int) error {
 	if err := r.Run(n - 1); err != nil {
 		return err
 	}
-	return r.launch(*single)
+	return r.launch(*single, false)
 }

@@ -31,6 +31,10 @@ type Runner struct {
 	cache     *Modules  // where compiled modules come from (nil: compiled for this runner)
 	// lastSteps is how many steps the last launch advanced (0: none yet).
 	lastSteps int
+	// chainFlags holds a flag per block position of the chained kernels (plan.Chain), epoch
+	// the last chained launch's number, which its blocks store there.
+	chainFlags gpu.Buffer
+	epoch      uint32
 }
 
 // Dialect is the kernel language a device compiles.
@@ -108,9 +112,29 @@ func NewWith(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 		r.Attrs[k.Name] = kk.Attrs()
 	}
 	multi := false
+	flags := 0
 	for _, l := range low.Launches {
 		if l.Steps > 1 {
 			multi = true
+		}
+		if l.Chain {
+			flags = max(flags, l.Grid[0]*l.Grid[1]*l.Grid[2])
+		}
+	}
+	if flags > 0 {
+		if _, ok := r.kernels[low.Launches[0].Kernel].(gpu.ChainedKernel); !ok {
+			r.Close()
+			return nil, fmt.Errorf("chained launches (chain=true): the %s backend has none; drop chain from the plan", dev.Props().Backend)
+		}
+		b, err := dev.Alloc(int64(4 * flags))
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("allocating the chained launches' %d flags: %w", flags, err)
+		}
+		r.chainFlags = b
+		if err := b.Write(make([]byte, 4*flags)); err != nil {
+			r.Close()
+			return nil, err
 		}
 	}
 	r.slots = make([][4]gpu.Buffer, len(s.Prog.Grids))
@@ -162,6 +186,9 @@ func (r *Runner) Close() {
 			}
 		}
 	}
+	if r.chainFlags != nil {
+		r.chainFlags.Free()
+	}
 	if r.mod != nil && !r.sharedMod {
 		r.mod.Close()
 	}
@@ -196,7 +223,9 @@ func (r *Runner) schedule(n int) []lower.Launch {
 	return out
 }
 
-func (r *Runner) bind(l lower.Launch) []any {
+// bind gives a launch its arguments; wait is the epoch a chained kernel's blocks wait for (0:
+// none).
+func (r *Runner) bind(l lower.Launch, wait uint32) []any {
 	args := make([]any, len(l.Args))
 	for i, a := range l.Args {
 		switch a.Kind {
@@ -215,6 +244,12 @@ func (r *Runner) bind(l lower.Launch) []any {
 			args[i] = int32(a.Value)
 		case lower.ArgLayers:
 			args[i] = int32(r.s.Layers[a.Grid])
+		case lower.ArgChainFlags:
+			args[i] = r.chainFlags
+		case lower.ArgChainEpoch:
+			args[i] = r.epoch
+		case lower.ArgChainWait:
+			args[i] = wait
 		case lower.ArgParam:
 			v := r.s.Params[a.Param]
 			switch v.T {
@@ -247,20 +282,51 @@ func (r *Runner) rotate(k int) {
 	}
 }
 
-// Run enqueues launches that advance the state by n steps (without waiting).
+// Run enqueues launches that advance the state by n steps (without waiting). Of a chained
+// plan (plan.Chain), each launch that follows one of the same kernel within the call runs as a
+// programmatic dependent launch of it; the first, and every launch after another kernel, waits
+// for everything before it as usual.
 func (r *Runner) Run(n int) error {
-	for _, l := range r.schedule(n) {
-		if err := r.launch(l); err != nil {
+	ls := r.schedule(n)
+	for i, c := range chained(ls) {
+		if err := r.launch(ls[i], c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// launch enqueues one launch and moves the buffers and the step count past it.
-func (r *Runner) launch(l lower.Launch) error {
+// chained says which launches of a sequence run as programmatic dependent launches of the
+// one before: those of a chained kernel that directly follow one of the same kernel.
+func chained(ls []lower.Launch) []bool {
+	c := make([]bool, len(ls))
+	for i := 1; i < len(ls); i++ {
+		c[i] = ls[i].Chain && ls[i-1].Kernel == ls[i].Kernel
+	}
+	return c
+}
+
+// launch enqueues one launch and moves the buffers and the step count past it; chained says it
+// directly follows a launch of the same chained kernel (Run).
+func (r *Runner) launch(l lower.Launch, chained bool) error {
 	k := r.kernels[l.Kernel]
-	if err := k.Launch(l.Grid, l.Block, l.Shared, r.bind(l)...); err != nil {
+	var wait uint32
+	if l.Chain {
+		r.epoch++
+		if r.epoch == 0 { // wrapped: 0 means no wait
+			r.epoch, chained = 1, false
+		}
+		if chained {
+			wait = r.epoch - 1
+		}
+	}
+	var err error
+	if chained {
+		err = k.(gpu.ChainedKernel).LaunchChained(l.Grid, l.Block, l.Shared, r.bind(l, wait)...)
+	} else {
+		err = k.Launch(l.Grid, l.Block, l.Shared, r.bind(l, wait)...)
+	}
+	if err != nil {
 		return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", l.Kernel, l.Grid, l.Block, l.Shared, err)
 	}
 	r.rotate(l.Steps)

@@ -64,6 +64,11 @@ type Kernel struct {
 	// (CUDA sm_90 __cluster_dims__): its blocks run together and may store into each other's
 	// shared memory (ClusterStore) between cluster barriers. Grids are multiples of it.
 	Cluster [3]int
+	// Chained says the kernel runs as a programmatic dependent launch after a launch of itself
+	// (ChainWait, ChainSignal): its input buffers are written while it runs, so the CUDA printer
+	// reads its read-only pointer parameters through L2 (__ldcg), not the read-only data path,
+	// which assumes they stay unchanged for the kernel's lifetime.
+	Chained bool
 }
 
 // Clustered says the kernel runs in thread-block clusters of more than one block.
@@ -222,6 +227,37 @@ type (
 	// flight (the older ones have landed and are visible to the thread).
 	AsyncWait struct{ Pending int }
 )
+
+// Chained launches (CUDA sm_90's programmatic dependent launch): a launch of a Chained kernel
+// may start while the launch of it before is still running; each block waits only for the
+// blocks of that launch whose outputs it reads or whose inputs it overwrites.
+type (
+	// ChainWait lets the next launch start (griddepcontrol.launch_dependents), then, when Wait
+	// (a U32) is not zero, has one thread wait until the flag of every block of the launch
+	// before from Pos[i] - Reach[i] to Pos[i] + Reach[i] (1 by default) along each launch axis i inside Dims (the
+	// launch's blocks per axis) reaches Wait (ld.acquire.gpu), and synchronises the block. Flags
+	// is the U32 buffer of one flag per block position, x fastest. Every thread runs it.
+	ChainWait struct {
+		Flags string
+		Wait  Expr
+		Pos   []Expr
+		Dims  []Expr
+		// Reach, when given, widens the neighbourhood along axis i to Pos[i] +- Reach[i].
+		Reach []int
+	}
+	// ChainSignal, the kernel's last statement, synchronises the block and has one thread set
+	// the block's flag at Pos to Epoch (a fence, then st.release.gpu): its outputs are written
+	// and its inputs read. Every thread runs it.
+	ChainSignal struct {
+		Flags string
+		Epoch Expr
+		Pos   []Expr
+		Dims  []Expr
+	}
+)
+
+func (*ChainWait) stmt()   {}
+func (*ChainSignal) stmt() {}
 
 func (*SharedBase) stmt()  {}
 func (*AsyncCopy) stmt()   {}

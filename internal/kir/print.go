@@ -70,6 +70,9 @@ type printer struct {
 	d      Dialect
 	b      strings.Builder
 	indent int
+	// l2 names the read-only pointer parameters of the kernel being printed whose reads go
+	// through L2 (Kernel.Chained).
+	l2 map[string]bool
 }
 
 func (p *printer) line(format string, args ...any) {
@@ -138,6 +141,18 @@ func (p *printer) vecTyp(t Type, w int) string {
 
 func (p *printer) kernel(k *Kernel) {
 	var params []string
+	p.l2 = nil
+	if k.Chained {
+		if p.d != CUDA {
+			panic("internal error: chained launch in " + p.d.String())
+		}
+		p.l2 = map[string]bool{}
+		for _, pr := range k.Params {
+			if pr.Pointer && pr.Const {
+				p.l2[pr.Name] = true
+			}
+		}
+	}
 	for _, pr := range k.Params {
 		if !pr.Pointer {
 			params = append(params, fmt.Sprintf("%s %s", p.typ(pr.Type), pr.Name))
@@ -279,6 +294,10 @@ func (p *printer) stmt(s Stmt) {
 				space = "__local "
 			}
 		}
+		if a, ok := s.Array.(*Ident); ok && !s.Shared && p.l2[a.Name] {
+			p.line("%s %s = __ldcg((const %s*)(%s + %s));", vt, s.Name, vt, a.Name, p.expr(s.Idx, prec["+"]+1))
+			break
+		}
 		p.line("%s %s = *(%sconst %s*)(%s + %s);", vt, s.Name, space, vt, p.expr(s.Array, prec["+"]), p.expr(s.Idx, prec["+"]+1))
 	case *VecStore:
 		vt := p.vecTyp(s.T, s.Width)
@@ -307,6 +326,8 @@ func (p *printer) stmt(s Stmt) {
 		p.line("*(%s%s*)(%s + %s) = %s;", space, vt, s.Array, p.expr(s.Idx, prec["+"]+1), val)
 	case *SharedBase, *AsyncCopy, *AsyncCommit, *AsyncWait:
 		p.async(s)
+	case *ChainWait, *ChainSignal:
+		p.chain(s)
 	case *Block:
 		p.line("{")
 		p.indent++
@@ -315,6 +336,64 @@ func (p *printer) stmt(s Stmt) {
 		p.line("}")
 	default:
 		panic(fmt.Sprintf("internal error: kir statement %T", s))
+	}
+}
+
+// chain prints a chained launch's wait or signal (CUDA only: plans that need them are refused
+// elsewhere). The flags' linear index is x fastest over the launch's block positions.
+func (p *printer) chain(s Stmt) {
+	if p.d != CUDA {
+		panic("internal error: chained launch in " + p.d.String())
+	}
+	flag := func(pos, dims []Expr) string {
+		idx := p.expr(pos[len(pos)-1], 0)
+		for i := len(pos) - 2; i >= 0; i-- {
+			idx = fmt.Sprintf("(%s) * %s + %s", idx, p.expr(dims[i], precAtom), p.expr(pos[i], prec["+"]+1))
+		}
+		return idx
+	}
+	one := "threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0"
+	switch s := s.(type) {
+	case *ChainWait:
+		if len(s.Pos) != len(s.Dims) || len(s.Pos) == 0 || len(s.Pos) > 3 {
+			panic("internal error: chained launch over " + fmt.Sprint(len(s.Pos)) + " axes")
+		}
+		p.line(`asm volatile("griddepcontrol.launch_dependents;");`)
+		p.line("if (%s != 0u) {", p.expr(s.Wait, 0))
+		p.indent++
+		p.line("if (%s) {", one)
+		p.indent++
+		var pos, dims []Expr
+		for i := range s.Pos {
+			v := fmt.Sprintf("cw%d", i)
+			r := 1
+			if i < len(s.Reach) {
+				r = s.Reach[i]
+			}
+			p.line("for (int %s = max(%s - %d, 0); %s <= min(%s + %d, %s - 1); ++%s)", v, p.expr(s.Pos[i], 0), r, v, p.expr(s.Pos[i], 0), r, p.expr(s.Dims[i], 0), v)
+			pos = append(pos, Id(v))
+			dims = append(dims, s.Dims[i])
+		}
+		p.line("{")
+		p.indent++
+		p.line("const unsigned* cwf = %s + %s;", s.Flags, flag(pos, dims))
+		p.line("unsigned cwv;")
+		p.line(`do { asm volatile("ld.acquire.gpu.global.u32 %%0, [%%1];" : "=r"(cwv) : "l"(cwf) : "memory"); } while ((int)(cwv - %s) < 0);`, p.expr(s.Wait, 0))
+		p.indent--
+		p.line("}")
+		p.indent--
+		p.line("}")
+		p.line("__syncthreads();")
+		p.indent--
+		p.line("}")
+	case *ChainSignal:
+		p.line("__syncthreads();")
+		p.line("if (%s) {", one)
+		p.indent++
+		p.line("__threadfence();")
+		p.line(`asm volatile("st.release.gpu.global.u32 [%%0], %%1;" :: "l"(%s + %s), "r"(%s) : "memory");`, s.Flags, flag(s.Pos, s.Dims), p.expr(s.Epoch, 0))
+		p.indent--
+		p.line("}")
 	}
 }
 
@@ -458,6 +537,9 @@ func (p *printer) expr(e Expr, outer int) string {
 	case *Cast:
 		return p.cast(e, outer)
 	case *Index:
+		if a, ok := e.Array.(*Ident); ok && p.l2[a.Name] {
+			return "__ldcg(&" + a.Name + "[" + p.expr(e.Idx, 0) + "])"
+		}
 		return p.expr(e.Array, precAtom) + "[" + p.expr(e.Idx, 0) + "]"
 	case *Builtin:
 		return p.builtin(e)

@@ -31,6 +31,13 @@ const (
 	ArgParam                 // a program parameter: Param
 	ArgLayers                // layer count of a layered grid: Grid (i32)
 	ArgConst                 // a value fixed at lowering time: Value (i32)
+	// The three arguments of a chained kernel (plan.Chain, kir.ChainWait): the runner's flag
+	// buffer (u32, one per block position), the launch's epoch, which its blocks store as their
+	// flag, and the epoch they wait for (the launch before's, or 0: none, the launch was not
+	// chained).
+	ArgChainFlags
+	ArgChainEpoch
+	ArgChainWait
 )
 
 // Arg is one kernel argument, bound by the runner at launch time.
@@ -51,6 +58,10 @@ type Launch struct {
 	Shared int    // dynamic shared memory bytes
 	Args   []Arg
 	Steps  int // time steps the launch advances (its kernel's temporal depth)
+	// Chain says a launch of this kernel that directly follows one of the same kernel may run
+	// as a programmatic dependent launch of it (plan.Chain; the kernel takes the ArgChain
+	// arguments).
+	Chain bool
 }
 
 // Lowered is a program lowered for one plan and size: kernels and how to launch them.

@@ -325,6 +325,42 @@ func N5DChunks(n0, chunk, lo, hi int, rimBlocks bool) int {
 	return ceilDiv(n0, chunk)
 }
 
+// n5dChunkBounds is the planes [zb, ze) of every n5d block along the chunk axis, as the
+// kernel computes them (N5DChunks).
+func n5dChunkBounds(n0, chunk, lo, hi int, rimBlocks bool) [][2]int {
+	n := N5DChunks(n0, chunk, lo, hi, rimBlocks)
+	b := make([][2]int, n)
+	for c := range b {
+		switch {
+		case rimBlocks && n0 > lo+hi && c == 0:
+			b[c] = [2]int{0, lo}
+		case rimBlocks && n0 > lo+hi && c == n-1:
+			b[c] = [2]int{n0 - hi, n0}
+		case rimBlocks && n0 > lo+hi:
+			b[c] = [2]int{lo + (c-1)*chunk, min(lo+c*chunk, n0-hi)}
+		default:
+			b[c] = [2]int{c * chunk, min((c+1)*chunk, n0)}
+		}
+	}
+	return b
+}
+
+// n5dChainReach is how many chunks before and after its own a chained n5d block waits for
+// (plan.Chain): enough that every plane within m of its chunk, which it may read or whose
+// readers it may overwrite, lies in one of them.
+func n5dChainReach(bounds [][2]int, m int) int {
+	k := 1
+	for c, b := range bounds {
+		for d := 1; c-d >= 0 && bounds[c-d][1] > b[0]-m; d++ {
+			k = max(k, d)
+		}
+		for d := 1; c+d < len(bounds) && bounds[c+d][0] < b[1]+m; d++ {
+			k = max(k, d)
+		}
+	}
+	return k
+}
+
 // n5dMode is which of an n5d kernel's loops a body is built for: blocks whose planes and
 // columns lie inside the interior skip every rim check (n5dFast); blocks on an in-plane edge
 // whose planes are inside run the same unguarded loop on clamped columns and keep their rim
@@ -1735,6 +1771,35 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		// lets run without the rim's checks.
 		body = rimPieces(body, blockAt(chunkDim), kir.I(fastLo), kir.Bin("-", kir.Id("n0"), kir.I(fastHi)))
 	}
+	if pl.Chain {
+		// Chained launches (plan.Chain): wait for the blocks of the launch before that wrote
+		// what this block reads or read what it overwrites, that is within the reach of bt steps
+		// (plus the planes loaded ahead) of its outputs, then signal this block's own.
+		var pos, dims []kir.Expr
+		var reach []int
+		for i := 0; i < d; i++ {
+			pos = append(pos, blockAt(i))
+			dims = append(dims, &kir.Builtin{D: kir.GridDim, Axis: i})
+			if i == chunkDim {
+				m := bt*R + pl.N5DRound(R) + 1
+				reach = append(reach, n5dChainReach(n5dChunkBounds(shape[0], chunk, rimLo, rimHi, rimBlocks), m))
+				continue
+			}
+			a := d - 1 - i
+			out := outSize[a]
+			if shfl && a == X {
+				out *= tiles
+			}
+			reach = append(reach, max(1, ceilDiv(bt*h[a], out)))
+		}
+		wait := &kir.ChainWait{Flags: "chainflags", Wait: kir.Id("chainwait"), Pos: pos, Dims: dims, Reach: reach}
+		pre = append(pre, wait)
+		body = append(body, &kir.ChainSignal{Flags: "chainflags", Epoch: kir.Id("chainepoch"), Pos: pos, Dims: dims})
+		k.Params = append(k.Params, kir.Param{Name: "chainflags", Type: kir.U32, Pointer: true},
+			kir.Param{Name: "chainepoch", Type: kir.U32}, kir.Param{Name: "chainwait", Type: kir.U32})
+		args = append(args, Arg{Kind: ArgChainFlags}, Arg{Kind: ArgChainEpoch}, Arg{Kind: ArgChainWait})
+		k.Chained = true
+	}
 	k.Body = append(append(sizes, pre...), body...)
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
@@ -1755,5 +1820,5 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 	}
 	grid[chunkDim] = N5DChunks(shape[0], chunk, rimLo, rimHi, rimBlocks)
-	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: bt, Shared: shared}}, shared, nil
+	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: bt, Shared: shared, Chain: pl.Chain}}, shared, nil
 }

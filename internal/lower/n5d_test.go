@@ -732,3 +732,88 @@ func TestConstSizeKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestChainKernels: with chain every n5d kernel of the plan takes the flags, the epoch and the
+// epoch to wait for, lets the next launch start, waits for its neighbours of the launch before
+// (with the rim's blocks, the edge tiles first and asynchronous copies too), reads its input
+// through L2 only and signals last; its launches say they chain. Without it nothing of that.
+func TestChainKernels(t *testing.T) {
+	plain := regexp.MustCompile(`[^&]in0_u\[|\*\(const float2\*\)\(in0_u`)
+	for _, c := range []struct {
+		file, plan string
+		shape      []int
+	}{
+		{"star2d1r", "n5d:bx=32,bt=4,rx=2,wave=true,pf=3,rimblocks=true,edges=true,edgesfirst=true,chunk=24,fastmath=true", []int{200, 150}},
+		{"box2d1r", "n5d:bx=32,bt=4,rx=2,wave=true,async=5,rimblocks=true,edgesfirst=true,chunk=24,fastmath=true", []int{200, 150}},
+		{"star3d1r", "n5d:bx=16,by=8,bt=3,rx=2,wave=true,rimcut=true,chunk=16", []int{40, 50, 60}},
+	} {
+		p, err := load.File("../../examples/an5d/"+c.file+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, on := range []bool{false, true} {
+			pl, err := plan.Parse(c.plan, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl.Chain = on
+			l, err := Lower(p, c.shape, nil, pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range l.Module.Kernels {
+				text := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}}, kir.CUDA)
+				n := len(l.Launches[i].Args)
+				args := n >= 3 && l.Launches[i].Args[n-3].Kind == ArgChainFlags && l.Launches[i].Args[n-2].Kind == ArgChainEpoch && l.Launches[i].Args[n-1].Kind == ArgChainWait
+				for what, got := range map[string]bool{
+					"chained kernel":     k.Chained,
+					"chained launch":     l.Launches[i].Chain,
+					"chain arguments":    args,
+					"chain parameters":   strings.Contains(text, "unsigned* __restrict__ chainflags, unsigned chainepoch, unsigned chainwait)"),
+					"launch_dependents":  strings.Contains(text, "griddepcontrol.launch_dependents"),
+					"acquire":            strings.Contains(text, "ld.acquire.gpu.global.u32") && strings.Contains(text, "(int)(cwv - chainwait) < 0"),
+					"release":            strings.Contains(text, "st.release.gpu.global.u32"),
+					"reads through L2":   strings.Contains(text, "__ldcg("),
+					"no read-only reads": !plain.MatchString(text),
+				} {
+					if got != on {
+						t.Errorf("%s %v, chain %v, kernel %s: %s %v", c.file, c.shape, on, k.Name, what, got)
+					}
+				}
+				if on && !strings.Contains(text[strings.LastIndex(text, "__syncthreads();"):], "st.release") {
+					t.Errorf("%s: the signal is not the kernel's last statement", k.Name)
+				}
+			}
+		}
+	}
+}
+
+// TestChainReach: a chained block waits for as many chunks around its own as the planes it
+// reads reach into, more than one where a chunk is shorter than that.
+func TestChainReach(t *testing.T) {
+	for _, c := range []struct {
+		n0, chunk, lo, hi int
+		rim               bool
+		m, want           int
+	}{
+		{16386, 512, 41, 24, true, 16, 1},
+		{100, 10, 0, 0, false, 10, 1},
+		{100, 10, 0, 0, false, 11, 2},
+		{105, 20, 0, 0, false, 12, 1}, // a short last chunk: nothing lies beyond it
+		{95, 20, 10, 10, true, 20, 2}, // a 15-plane last chunk before the rim's block
+		{95, 20, 10, 10, true, 14, 1},
+	} {
+		b := n5dChunkBounds(c.n0, c.chunk, c.lo, c.hi, c.rim)
+		if b[0][0] != 0 || b[len(b)-1][1] != c.n0 {
+			t.Errorf("%+v: chunks %v do not cover the axis", c, b)
+		}
+		for i := 1; i < len(b); i++ {
+			if b[i][0] != b[i-1][1] {
+				t.Errorf("%+v: chunks %v and %v are not adjacent", c, b[i-1], b[i])
+			}
+		}
+		if got := n5dChainReach(b, c.m); got != c.want {
+			t.Errorf("%+v: reach %d, want %d", c, got, c.want)
+		}
+	}
+}

@@ -469,3 +469,27 @@ func TestConstSize(t *testing.T) {
 		func(pl plan.Plan) bool { return pl.ConstSize },
 		[]string{"tiled:bx=32,by=8,constsize=true"})
 }
+
+// TestChain checks that chain reads back and is refused with clusters and on devices without
+// programmatic dependent launches.
+func TestChain(t *testing.T) {
+	checkSwitchPlan(t, "an5d/star2d1r", "chain", "n5d:bx=128,bt=10,rx=2,wave=true,pf=3,rimblocks=true,edgesfirst=true,chunk=512,fastmath=true,chain=true",
+		func(pl plan.Plan) bool { return pl.Chain },
+		[]string{"n5d:bx=64,bt=4,rx=2,wave=true,cx=2,chain=true"})
+	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse("n5d:bx=64,bt=4,rx=2,chain=true", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lim := range []plan.Limits{{NoChain: true}, {SM: 80}} {
+		if err := pl.Validate(p, lim, 0); err == nil || !strings.Contains(err.Error(), "sm_90") || !strings.Contains(err.Error(), "drop chain") {
+			t.Errorf("limits %+v: %v", lim, err)
+		}
+	}
+	if err := pl.Validate(p, plan.Limits{SM: 90}, 0); err != nil {
+		t.Errorf("on sm_90: %v", err)
+	}
+}

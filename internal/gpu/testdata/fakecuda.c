@@ -29,6 +29,7 @@ static int primary; // the primary context object; its address is the handle
 static int retained;
 static __thread void *current;
 static int launches;
+static int chained; // launches through cuLaunchKernelEx with programmatic stream serialization
 
 #define NEED_CTX()                                   \
 	do {                                             \
@@ -208,8 +209,10 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, function *f, int bs
 #define ARG(T, i) (*(T *)params[i])
 #define PTR(T, i) ((T *)(uintptr_t)(*(CUdeviceptr *)params[i]))
 
-CUresult cuLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, void *stream, void **params, void **extra) {
+// launch_kernel is cuLaunchKernel, static so that cuLaunchKernelEx reaches this library's own
+// (another fake driver loaded earlier in the process would otherwise interpose its export).
+static CUresult launch_kernel(function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                              unsigned shared, void *stream, void **params, void **extra) {
 	NEED_CTX();
 	if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || extra != NULL || stream != NULL) return ERR_INVALID_VALUE;
 	if ((int)shared > f->maxDyn) return ERR_INVALID_VALUE; // no opt-in for > 48 KB
@@ -317,8 +320,33 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
 }
 CUresult cuGetErrorString(CUresult r, const char **s) { *s = r == 201 ? "invalid device context" : "fake error"; return OK; }
 
+CUresult cuLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void *stream, void **params, void **extra) {
+	return launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+// cuLaunchKernelEx with the layouts of cuda.h: CUlaunchConfig (7 unsigned, the stream, the
+// attributes, their count) and CUlaunchAttribute (an id padded to 8 bytes, a 64-byte union).
+typedef struct { unsigned id; char pad[4]; union { char pad[64]; int programmaticStreamSerializationAllowed; } value; } CUlaunchAttribute;
+typedef struct {
+	unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+	void *hStream;
+	CUlaunchAttribute *attrs;
+	unsigned numAttrs;
+} CUlaunchConfig;
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, function *f, void **params, void **extra) {
+	if (sizeof(CUlaunchAttribute) != 72 || sizeof(CUlaunchConfig) != 56) return ERR_INVALID_VALUE;
+	if (c->numAttrs != 1 || c->attrs[0].id != 6 || c->attrs[0].value.programmaticStreamSerializationAllowed != 1) return ERR_INVALID_VALUE;
+	CUresult r = launch_kernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+	                            c->sharedMemBytes, c->hStream, params, extra);
+	if (r == OK) chained++;
+	return r;
+}
+
 // Introspection for the Go test.
 int fakeLaunches(void) { return launches; }
+int fakeChained(void) { return chained; }
 int fakeRetained(void) { return retained; }
 int fakeStreams(void) { return streams; }
 int fakeStreamWaits(void) { return waits; }
