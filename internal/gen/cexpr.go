@@ -87,6 +87,17 @@ type cexpr struct {
 	load  func(l *ir.Load) string
 	let   func(l *ir.Let) string
 	rand  func(t ir.Type) string
+	// wide computes f32 values in double: the harness's second CPU loop, which measures how far
+	// float rounding drifts on the input (gen.widen).
+	wide bool
+}
+
+// ty is the type a value of type t is computed in.
+func (c *cexpr) ty(t ir.Type) ir.Type {
+	if c.wide && t == ir.F32 {
+		return ir.F64
+	}
+	return t
 }
 
 func bits(t ir.Type) string {
@@ -99,7 +110,9 @@ func bits(t ir.Type) string {
 func (c *cexpr) expr(e ir.Expr) string {
 	switch e := e.(type) {
 	case *ir.Const:
-		return cLit(e.V)
+		v := e.V
+		v.T = c.ty(v.T)
+		return cLit(v)
 	case *ir.ParamRef:
 		return c.param(e.P)
 	case *ir.LetRef:
@@ -146,7 +159,7 @@ func (c *cexpr) expr(e ir.Expr) string {
 		}
 		if e.T.IsFloat() {
 			if e.Op == "%" {
-				if e.T == ir.F32 {
+				if c.ty(e.T) == ir.F32 {
 					return fmt.Sprintf("(float)fmod((double)%s, (double)%s)", x, y)
 				}
 				return fmt.Sprintf("fmod(%s, %s)", x, y)
@@ -172,7 +185,7 @@ func (c *cexpr) expr(e ir.Expr) string {
 		if fn == "" {
 			fn = e.Fn
 		}
-		if e.T == ir.F32 {
+		if c.ty(e.T) == ir.F32 {
 			for i := range args {
 				args[i] = "(double)" + args[i]
 			}
@@ -187,6 +200,7 @@ func (c *cexpr) expr(e ir.Expr) string {
 
 // convert writes ir.ConvertValue.
 func (c *cexpr) convert(x string, from, to ir.Type) string {
+	from, to = c.ty(from), c.ty(to)
 	if from == to {
 		return x
 	}

@@ -371,3 +371,74 @@ func init() {
 		panic(errors.New("the end-to-end tests assume a little-endian machine"))
 	}
 }
+
+// TestHarnessCheckAmplifiedRounding: gradient2d's update amplifies rounding differences
+// (1/sqrt of small sums of squared differences), so a correct build drifts from the harness's
+// CPU loop by more than 1e-4 of the largest value; the check allows for the drift the loop
+// itself shows against the same loop in double, and passes at the harness's defaults (512^2,
+// 100 steps: `make check`), with and without fast math. A device that computes something
+// else (eps 5% larger: its kernels, with the CPU loop of the program as written) still fails.
+func TestHarnessCheckAmplifiedRounding(t *testing.T) {
+	tc := openclToolchain(t)
+	src, err := os.ReadFile("../../examples/an5d/gradient2d.stencil")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(text, planText string) string {
+		p, err := load.Source("gradient2d.stencil", text, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Parse(planText, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Generate(p, Options{Target: "opencl", Plan: pl, Shape: []int{512, 512}, Harness: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		for _, f := range out.Files {
+			if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	check := func(dir, hostDir string) (string, error) {
+		if hostDir != dir {
+			data, err := os.ReadFile(filepath.Join(hostDir, "gradient2d_host.c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "gradient2d_host.c"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := tc.build(dir, "gradient2d")
+		b.Dir = dir
+		if msg, err := b.CombinedOutput(); err != nil {
+			t.Fatalf("building: %v\n%s", err, msg)
+		}
+		cmd := exec.Command(filepath.Join(dir, "gradient2d"), "-n", "1", "-c")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), tc.env(dir)...)
+		msg, err := cmd.CombinedOutput()
+		return string(msg), err
+	}
+	const pl = "tiled:bx=32,by=8"
+	for _, text := range []string{pl, pl + ",fastmath=true"} {
+		dir := build(string(src), text)
+		if msg, err := check(dir, dir); err != nil || !strings.Contains(msg, ": ok") {
+			t.Errorf("%s: the check failed a correct build (%v):\n%s", text, err, msg)
+		}
+	}
+	wrong := strings.Replace(string(src), "0.0001", "0.000105", 1)
+	if wrong == string(src) {
+		t.Fatal("no eps to change in gradient2d.stencil")
+	}
+	dir := build(string(src), pl)
+	if msg, err := check(dir, build(wrong, pl)); err == nil || !strings.Contains(msg, "MISMATCH") {
+		t.Errorf("the check passed a device computing eps 5%% larger (%v):\n%s", err, msg)
+	}
+}

@@ -97,6 +97,9 @@ type gen struct {
 	layers   []int64
 	kdialect kir.Dialect
 	src      string // kernel source (renamed kernels)
+	// widen is set while the harness's CPU loop is written a second time, computing in double
+	// what the program computes in float (harness.go: ct, cpre).
+	widen bool
 	// C identifiers of grids and parameters.
 	gname []string
 	pname []string
