@@ -632,7 +632,8 @@ static void *alloc(int64_t n, int elem) {
 		x.f("          int wl = r < grid_levels[g] ? r : 2;")
 		x.f("          if (grid_type[g] == 0) {")
 		x.f("            double *dst = (double *)alloc(c.len[g], 8);")
-		x.f("            for (i = 0; i < c.len[g] && wl < 2; i++) dst[i] = ((const float *)init[g][r])[i];")
+		x.f("            if (wl < 2)")
+		x.f("              for (i = 0; i < c.len[g]; i++) dst[i] = ((const float *)init[g][r])[i];")
 		x.f("            lw[g][wl] = dst;")
 		x.f("          } else {")
 		x.f("            lw[g][wl] = alloc(c.len[g], grid_elem[g]);")
@@ -646,13 +647,10 @@ static void *alloc(int64_t n, int elem) {
 			if gr.Type != ir.F32 {
 				continue
 			}
-			x.f("      for (i = 0; i < c.len[%d]; i++) {", gr.Index)
-			x.f("        double e = fabs((double)c.%s[i] - cw.%s[i]);", g.field(gr, "0"), g.field(gr, "0"))
-			x.f("        if (e > drift[%d] && !isnan(e) && !isinf(e)) drift[%d] = e;", gr.Index, gr.Index)
-			x.f("      }")
-			if gr.Levels > 1 {
+			for level := 0; level < gr.Levels; level++ {
+				f := g.field(gr, fmt.Sprint(level))
 				x.f("      for (i = 0; i < c.len[%d]; i++) {", gr.Index)
-				x.f("        double e = fabs((double)c.%s[i] - cw.%s[i]);", g.field(gr, "1"), g.field(gr, "1"))
+				x.f("        double e = fabs((double)c.%s[i] - cw.%s[i]);", f, f)
 				x.f("        if (e > drift[%d] && !isnan(e) && !isinf(e)) drift[%d] = e;", gr.Index, gr.Index)
 				x.f("      }")
 			}

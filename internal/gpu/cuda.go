@@ -617,12 +617,15 @@ func (k *cudaKernel) launch(grid, block [3]int, sharedBytes int, chained bool, a
 	if err != nil {
 		return fail(err)
 	}
-	attr := &cuLaunchAttribute{id: cuLaunchAttributeProgrammaticStreamSerialization}
-	attr.value[0] = 1 // programmaticStreamSerializationAllowed, an int: 1
-	cfg := &cuLaunchConfig{
-		gridDimX: uint32(grid[0]), gridDimY: uint32(grid[1]), gridDimZ: uint32(grid[2]),
-		blockDimX: uint32(block[0]), blockDimY: uint32(block[1]), blockDimZ: uint32(block[2]),
-		sharedMemBytes: uint32(sharedBytes), attrs: attr, numAttrs: 1,
+	var cfg *cuLaunchConfig // chained launches only: plain ones allocate nothing more
+	if chained {
+		attr := &cuLaunchAttribute{id: cuLaunchAttributeProgrammaticStreamSerialization}
+		attr.value[0] = 1 // programmaticStreamSerializationAllowed, an int: 1
+		cfg = &cuLaunchConfig{
+			gridDimX: uint32(grid[0]), gridDimY: uint32(grid[1]), gridDimZ: uint32(grid[2]),
+			blockDimX: uint32(block[0]), blockDimY: uint32(block[1]), blockDimZ: uint32(block[2]),
+			sharedMemBytes: uint32(sharedBytes), attrs: attr, numAttrs: 1,
+		}
 	}
 	err = k.m.d.ex.do(func() error {
 		if !k.m.open() {
@@ -635,7 +638,7 @@ func (k *cudaKernel) launch(grid, block [3]int, sharedBytes int, chained bool, a
 		if len(params) > 0 {
 			pp = unsafe.Pointer(&params[0])
 		}
-		if chained {
+		if cfg != nil {
 			return a.check(a.cuLaunchKernelEx(unsafe.Pointer(cfg), k.fn, pp, nil), "cuLaunchKernelEx")
 		}
 		res := a.cuLaunchKernel(k.fn,
@@ -647,8 +650,7 @@ func (k *cudaKernel) launch(grid, block [3]int, sharedBytes int, chained bool, a
 	// The driver copies the parameter values during the launch call.
 	runtime.KeepAlive(slab)
 	runtime.KeepAlive(params)
-	runtime.KeepAlive(cfg)
-	runtime.KeepAlive(attr)
+	runtime.KeepAlive(cfg) // and its attribute, which it points to
 	if err != nil {
 		return fail(err)
 	}

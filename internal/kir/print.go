@@ -363,7 +363,7 @@ func (p *printer) chain(s Stmt) {
 		p.indent++
 		p.line("if (%s) {", one)
 		p.indent++
-		var pos, dims []Expr
+		var pos []Expr
 		for i := range s.Pos {
 			v := fmt.Sprintf("cw%d", i)
 			r := 1
@@ -372,11 +372,10 @@ func (p *printer) chain(s Stmt) {
 			}
 			p.line("for (int %s = max(%s - %d, 0); %s <= min(%s + %d, %s - 1); ++%s)", v, p.expr(s.Pos[i], 0), r, v, p.expr(s.Pos[i], 0), r, p.expr(s.Dims[i], 0), v)
 			pos = append(pos, Id(v))
-			dims = append(dims, s.Dims[i])
 		}
 		p.line("{")
 		p.indent++
-		p.line("const unsigned* cwf = %s + %s;", s.Flags, flag(pos, dims))
+		p.line("const unsigned* cwf = %s + %s;", s.Flags, flag(pos, s.Dims))
 		p.line("unsigned cwv;")
 		p.line(`do { asm volatile("ld.acquire.gpu.global.u32 %%0, [%%1];" : "=r"(cwv) : "l"(cwf) : "memory"); } while ((int)(cwv - %s) < 0);`, p.expr(s.Wait, 0))
 		p.indent--

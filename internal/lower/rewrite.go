@@ -348,53 +348,29 @@ func orderSquares(p *ir.Program) *ir.Program { return mapUpdates(p, orderSquares
 
 // orderSquaresIn rewrites e's squares of differences, reporting whether any changed.
 func orderSquaresIn(e ir.Expr) (ir.Expr, bool) {
-	switch e := e.(type) {
-	case *ir.Binary:
-		if e.Op == "*" && e.T.IsFloat() {
-			if a, b, ok := loadDiff(e.X); ok {
-				if a2, b2, ok := loadDiff(e.Y); ok && sameLoad(a, a2) && sameLoad(b, b2) {
-					if offBefore(b.Off, a.Off) {
-						d := &ir.Binary{Op: "-", X: b, Y: a, T: e.T}
-						return &ir.Binary{Op: "*", X: d, Y: d, T: e.T}, true
-					}
-					return e, false
+	if b, ok := e.(*ir.Binary); ok && b.Op == "*" && b.T.IsFloat() {
+		if a, d, ok := loadDiff(b.X); ok {
+			if a2, d2, ok := loadDiff(b.Y); ok && sameLoad(a, a2) && sameLoad(d, d2) {
+				if offBefore(d.Off, a.Off) {
+					diff := &ir.Binary{Op: "-", X: d, Y: a, T: b.T}
+					return &ir.Binary{Op: "*", X: diff, Y: diff, T: b.T}, true
 				}
+				return e, false
 			}
 		}
-		x, cx := orderSquaresIn(e.X)
-		y, cy := orderSquaresIn(e.Y)
-		if !cx && !cy {
-			return e, false
-		}
-		return &ir.Binary{Op: e.Op, X: x, Y: y, T: e.T}, true
-	case *ir.Unary:
-		if x, ch := orderSquaresIn(e.X); ch {
-			return &ir.Unary{Op: e.Op, X: x, T: e.T}, true
-		}
-	case *ir.Call:
-		var args []ir.Expr
-		changed := false
-		for _, a := range e.Args {
-			x, ch := orderSquaresIn(a)
-			changed = changed || ch
-			args = append(args, x)
-		}
-		if changed {
-			return &ir.Call{Fn: e.Fn, Args: args, T: e.T}, true
-		}
-	case *ir.Select:
-		c, cc := orderSquaresIn(e.C)
-		a, ca := orderSquaresIn(e.A)
-		b, cb := orderSquaresIn(e.B)
-		if cc || ca || cb {
-			return &ir.Select{C: c, A: a, B: b, T: e.T}, true
-		}
-	case *ir.Convert:
-		if x, ch := orderSquaresIn(e.X); ch {
-			return &ir.Convert{X: x, To: e.To}, true
-		}
 	}
-	return e, false
+	kids := ir.Children(e)
+	changed := false
+	nk := make([]ir.Expr, len(kids))
+	for i, k := range kids {
+		var ch bool
+		nk[i], ch = orderSquaresIn(k)
+		changed = changed || ch
+	}
+	if !changed {
+		return e, false
+	}
+	return withChildren(e, nk), true
 }
 
 // loadDiff splits e = a - b of two plain loads.

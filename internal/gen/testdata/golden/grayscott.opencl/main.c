@@ -449,7 +449,8 @@ int main(int argc, char **argv) {
           int wl = r < grid_levels[g] ? r : 2;
           if (grid_type[g] == 0) {
             double *dst = (double *)alloc(c.len[g], 8);
-            for (i = 0; i < c.len[g] && wl < 2; i++) dst[i] = ((const float *)init[g][r])[i];
+            if (wl < 2)
+              for (i = 0; i < c.len[g]; i++) dst[i] = ((const float *)init[g][r])[i];
             lw[g][wl] = dst;
           } else {
             lw[g][wl] = alloc(c.len[g], grid_elem[g]);
