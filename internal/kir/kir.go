@@ -66,8 +66,10 @@ type Kernel struct {
 	Cluster [3]int
 	// Chained says the kernel runs as a programmatic dependent launch after a launch of itself
 	// (ChainWait, ChainSignal): its input buffers are written while it runs, so the CUDA printer
-	// reads its read-only pointer parameters through L2 (__ldcg), not the read-only data path,
-	// which assumes they stay unchanged for the kernel's lifetime.
+	// gives its read-only pointer parameters no __restrict__. Their reads then stay plain
+	// coherent loads (the wait's acquire orders them after the writes), not the read-only data
+	// path, which assumes the data unchanged for the kernel's lifetime. Explicit L2 loads
+	// (__ldcg) cost the 3D and box plans 16-17% on the H100: the compiler scheduled them apart.
 	Chained bool
 }
 

@@ -70,9 +70,6 @@ type printer struct {
 	d      Dialect
 	b      strings.Builder
 	indent int
-	// l2 names the read-only pointer parameters of the kernel being printed whose reads go
-	// through L2 (Kernel.Chained).
-	l2 map[string]bool
 }
 
 func (p *printer) line(format string, args ...any) {
@@ -141,17 +138,8 @@ func (p *printer) vecTyp(t Type, w int) string {
 
 func (p *printer) kernel(k *Kernel) {
 	var params []string
-	p.l2 = nil
-	if k.Chained {
-		if p.d != CUDA {
-			panic("internal error: chained launch in " + p.d.String())
-		}
-		p.l2 = map[string]bool{}
-		for _, pr := range k.Params {
-			if pr.Pointer && pr.Const {
-				p.l2[pr.Name] = true
-			}
-		}
+	if k.Chained && p.d != CUDA {
+		panic("internal error: chained launch in " + p.d.String())
 	}
 	for _, pr := range k.Params {
 		if !pr.Pointer {
@@ -162,7 +150,11 @@ func (p *printer) kernel(k *Kernel) {
 		if pr.Const {
 			c = "const "
 		}
-		if p.d == CUDA {
+		if p.d == CUDA && k.Chained && pr.Const {
+			// Written while the kernel runs (Kernel.Chained): no __restrict__, so that the
+			// compiler keeps its reads off the non-coherent read-only path.
+			params = append(params, fmt.Sprintf("const %s* %s", p.typ(pr.Type), pr.Name))
+		} else if p.d == CUDA {
 			params = append(params, fmt.Sprintf("%s%s* __restrict__ %s", c, p.typ(pr.Type), pr.Name))
 		} else {
 			params = append(params, fmt.Sprintf("__global %s%s* restrict %s", c, p.typ(pr.Type), pr.Name))
@@ -293,10 +285,6 @@ func (p *printer) stmt(s Stmt) {
 			if s.Shared {
 				space = "__local "
 			}
-		}
-		if a, ok := s.Array.(*Ident); ok && !s.Shared && p.l2[a.Name] {
-			p.line("%s %s = __ldcg((const %s*)(%s + %s));", vt, s.Name, vt, a.Name, p.expr(s.Idx, prec["+"]+1))
-			break
 		}
 		p.line("%s %s = *(%sconst %s*)(%s + %s);", vt, s.Name, space, vt, p.expr(s.Array, prec["+"]), p.expr(s.Idx, prec["+"]+1))
 	case *VecStore:
@@ -536,9 +524,6 @@ func (p *printer) expr(e Expr, outer int) string {
 	case *Cast:
 		return p.cast(e, outer)
 	case *Index:
-		if a, ok := e.Array.(*Ident); ok && p.l2[a.Name] {
-			return "__ldcg(&" + a.Name + "[" + p.expr(e.Idx, 0) + "])"
-		}
 		return p.expr(e.Array, precAtom) + "[" + p.expr(e.Idx, 0) + "]"
 	case *Builtin:
 		return p.builtin(e)

@@ -178,10 +178,11 @@ type Plan struct {
 	// whose inputs it overwrites, have stored a completion flag (lower: kir.ChainWait,
 	// kir.ChainSignal), instead of for the whole launch. The blocks of the next launch then
 	// fill the multiprocessors that the launch before leaves idle while its last blocks run.
-	// Its reads go through L2 (their input is written while they run). On the H100 a harness
-	// build of the tuned 2D plans with it ran star2d1r, j2d5pt, gradient2d and star2d2r 0.9-2.4%
-	// faster and the other four 3.6-14% slower (their code compiled differently), so it is a
-	// plan setting. Not with clusters.
+	// Its kernels take their input without __restrict__, so that the compiler keeps the reads
+	// off the non-coherent read-only path (the input is written while they run). On the H100
+	// the tuned float plans of star2d1r, star2d2r, box2d1r, j2d5pt, j2d9pt-gol and gradient2d
+	// ran 1.8-2.4% faster with it, box2d2r and j2d9pt 6-7% slower and the 3D plans 16-44%
+	// slower, so it is a plan setting, which the tuner's last step measures. Not with clusters.
 	Chain bool
 }
 
