@@ -150,12 +150,14 @@ func (p *printer) kernel(k *Kernel) {
 		if pr.Const {
 			c = "const "
 		}
-		if p.d == CUDA && k.Chained && pr.Const {
-			// Written while the kernel runs (Kernel.Chained): no __restrict__, so that the
-			// compiler keeps its reads off the non-coherent read-only path.
-			params = append(params, fmt.Sprintf("const %s* %s", p.typ(pr.Type), pr.Name))
-		} else if p.d == CUDA {
-			params = append(params, fmt.Sprintf("%s%s* __restrict__ %s", c, p.typ(pr.Type), pr.Name))
+		if p.d == CUDA {
+			restrict := "__restrict__ "
+			if k.Chained && pr.Const {
+				// Written while the kernel runs (Kernel.Chained): no __restrict__, so that the
+				// compiler keeps its reads off the non-coherent read-only path.
+				restrict = ""
+			}
+			params = append(params, fmt.Sprintf("%s%s* %s%s", c, p.typ(pr.Type), restrict, pr.Name))
 		} else {
 			params = append(params, fmt.Sprintf("__global %s%s* restrict %s", c, p.typ(pr.Type), pr.Name))
 		}
