@@ -38,7 +38,7 @@ import (
 //
 // The fixed boundary is AN5D's: rim cells keep their values, and cells outside the domain are
 // never needed.
-func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
+func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide, sizeOnly bool) (*Lowered, error) {
 	d := p.Dims()
 	if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
 		return nil, err
@@ -46,15 +46,24 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, er
 	if d == 2 && pl.BY > 1 {
 		return nil, fmt.Errorf("plan %s: a 2D n5d block is one row of threads (by=1)", pl)
 	}
-	main, shared, err := n5dKernel(p, shape, pl, wide, pl.BT, "tempest_n5d")
+	main, shared, err := n5dKernel(p, shape, pl, wide, pl.BT, "tempest_n5d", sizeOnly)
 	if err != nil {
 		return nil, err
+	}
+	if sizeOnly {
+		// The shallower kernels' errors still count; their shared memory is never more.
+		for _, b := range pl.Depths()[1:] {
+			if _, _, err := n5dKernel(p, shape, pl, wide, b, "", true); err != nil {
+				return nil, err
+			}
+		}
+		return &Lowered{SharedBytes: shared}, nil
 	}
 	low := &Lowered{Module: &kir.Module{Kernels: []*kir.Kernel{main.k}, Uses64: uses64(p)}, SharedBytes: shared}
 	low.Launches = append(low.Launches, main.launch)
 	for _, b := range pl.Depths()[1:] {
 		// Shallower blocks for the steps bt does not divide (the host's schedule).
-		sh, _, err := n5dKernel(p, shape, pl, wide, b, fmt.Sprintf("tempest_n5d_%d", b))
+		sh, _, err := n5dKernel(p, shape, pl, wide, b, fmt.Sprintf("tempest_n5d_%d", b), false)
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +402,7 @@ func N5DEdges(p *ir.Program, pl plan.Plan) bool {
 	return true
 }
 
-func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name string) (builtKernel, int, error) {
+func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name string, sizeOnly bool) (builtKernel, int, error) {
 	d := p.Dims()
 	h := p.Reach()
 	R := h[0]
@@ -1106,6 +1115,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		decl("tlin", kir.I32, tl)
 		// The copies address the ring from the thread's first element: one 32-bit register.
 		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase))})
+	}
+	if sizeOnly {
+		return builtKernel{}, shared, nil // nothing below fails or changes the shared memory
 	}
 	// loadIdx is the element of g's input holding plane z (clamped into the domain) at cell
 	// i's column: clamped for a scalar access (w == 1), the run's position (runAt) for a vector

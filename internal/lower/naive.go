@@ -154,6 +154,24 @@ func uses64(p *ir.Program) bool {
 
 // Lower lowers p for a plan and a domain size.
 func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, error) {
+	return lowerAs(p, shape, layers, pl, false)
+}
+
+// SharedBytes is the dynamic shared memory per block of pl's kernels for p at shape, with the
+// errors Lower would give, without building n5d's kernel bodies: the tuner ranks hundreds of
+// plans by their shared memory alone, and building a deep n5d kernel's unrolled body was
+// most of that ranking's time.
+func SharedBytes(p *ir.Program, shape []int, layers []int, pl plan.Plan) (int, error) {
+	low, err := lowerAs(p, shape, layers, pl, true)
+	if err != nil {
+		return 0, err
+	}
+	return low.SharedBytes, nil
+}
+
+// lowerAs is Lower; with sizeOnly, n5d's result holds its SharedBytes and launches' depths
+// but no kernels.
+func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bool) (*Lowered, error) {
 	cells := int64(1)
 	for _, n := range shape {
 		cells *= int64(n)
@@ -180,7 +198,7 @@ func Lower(p *ir.Program, shape []int, layers []int, pl plan.Plan) (*Lowered, er
 	case "pyramid":
 		return lowerPyramid(p, shape, pl, wide)
 	case "n5d":
-		return lowerN5D(p, shape, pl, wide)
+		return lowerN5D(p, shape, pl, wide, sizeOnly)
 	case "forwardplane":
 		return lowerForwardPlane(p, shape, pl, wide)
 	case "inplane":

@@ -9,6 +9,7 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/lower"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
 	"tempest/internal/state"
@@ -278,6 +279,43 @@ func TestEnumerateClusters(t *testing.T) {
 		}
 		if (n > 0) != c.want {
 			t.Errorf("%s: %d cluster plans", c.stencil, n)
+		}
+	}
+}
+
+// TestSharedBytesIsLowered checks that ranking's shared memory without kernel bodies
+// (lower.SharedBytes) is the full lowering's, errors included, on a sample of the spaces of
+// first- and high-order stars and boxes in 2D and 3D, exact and with fast math.
+func TestSharedBytesIsLowered(t *testing.T) {
+	for _, name := range []string{"star2d1r", "box2d2r", "j2d9pt-gol", "star3d2r", "box3d1r", "j3d27pt"} {
+		p, err := load.File("../../examples/an5d/"+name+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := benchShape(p)
+		layers := make([]int, len(p.Grids))
+		for _, fast := range []bool{false, true} {
+			space := Enumerate(p, shape, nil, fast)
+			n := 0
+			for i, pl := range space {
+				if i%5 != 0 {
+					continue // a fifth of the space: the full lowerings are the test's time
+				}
+				got, gerr := lower.SharedBytes(p, shape, layers, pl)
+				low, werr := lower.Lower(p, shape, layers, pl)
+				switch {
+				case (gerr == nil) != (werr == nil):
+					t.Errorf("%s %s: sizing says %v, lowering %v", name, pl, gerr, werr)
+				case werr != nil && gerr.Error() != werr.Error():
+					t.Errorf("%s %s: sizing says %q, lowering %q", name, pl, gerr, werr)
+				case werr == nil && got != low.SharedBytes:
+					t.Errorf("%s %s: sizing gives %d bytes, lowering %d", name, pl, got, low.SharedBytes)
+				}
+				n++
+			}
+			if n < 10 {
+				t.Errorf("%s: only %d plans compared", name, n)
+			}
 		}
 	}
 }

@@ -242,19 +242,18 @@ func newCandidate(s *state.State, sum *analysis.Summary, prof *probe.Profile, li
 			c.Status, c.Reason = Pruned, fmt.Sprintf("internal error while lowering or predicting: %v", r)
 		}
 	}()
-	low, err := lower.Lower(p, s.Shape, s.Layers, pl)
+	// Only the shared memory is needed here: compile lowers what it measures.
+	shared, err := lower.SharedBytes(p, s.Shape, s.Layers, pl)
 	if err != nil {
 		c.Status, c.Reason = Pruned, err.Error()
 		return c
 	}
-	if err := pl.Validate(p, lim, low.SharedBytes); err != nil {
+	if err := pl.Validate(p, lim, shared); err != nil {
 		c.Status, c.Reason = Pruned, err.Error()
 		return c
 	}
-	// The lowered module is not kept: a space of a few hundred deep n5d plans (each with its
-	// remainder kernels) held 15 GB while ranked; compile lowers again what it measures.
-	c.SharedBytes = low.SharedBytes
-	pred, err := model.Predict(model.Input{Prog: p, Sum: sum, Plan: pl, Shape: s.Shape, Steps: 1000, Dev: prof, SharedBytes: low.SharedBytes})
+	c.SharedBytes = shared
+	pred, err := model.Predict(model.Input{Prog: p, Sum: sum, Plan: pl, Shape: s.Shape, Steps: 1000, Dev: prof, SharedBytes: shared})
 	if err != nil {
 		c.Status, c.Reason = Pruned, err.Error()
 		return c
