@@ -118,28 +118,37 @@ func TestGenerateEveryExample(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no examples")
 	}
-	n := 0
+	// Each example in parallel: generation is the test's time, and every core helps.
 	for _, f := range files {
-		p, err := load.File(f, load.Options{})
+		t.Run(strings.TrimSuffix(strings.TrimPrefix(f, "../../examples/"), ".stencil"), func(t *testing.T) {
+			t.Parallel()
+			generateExample(t, f)
+		})
+	}
+}
+
+// generateExample generates one example file for every plan that applies at several sizes.
+func generateExample(t *testing.T, f string) {
+	n := 0
+	p, err := load.File(f, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range plan.Strategies {
+		pl, err := plan.Default(s, p)
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		for _, s := range plan.Strategies {
-			pl, err := plan.Default(s, p)
-			if err != nil {
-				continue
-			}
-			for _, shape := range [][]int{{1000, 20, 9}, {3, 1, 1}, {1, 1, 1}} {
-				for _, target := range []string{"cuda", "opencl"} {
-					_, err := Generate(p, Options{Target: target, Plan: pl, Shape: shape[:p.Dims()], Harness: true})
-					if err != nil {
-						if strings.Contains(err.Error(), "does not fit") || strings.Contains(err.Error(), "leaves nothing") {
-							continue
-						}
-						t.Errorf("%s %s %v %s: %v", f, pl, shape[:p.Dims()], target, err)
+		for _, shape := range [][]int{{1000, 20, 9}, {3, 1, 1}, {1, 1, 1}} {
+			for _, target := range []string{"cuda", "opencl"} {
+				_, err := Generate(p, Options{Target: target, Plan: pl, Shape: shape[:p.Dims()], Harness: true})
+				if err != nil {
+					if strings.Contains(err.Error(), "does not fit") || strings.Contains(err.Error(), "leaves nothing") {
+						continue
 					}
-					n++
+					t.Errorf("%s %s %v %s: %v", f, pl, shape[:p.Dims()], target, err)
 				}
+				n++
 			}
 		}
 	}

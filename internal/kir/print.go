@@ -483,7 +483,72 @@ func (p *printer) paren(s string, inner, outer int) string {
 	return s
 }
 
+// expr prints e as an operand of an operator of precedence outer.
 func (p *printer) expr(e Expr, outer int) string {
+	var b strings.Builder
+	p.exprTo(&b, e, outer)
+	return b.String()
+}
+
+// exprTo writes e into b: sums of hundreds of terms nest as deep, and returning each
+// operand's text as a new string made printing quadratic in the depth.
+func (p *printer) exprTo(b *strings.Builder, e Expr, outer int) {
+	open := func(inner int) func() {
+		if inner >= outer {
+			return func() {}
+		}
+		b.WriteByte('(')
+		return func() { b.WriteByte(')') }
+	}
+	switch e := e.(type) {
+	case *Unary:
+		closed := open(precUnary)
+		b.WriteString(e.Op)
+		p.exprTo(b, e.X, precUnary+1)
+		closed()
+		return
+	case *Binary:
+		pr := prec[e.Op]
+		// Both operands print one level tighter on the right so that a - (b - c) keeps its
+		// parentheses; the left side may share the level (C's operators are left-associative).
+		closed := open(pr)
+		p.exprTo(b, e.X, pr)
+		b.WriteString(" " + e.Op + " ")
+		p.exprTo(b, e.Y, pr+1)
+		closed()
+		return
+	case *Cond:
+		closed := open(precCond)
+		p.exprTo(b, e.C, precCond+1)
+		b.WriteString(" ? ")
+		p.exprTo(b, e.A, precCond+1)
+		b.WriteString(" : ")
+		p.exprTo(b, e.B, precCond+1)
+		closed()
+		return
+	case *Call:
+		b.WriteString(p.callName(e.Fn, e.T))
+		b.WriteByte('(')
+		for i, a := range e.Args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			p.exprTo(b, a, 0)
+		}
+		b.WriteByte(')')
+		return
+	case *Index:
+		p.exprTo(b, e.Array, precAtom)
+		b.WriteByte('[')
+		p.exprTo(b, e.Idx, 0)
+		b.WriteByte(']')
+		return
+	}
+	b.WriteString(p.leaf(e, outer))
+}
+
+// leaf prints the expressions that hold no long chains of operands.
+func (p *printer) leaf(e Expr, outer int) string {
 	switch e := e.(type) {
 	case *Ident:
 		return e.Name
@@ -508,21 +573,6 @@ func (p *printer) expr(e Expr, outer int) string {
 			return "1"
 		}
 		return "0"
-	case *Unary:
-		return p.paren(e.Op+p.expr(e.X, precUnary+1), precUnary, outer)
-	case *Binary:
-		pr := prec[e.Op]
-		// Both operands print one level tighter on the right so that a - (b - c) keeps its
-		// parentheses; the left side may share the level (C's operators are left-associative).
-		return p.paren(p.expr(e.X, pr)+" "+e.Op+" "+p.expr(e.Y, pr+1), pr, outer)
-	case *Cond:
-		return p.paren(p.expr(e.C, precCond+1)+" ? "+p.expr(e.A, precCond+1)+" : "+p.expr(e.B, precCond+1), precCond, outer)
-	case *Call:
-		args := make([]string, len(e.Args))
-		for i, a := range e.Args {
-			args[i] = p.expr(a, 0)
-		}
-		return p.callName(e.Fn, e.T) + "(" + strings.Join(args, ", ") + ")"
 	case *Cast:
 		return p.cast(e, outer)
 	case *Index:
