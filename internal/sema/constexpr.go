@@ -42,7 +42,7 @@ func ConstValue(src *diag.Source, e syntax.Expr, t ir.Type, consts map[string]ir
 		c.litType = &t
 	}
 	var val ir.Value
-	guard(func() {
+	c.guard(func() {
 		v := c.expr(e, &scope{ctx: ctxConst})
 		k, ok := c.convert(v, t, e.ExprPos(), "the value").e.(*ir.Const)
 		if !ok {

@@ -183,6 +183,9 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 		}
 		c.fail(id.Pos, "", "step cannot be used in %s", s.ctx.what())
 	}
+	if kw := c.checking[id.Name]; kw != "" {
+		c.fail(id.Pos, fmt.Sprintf("a %s's value cannot use the name it defines; give the new value a name of its own, e.g. %s %s2 = ...", map[string]string{"param": "parameter", "let": "binding"}[kw], kw, id.Name), "%s refers to itself", id.Name)
+	}
 	if k, ok := c.consts[id.Name]; ok {
 		return k
 	}

@@ -31,6 +31,10 @@ func Check(f *syntax.File, opt Options) (*ir.Program, error) {
 	if err := c.diags.Err(); err != nil {
 		return nil, err
 	}
+	if c.bailed {
+		// A declaration was dropped without a word: the program would run without it.
+		panic("internal error: sema abandoned an expression without a diagnostic")
+	}
 	return c.prog, nil
 }
 
@@ -49,6 +53,11 @@ type checker struct {
 	updated map[string]bool
 	// failed marks parameters and bindings whose declaration had an error.
 	failed map[string]bool
+	// checking marks the parameter or binding whose value is being checked, which that
+	// value cannot use.
+	checking map[string]string // the keyword that declares it: param or let
+	// bailed says some expression was abandoned after an error: then there must be one.
+	bailed bool
 	// laterLets holds the bindings not yet checked, for a clear message on forward references.
 	laterLets map[string]diag.Pos
 	// consts and litType serve ConstValue: named constants, and the type number literals take
@@ -72,12 +81,13 @@ func (c *checker) fail(pos diag.Pos, hint, format string, args ...any) {
 }
 
 // guard runs f, turning a bail into a recorded failure.
-func guard(f func()) (ok bool) {
+func (c *checker) guard(f func()) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, is := r.(bail); !is {
 				panic(r)
 			}
+			c.bailed = true
 			ok = false
 		}
 	}()
@@ -105,6 +115,7 @@ func (c *checker) run(f *syntax.File, opt Options) {
 	c.decls = map[string]diag.Pos{}
 	c.updated = map[string]bool{}
 	c.failed = map[string]bool{}
+	c.checking = map[string]string{}
 	var (
 		axesDecl  *syntax.AxesDecl
 		typeDecl  *syntax.TypeDecl
@@ -260,7 +271,9 @@ func (c *checker) param(d *syntax.ParamDecl) {
 		return
 	}
 	c.failed[d.Name.Name] = true
-	guard(func() {
+	c.checking[d.Name.Name] = "param"
+	defer delete(c.checking, d.Name.Name)
+	c.guard(func() {
 		v := c.expr(d.Default, &scope{ctx: ctxConst})
 		k, ok := v.e.(*ir.Const)
 		if !ok {
@@ -333,19 +346,19 @@ func (c *checker) gridHeader(d *syntax.GridDecl) {
 
 func (c *checker) gridClauses(d *syntax.GridDecl, g *ir.Grid) {
 	if d.Layers != nil {
-		guard(func() {
+		c.guard(func() {
 			v := c.expr(d.Layers, &scope{ctx: ctxLayers})
 			g.Layers = c.convert(v, ir.I32, d.Layers.ExprPos(), "layer count").e
 		})
 	}
 	if d.Init != nil {
-		guard(func() {
+		c.guard(func() {
 			v := c.expr(d.Init, &scope{ctx: ctxInit})
 			g.Init = c.convert(v, g.Type, d.Init.ExprPos(), "initial value").e
 		})
 	}
 	if d.Prev != nil {
-		guard(func() {
+		c.guard(func() {
 			v := c.expr(d.Prev, &scope{ctx: ctxInit})
 			g.Prev = c.convert(v, g.Type, d.Prev.ExprPos(), "initial previous value").e
 		})
@@ -403,7 +416,7 @@ func (c *checker) bc(b syntax.BCSpec, g *ir.Grid) (ir.BC, bool) {
 		}
 		return bc, false
 	}
-	ok = guard(func() {
+	ok = c.guard(func() {
 		switch k {
 		case ir.Constant:
 			v := c.expr(b.Arg, &scope{ctx: ctxParams})
@@ -421,7 +434,9 @@ func (c *checker) let(d *syntax.LetDecl) {
 		return
 	}
 	c.failed[d.Name.Name] = true
-	guard(func() {
+	c.checking[d.Name.Name] = "let"
+	defer delete(c.checking, d.Name.Name)
+	c.guard(func() {
 		v := c.expr(d.Value, &scope{ctx: ctxCell})
 		// Booleans are allowed: they feed select and logic.
 		l := &ir.Let{Name: d.Name.Name, Value: c.settle(v), Index: len(c.prog.Lets)}
@@ -452,7 +467,7 @@ func (c *checker) update(d *syntax.UpdateDecl) {
 		return
 	}
 	c.updated[g.Name] = true
-	guard(func() {
+	c.guard(func() {
 		v := c.expr(d.Value, &scope{ctx: ctxCell})
 		u := &ir.Update{Grid: g, Value: c.convert(v, g.Type, d.Value.ExprPos(), "update").e}
 		g.Update = u
@@ -467,7 +482,7 @@ func (c *checker) observe(d *syntax.ObserveDecl) {
 		return
 	}
 	c.failed[d.Name.Name] = true
-	guard(func() {
+	c.guard(func() {
 		v := c.expr(d.Value, &scope{ctx: ctxObserve})
 		e := c.settle(v)
 		if e.Type() == ir.Bool {
@@ -482,7 +497,7 @@ func (c *checker) observe(d *syntax.ObserveDecl) {
 
 // until checks the convergence test: a condition of observables, parameters and literals.
 func (c *checker) until(d *syntax.UntilDecl) {
-	guard(func() {
+	c.guard(func() {
 		v := c.expr(d.Cond, &scope{ctx: ctxUntil})
 		if v.e.Type() != ir.Bool {
 			c.fail(d.Cond.ExprPos(), "compare an observable, e.g. until maxdiff < 1e-6", "until needs a condition, not a %s value", v.e.Type())
