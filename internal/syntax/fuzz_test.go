@@ -7,8 +7,50 @@ import (
 	"testing"
 
 	"tempest/internal/analysis"
+	"tempest/internal/diag"
+	"tempest/internal/ir"
+	"tempest/internal/irprint"
 	"tempest/internal/load"
+	"tempest/internal/syntax"
 )
+
+// keepsDeclarations checks that a program the checker accepted kept every parameter, grid,
+// binding and update the text declares, and that `tempest translate`'s text of it loads back
+// with the same: a declaration must never vanish silently.
+func keepsDeclarations(t *testing.T, text string, p *ir.Program) {
+	f, err := syntax.Parse(diag.NewSource("fuzz.stencil", text))
+	if err != nil {
+		t.Fatalf("the checker accepted what the parser refuses: %v", err)
+	}
+	var params, grids, lets, updates int
+	for _, d := range f.Decls {
+		switch d.(type) {
+		case *syntax.ParamDecl:
+			params++
+		case *syntax.GridDecl:
+			grids++
+		case *syntax.LetDecl:
+			lets++
+		case *syntax.UpdateDecl:
+			updates++
+		}
+	}
+	if len(p.Params) != params || len(p.Grids) != grids || len(p.Lets) != lets || len(p.Updates) != updates {
+		t.Fatalf("declarations lost: %d/%d params, %d/%d grids, %d/%d bindings, %d/%d updates",
+			len(p.Params), params, len(p.Grids), grids, len(p.Lets), lets, len(p.Updates), updates)
+	}
+	if len(irprint.Inexpressible(p)) > 0 {
+		return
+	}
+	q, err := load.Source("translated.stencil", irprint.Stencil(p), load.Options{})
+	if err != nil {
+		t.Fatalf("the translated program does not load: %v", err)
+	}
+	if len(q.Params) != len(p.Params) || len(q.Grids) != len(p.Grids) || len(q.Updates) != len(p.Updates) {
+		t.Fatalf("translation lost declarations: %d/%d params, %d/%d grids, %d/%d updates",
+			len(q.Params), len(p.Params), len(q.Grids), len(p.Grids), len(q.Updates), len(p.Updates))
+	}
+}
 
 // FuzzParse feeds arbitrary text through the parser, the checker and the analysis: every input
 // must give a program or a diagnostic, never a panic. Seeds: every example program, plus the
@@ -31,5 +73,6 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		analysis.Analyze(p)
+		keepsDeclarations(t, text, p)
 	})
 }
