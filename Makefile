@@ -2,14 +2,18 @@
 GO ?= go
 export CGO_ENABLED = 0
 
-.PHONY: build test gpu fuzz bench clean
+.PHONY: build test test-long gpu fuzz bench clean
 
 build:
 	$(GO) build -o tempest ./cmd/tempest
 
 # The README's test command.
 test:
-	$(GO) test -timeout 14m ./...
+	$(GO) test ./...
+
+# The long tests as .ci/run runs them (the full PoCL matrix and the n5d switches, two shards).
+test-long:
+	TEMPEST_LONG=1 TEMPEST_SHARD=0/2 $(GO) test -count=1 -timeout 60m ./internal/gpurun & TEMPEST_LONG=1 TEMPEST_SHARD=1/2 $(GO) test -count=1 -timeout 60m ./internal/gpurun; s=$$?; wait $$!; w=$$?; [ $$s = 0 ] && [ $$w = 0 ]
 
 # Static binaries for the GPU machine (it has no Go): the CLI and the test binaries of the
 # packages that touch a GPU, stripped (-s -w: 40 MiB instead of 54 MiB unstripped; the

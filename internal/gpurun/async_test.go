@@ -12,6 +12,7 @@ import (
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
+	"tempest/internal/testkit"
 )
 
 // TestAsyncRefusedOnOpenCL: an n5d plan with asynchronous copies is refused on OpenCL with a
@@ -65,6 +66,7 @@ func TestChainRefusedOnOpenCL(t *testing.T) {
 // plans with async are refused there), on the sampled matrix shapes, against the reference
 // within the matrix's tolerances. Asynchrony itself (waits, slot reuse) is for the CUDA tests.
 func TestAsyncRingOnOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	dev := openDevice(t, "opencl")
 	mods := matrixModules(dev)
 	defer mods.Close()

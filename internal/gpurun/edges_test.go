@@ -106,6 +106,7 @@ func prepareSwitch(dev gpu.Device, s *state.State, pl plan.Plan, mods *Modules) 
 // agree with the reference within the matrix's tolerances and be bitwise the plan without
 // edges=true, whose blocks run the checked loop instead (the same arithmetic in the same order).
 func TestN5DEdgesOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	cases := []switchCase{
 		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{30, 14, 22}},
 		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,phased=true,unroll=3,chunk=4", []int{34, 17, 36}},
@@ -132,6 +133,7 @@ func TestN5DEdgesOpenCL(t *testing.T) {
 // combine them. Each must agree with the reference and bitwise with the plan without the
 // edge loop.
 func TestN5DEdgesAsyncOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	checkSwitch(t, "edges=true", func(pl *plan.Plan) { pl.Edges = true }, []switchCase{
 		{"an5d/star2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=2,chunk=4", []int{40, 70}},
 		{"an5d/star2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=4,rimblocks=true,chunk=4", []int{40, 70}},
@@ -149,6 +151,7 @@ func TestN5DEdgesAsyncOpenCL(t *testing.T) {
 // the permutation missed or took twice leaves cells at their old values: each run must agree
 // with the reference and bitwise with the plan in raster order.
 func TestN5DEdgesFirstOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	checkSwitch(t, "edgesfirst=true", func(pl *plan.Plan) { pl.EdgesFirst = true }, []switchCase{
 		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{30, 14, 22}}, // 6 x 3 tiles
 		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{12, 30, 5}},  // 1 x 7
@@ -169,6 +172,7 @@ func TestN5DEdgesFirstOpenCL(t *testing.T) {
 // bounds missed or took twice leaves cells at their old values or repeats them: each run must
 // agree with the reference and bitwise with the plan without the setting.
 func TestN5DRimBlocksOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	checkSwitch(t, "rimblocks=true", func(pl *plan.Plan) { pl.RimBlocks = true }, []switchCase{
 		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{30, 14, 22}}, // margins 9 and 11: 2 chunks between
 		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,chunk=5", []int{18, 14, 22}}, // 18 planes: plain chunks
@@ -189,6 +193,7 @@ func TestN5DRimBlocksOpenCL(t *testing.T) {
 // (lower's TestN5DFastLoopLoadsInside checks under AddressSanitizer that no load leaves the
 // input.)
 func TestN5DUnclampedOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	checkSwitch(t, "unclamped=true", func(pl *plan.Plan) { pl.Unclamped = true }, []switchCase{
 		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,rimblocks=true,chunk=5", []int{30, 14, 22}},
 		{"an5d/star3d1r", "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,phased=true,rimcut=true,chunk=4", []int{34, 17, 36}},
@@ -207,6 +212,7 @@ func TestN5DUnclampedOpenCL(t *testing.T) {
 // and CUDA matrices' sampled n5d variant carries shrink too: one-row warps, the other level
 // order, every 3D example.) Live warps one too few at the top fail every case.
 func TestN5DShrinkOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	cases := []switchCase{
 		{"an5d/star3d1r", "n5d:bx=32,by=8,rx=2,ry=2,bt=3,wave=true,pf=3,chunk=5", []int{12, 34, 70}},
 		{"an5d/star3d1r", "n5d:bx=16,by=12,rx=2,ry=2,bt=4,wave=true,async=2,phased=true,rimblocks=true,edgesfirst=true,chunk=4", []int{22, 40, 50}},
@@ -229,6 +235,7 @@ func TestN5DShrinkOpenCL(t *testing.T) {
 // prefetch and with asynchronous copies straight into level 0's planes, short rounds, phased
 // loops, the rim's blocks, the edge loop and idle warps.
 func TestN5DAscendOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	cases := []switchCase{
 		{"an5d/star2d1r", "n5d:bx=16,rx=2,bt=5,wave=true,pf=3,unroll=3,rimblocks=true,edges=true,edgesfirst=true,chunk=9", []int{40, 70}},
 		{"an5d/j2d5pt", "n5d:bx=16,rx=2,bt=4,wave=true,pf=3,phased=true,unclamped=true,rimblocks=true,chunk=7", []int{53, 61}},
@@ -249,6 +256,7 @@ func TestN5DAscendOpenCL(t *testing.T) {
 // each): TestN5DSplitRows checks the layout on 3D boxes too, and the CUDA matrix's sampled
 // variant with asynchronous copies runs it on every example with pairs of cells.
 func TestN5DSplitOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	cases := []switchCase{
 		{"an5d/star2d2r", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,rimblocks=true,chunk=6", []int{40, 70}},
 	}
@@ -261,6 +269,7 @@ func TestN5DSplitOpenCL(t *testing.T) {
 // with the plan that takes its sizes as arguments. TestConstSizeKernels checks the kernel text
 // and TestNeighboursTryChunksAndScalarAccesses a tuning that ends with such a plan.
 func TestN5DConstSizeOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	cases := []switchCase{
 		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=2,wave=true,pf=2,rimblocks=true,edges=true,chunk=6,fastmath=true", []int{41, 37}},
 		// Chunks cut at the rim: the pieces' bounds read n0 outside the loops.

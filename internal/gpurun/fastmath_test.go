@@ -11,6 +11,7 @@ import (
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
+	"tempest/internal/testkit"
 )
 
 // divides reports whether a program's updates divide floats or take square roots: the
@@ -112,6 +113,7 @@ func runFastMathBound(t *testing.T, backend string, strategies []string) {
 
 // TestFastMathBoundOpenCL runs one plan per program on PoCL (CI time).
 func TestFastMathBoundOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	runFastMathBound(t, "opencl", []string{"tiled"})
 }
 

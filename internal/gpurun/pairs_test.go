@@ -5,6 +5,7 @@ import (
 
 	"tempest/internal/errbound"
 	"tempest/internal/plan"
+	"tempest/internal/testkit"
 )
 
 // TestN5DPairedSumsOpenCL: under fast math n5d factors the AN5D boxes and regroups their sums
@@ -14,6 +15,7 @@ import (
 // the partial sums term by term instead (lower.sharedTerm). Every cell must stay within its
 // fast-math error bound (errbound), as `tempest run --fastmath --verify` promises.
 func TestN5DPairedSumsOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	dev := openDevice(t, "opencl")
 	mods := NewModules(dev)
 	defer mods.Close()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"tempest/internal/plan"
+	"tempest/internal/testkit"
 )
 
 // TestN5DShortTwoRowBlocksOpenCL: the tuner's occupancy variants (tune.occupancyVariants) run
@@ -11,6 +12,7 @@ import (
 // of two, odd ones among them, over tiles that do not divide the grid; each must agree with the
 // reference and bitwise with the taller block.
 func TestN5DShortTwoRowBlocksOpenCL(t *testing.T) {
+	testkit.LongTest(t)
 	checkSwitch(t, "a quarter shorter", func(pl *plan.Plan) { pl.BY = pl.BY * 3 / 4 }, []switchCase{
 		{"an5d/j3d27pt", "n5d:bx=4,by=8,rx=2,ry=2,bt=2,wave=true,pf=2,chunk=5", []int{30, 14, 22}}, // by=6
 		{"an5d/j3d27pt", "n5d:bx=4,by=8,rx=2,ry=2,bt=2,wave=true,pf=2,chunk=5", []int{12, 30, 5}},

@@ -4,6 +4,8 @@
 package testkit
 
 import (
+	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,4 +100,50 @@ func withPlan(t *testing.T, p *ir.Program, err error, text string) (*ir.Program,
 		t.Fatal(err)
 	}
 	return p, pl
+}
+
+// Long says whether the long tests run: TEMPEST_LONG=1, which .ci/run's second step sets. The
+// README's go test ./... leaves them out so that it stays a few minutes on two cores.
+func Long() bool { return os.Getenv("TEMPEST_LONG") == "1" }
+
+// LongTest skips t unless the long tests run and this process's shard owns t's name. A
+// package with long tests must be in .ci/run's LONG_PKGS, or they never run.
+func LongTest(t *testing.T) {
+	t.Helper()
+	if !Long() {
+		t.Skip("a long test: TEMPEST_LONG=1 runs it (.ci/run does)")
+	}
+	if !Owns(t.Name()) {
+		t.Skipf("another shard's test (TEMPEST_SHARD=%s)", os.Getenv("TEMPEST_SHARD"))
+	}
+}
+
+// Owns says whether this process runs the work named key when the long tests are split into
+// shards run side by side: TEMPEST_SHARD=i/n runs the keys whose hash is i modulo n (PoCL
+// compiles one program at a time per process, so two processes use two cores). Without
+// TEMPEST_SHARD it owns everything.
+func Owns(key string) bool {
+	i, n := shard()
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32()%uint32(n)) == i
+}
+
+// OwnsIndex is Owns for the i-th of a list of similar pieces of work, dealt out in turn.
+func OwnsIndex(k int) bool {
+	i, n := shard()
+	return k%n == i
+}
+
+// shard parses TEMPEST_SHARD (i/n); a malformed value panics, since a shard that silently ran
+// nothing would hide its tests.
+func shard() (i, n int) {
+	v := os.Getenv("TEMPEST_SHARD")
+	if v == "" {
+		return 0, 1
+	}
+	if _, err := fmt.Sscanf(v, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
+		panic(fmt.Sprintf("TEMPEST_SHARD=%q: want i/n with 0 <= i < n", v))
+	}
+	return i, n
 }
