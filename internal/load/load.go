@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"tempest/internal/diag"
 	"tempest/internal/frontend/cloop"
@@ -29,6 +30,8 @@ func File(path string, opt Options) (*ir.Program, error) {
 
 // Source checks program text that came from name; the extension picks the language.
 func Source(name, text string, opt Options) (*ir.Program, error) {
+	// A UTF-8 byte-order mark, which some Windows editors write, is not part of the program.
+	text = strings.TrimPrefix(text, "\uFEFF")
 	switch ext := filepath.Ext(name); ext {
 	case ".stencil", "":
 		src := diag.NewSource(name, text)
