@@ -148,11 +148,17 @@ func TestRunFileErrors(t *testing.T) {
 	if err := gridio.WriteNPY(big, &gridio.Array{DType: gridio.I64, Shape: []int{2, 2}, Data: []int64{0, 1, 1 << 33, 0}}); err != nil {
 		t.Fatal(err)
 	}
+	inexact := filepath.Join(dir, "inexact.npy")
+	if err := gridio.WriteNPY(inexact, &gridio.Array{DType: gridio.I64, Shape: []int{2, 2}, Data: []int64{0, 1, 1<<40 + 1, 0}}); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		o    RunOptions
 		want string
 	}{
+		{"inexact_in_float", RunOptions{File: hotspot, Inits: []string{"power=" + inexact}},
+			"the i64 value 1099511627777 at (1, 0) does not fit in f32"},
 		{"count_vs_size", RunOptions{File: hotspot, Size: "32x32", Inits: []string{"power=" + powerFile}},
 			"--init power=" + powerFile + ": " + powerFile + " holds 4096 values but a grid of 32x32 needs 1024 (--size 32x32)"},
 		{"not_square", RunOptions{File: hotspot, Inits: []string{"power=" + odd}},
@@ -161,6 +167,8 @@ func TestRunFileErrors(t *testing.T) {
 		{"int_overflow", RunOptions{File: "../../examples/demos/life.stencil", Inits: []string{"alive=" + big}},
 			"the i64 value 8589934592 at (1, 0) does not fit in i32"},
 		{"no_such_file", RunOptions{File: hotspot, Inits: []string{"power=" + filepath.Join(dir, "none.txt")}}, "no such file"},
+		{"init_twice", RunOptions{File: hotspot, Inits: []string{"power=" + powerFile, "power=zero"}},
+			"--init power=" + powerFile + " and --init power=zero: grid power is given twice; keep one"},
 		{"out_format", RunOptions{File: hotspot, Out: filepath.Join(dir, "t.bmp")}, "--out " + filepath.Join(dir, "t.bmp") + ": write .npy"},
 	}
 	for _, c := range cases {
@@ -192,12 +200,23 @@ func TestRunNotes(t *testing.T) {
 		"state u init select(y == 2 && x >= 3, 1.0, 0.0) boundary clamp\nupdate u = u * g\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A 4x4 .npy of unsigned bytes, as NumPy writes np.zeros((4, 4), np.uint8).
+	bytes8 := filepath.Join(dir, "bytes.npy")
+	header := "{'descr': '|u1', 'fortran_order': False, 'shape': (4, 4), }"
+	header += strings.Repeat(" ", 128-10-len(header)-1) + "\n" // the data starts 64-byte aligned
+	npy := append([]byte("\x93NUMPY\x01\x00"), byte(len(header)), 0)
+	npy = append(append(npy, header...), make([]byte, 16)...)
+	if err := os.WriteFile(bytes8, npy, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		o      RunOptions
 		want   []string
 		absent string
 	}{
+		{"widened", RunOptions{File: hotspot, Inits: []string{"power=" + bytes8, "temp=zero"}},
+			[]string{"note: " + bytes8 + ": u1 converted to f32 (grid power)\n"}, "i32"},
 		{"default_temp", RunOptions{File: hotspot, Inits: []string{"power=" + powerFile}},
 			[]string{"warning: grid temp starts from its built-in initial value (the program's init) while power comes from " + powerFile + "; give --init temp=FILE if it has data too\n"}, ""},
 		{"both_given", RunOptions{File: hotspot, Inits: []string{"power=" + powerFile, "temp=random:3"}}, nil, "warning"},

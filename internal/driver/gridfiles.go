@@ -89,8 +89,11 @@ func fileArray(s *state.State, in initSpec, want []int, notes *[]string) (*gridi
 	if err != nil {
 		return nil, fmt.Errorf("--init %s=%s: %w", g.Name, in.path, err)
 	}
-	if in.arr.DType != dt {
-		*notes = append(*notes, fmt.Sprintf("note: %s: %s converted to %s (grid %s)", in.path, in.arr.DType, dt, g.Name))
+	if from := string(in.arr.DType); in.arr.DType != dt || in.arr.Widened != "" {
+		if in.arr.Widened != "" {
+			from = in.arr.Widened // the file's own type, which reading widened
+		}
+		*notes = append(*notes, fmt.Sprintf("note: %s: %s converted to %s (grid %s)", in.path, from, dt, g.Name))
 	}
 	return a, nil
 }

@@ -113,11 +113,16 @@ type initSpec struct {
 
 func parseInits(p *ir.Program, flags []string) ([]initSpec, error) {
 	var specs []initSpec
+	seen := map[string]string{}
 	for _, f := range flags {
 		name, what, ok := strings.Cut(f, "=")
 		if !ok {
 			return nil, fmt.Errorf("--init %q: write grid=file.npy, grid=random[:seed] or grid=zero", f)
 		}
+		if prev, twice := seen[name]; twice {
+			return nil, fmt.Errorf("--init %s and --init %s: grid %s is given twice; keep one", prev, f, name)
+		}
+		seen[name] = f
 		var g *ir.Grid
 		for _, gr := range p.Grids {
 			if gr.Name == name {

@@ -69,6 +69,9 @@ type Array struct {
 	// Data holds the elements: []float32, []float64, []int32 or []int64
 	// matching DType, with len(Data) == product(Shape).
 	Data any
+	// Widened names the dtype of the file the array was read from where reading widened it
+	// (u1, bool, i2, u4, ...), so that messages name what the user's file holds.
+	Widened string
 }
 
 // numElems returns the product of shape, or an error when a dimension is

@@ -52,9 +52,9 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{"nil", nil, "nil array"},
-		{"type mismatch", &Array{F32, []int{2}, []float64{1, 2}}, "Data is []float64"},
-		{"length mismatch", &Array{I32, []int{3}, []int32{1, 2}}, "needs 3 elements but Data has 2"},
-		{"nil data", &Array{I64, []int{1}, nil}, "Data is <nil>"},
+		{"type mismatch", &Array{DType: F32, Shape: []int{2}, Data: []float64{1, 2}}, "Data is []float64"},
+		{"length mismatch", &Array{DType: I32, Shape: []int{3}, Data: []int32{1, 2}}, "needs 3 elements but Data has 2"},
+		{"nil data", &Array{DType: I64, Shape: []int{1}, Data: nil}, "Data is <nil>"},
 	}
 	for _, tc := range tests {
 		err := tc.a.Validate()
@@ -66,10 +66,10 @@ func TestValidate(t *testing.T) {
 
 func TestFloat64s(t *testing.T) {
 	tests := []*Array{
-		{F32, []int{3}, []float32{1.5, -2, 3}},
-		{F64, []int{3}, []float64{1.5, -2, 3}},
-		{I32, []int{3}, []int32{1, -2, 3}},
-		{I64, []int{3}, []int64{1, -2, 3}},
+		{DType: F32, Shape: []int{3}, Data: []float32{1.5, -2, 3}},
+		{DType: F64, Shape: []int{3}, Data: []float64{1.5, -2, 3}},
+		{DType: I32, Shape: []int{3}, Data: []int32{1, -2, 3}},
+		{DType: I64, Shape: []int{3}, Data: []int64{1, -2, 3}},
 	}
 	want := map[DType][]float64{F32: {1.5, -2, 3}, F64: {1.5, -2, 3}, I32: {1, -2, 3}, I64: {1, -2, 3}}
 	for _, a := range tests {
@@ -95,15 +95,15 @@ func TestConvert(t *testing.T) {
 		to   DType
 		want any
 	}{
-		{"f64 to i32 truncates and saturates", &Array{F64, []int{7}, []float64{1.9, -1.9, nan, inf, -inf, 3e9, -3e9}}, I32,
+		{"f64 to i32 truncates and saturates", &Array{DType: F64, Shape: []int{7}, Data: []float64{1.9, -1.9, nan, inf, -inf, 3e9, -3e9}}, I32,
 			[]int32{1, -1, 0, math.MaxInt32, math.MinInt32, math.MaxInt32, math.MinInt32}},
-		{"f32 to i64", &Array{F32, []int{3}, []float32{2.5, float32(math.Inf(-1)), 1e30}}, I64,
+		{"f32 to i64", &Array{DType: F32, Shape: []int{3}, Data: []float32{2.5, float32(math.Inf(-1)), 1e30}}, I64,
 			[]int64{2, math.MinInt64, math.MaxInt64}},
-		{"i64 to i32 saturates", &Array{I64, []int{3}, []int64{5, 1 << 40, -1 << 40}}, I32, []int32{5, math.MaxInt32, math.MinInt32}},
-		{"i32 to f32", &Array{I32, []int{2}, []int32{16777217, -3}}, F32, []float32{16777216, -3}},
-		{"f64 to f32 overflows to inf", &Array{F64, []int{2}, []float64{1e300, 0.5}}, F32, []float32{float32(math.Inf(1)), 0.5}},
-		{"i32 to i64", &Array{I32, []int{2}, []int32{math.MinInt32, 4}}, I64, []int64{math.MinInt32, 4}},
-		{"same type copies", &Array{F64, []int{2}, []float64{1, 2}}, F64, []float64{1, 2}},
+		{"i64 to i32 saturates", &Array{DType: I64, Shape: []int{3}, Data: []int64{5, 1 << 40, -1 << 40}}, I32, []int32{5, math.MaxInt32, math.MinInt32}},
+		{"i32 to f32", &Array{DType: I32, Shape: []int{2}, Data: []int32{16777217, -3}}, F32, []float32{16777216, -3}},
+		{"f64 to f32 overflows to inf", &Array{DType: F64, Shape: []int{2}, Data: []float64{1e300, 0.5}}, F32, []float32{float32(math.Inf(1)), 0.5}},
+		{"i32 to i64", &Array{DType: I32, Shape: []int{2}, Data: []int32{math.MinInt32, 4}}, I64, []int64{math.MinInt32, 4}},
+		{"same type copies", &Array{DType: F64, Shape: []int{2}, Data: []float64{1, 2}}, F64, []float64{1, 2}},
 	}
 	for _, tc := range tests {
 		got, err := tc.in.Convert(tc.to)
@@ -118,7 +118,7 @@ func TestConvert(t *testing.T) {
 			t.Errorf("%s: result invalid: %v", tc.name, err)
 		}
 	}
-	a := &Array{F64, []int{1}, []float64{1}}
+	a := &Array{DType: F64, Shape: []int{1}, Data: []float64{1}}
 	b, _ := a.Convert(F64)
 	b.Data.([]float64)[0] = 7
 	b.Shape[0] = 9
@@ -128,7 +128,31 @@ func TestConvert(t *testing.T) {
 	if _, err := a.Convert("u8"); err == nil || !strings.Contains(err.Error(), "unknown target dtype") {
 		t.Errorf("Convert(u8) = %v", err)
 	}
-	if _, err := (&Array{F64, []int{2}, []float64{1}}).Convert(F32); err == nil {
+	if _, err := (&Array{DType: F64, Shape: []int{2}, Data: []float64{1}}).Convert(F32); err == nil {
 		t.Error("Convert accepted an invalid array")
+	}
+}
+
+// TestConvertCheckedRefusesInexactIntegers: integers a float type cannot hold exactly are
+// refused, the nearest ones it can hold pass.
+func TestConvertCheckedRefusesInexactIntegers(t *testing.T) {
+	tests := []struct {
+		a   *Array
+		to  DType
+		bad bool
+	}{
+		{&Array{DType: I32, Shape: []int{2}, Data: []int32{16777216, -16777216}}, F32, false},
+		{&Array{DType: I32, Shape: []int{1}, Data: []int32{16777217}}, F32, true},
+		{&Array{DType: I64, Shape: []int{2}, Data: []int64{1 << 40, -(1 << 40)}}, F32, false},
+		{&Array{DType: I64, Shape: []int{1}, Data: []int64{1<<40 + 1}}, F32, true},
+		{&Array{DType: I64, Shape: []int{1}, Data: []int64{1<<53 + 1}}, F64, true},
+		{&Array{DType: I64, Shape: []int{2}, Data: []int64{1 << 53, math.MinInt64}}, F64, false},
+		{&Array{DType: I64, Shape: []int{1}, Data: []int64{math.MaxInt64}}, F64, true},
+	}
+	for _, tc := range tests {
+		_, err := tc.a.ConvertChecked(tc.to)
+		if (err != nil) != tc.bad {
+			t.Errorf("%v to %s: error %v, want refused %v", tc.a.Data, tc.to, err, tc.bad)
+		}
 	}
 }

@@ -57,16 +57,40 @@ func firstMisfit(a *Array, dt DType) (int, string, bool) {
 				return i, strconv.FormatFloat(f, 'g', -1, 64), true
 			}
 		}
-	case []int64:
-		if dt == I32 {
+	case []int32:
+		if dt == F32 {
 			for i, v := range d {
-				if v < math.MinInt32 || v > math.MaxInt32 {
-					return i, strconv.FormatInt(v, 10), true
+				if float64(float32(v)) != float64(v) {
+					return i, strconv.FormatInt(int64(v), 10), true
 				}
+			}
+		}
+	case []int64:
+		for i, v := range d {
+			if !int64Fits(v, dt) {
+				return i, strconv.FormatInt(v, 10), true
 			}
 		}
 	}
 	return 0, "", false
+}
+
+// int64Fits says whether dt holds v exactly: floats hold integers only up to their mantissa
+// (2^24 in f32, 2^53 in f64) and their multiples of powers of two beyond it.
+func int64Fits(v int64, dt DType) bool {
+	var f float64
+	switch dt {
+	case I32:
+		return v >= math.MinInt32 && v <= math.MaxInt32
+	case F32:
+		f = float64(float32(v))
+	case F64:
+		f = float64(v)
+	default:
+		return true
+	}
+	// f is a whole number; it equals v if it lies in int64's range and converts back to v.
+	return f >= math.MinInt64 && f < math.Ldexp(1, 63) && int64(f) == v
 }
 
 // Coords writes the position of element i in C order, e.g. (3, 17), as messages name cells.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -193,6 +194,12 @@ func decodeNPY(r io.Reader, fileSize int64) (*Array, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("data of shape %s of '%s': %w", shapeString(h.shape), h.descr, err)
+	}
+	if !(st.kind == 'f' || st.kind == 'i' && st.size >= 4) {
+		a.Widened = map[byte]string{'i': "i", 'u': "u", 'b': "bool"}[st.kind]
+		if st.kind != 'b' {
+			a.Widened += strconv.Itoa(st.size)
+		}
 	}
 	return a, nil
 }

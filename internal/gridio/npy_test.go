@@ -232,13 +232,13 @@ func TestReadNPYWidens(t *testing.T) {
 		data  []byte
 		want  *Array
 	}{
-		{"|i1", []byte{0x80, 0x7f, 0xff}, &Array{I32, []int{3}, []int32{-128, 127, -1}}},
-		{"|u1", []byte{0, 200, 255}, &Array{I32, []int{3}, []int32{0, 200, 255}}},
-		{"<i2", le.AppendUint16(le.AppendUint16(le.AppendUint16(nil, 0x8000), 7), 0xffff), &Array{I32, []int{3}, []int32{-32768, 7, -1}}},
-		{"<u2", le.AppendUint16(le.AppendUint16(le.AppendUint16(nil, 0xffff), 7), 0), &Array{I32, []int{3}, []int32{65535, 7, 0}}},
-		{"<u4", le.AppendUint32(le.AppendUint32(le.AppendUint32(nil, 0xffffffff), 7), 0), &Array{I64, []int{3}, []int64{4294967295, 7, 0}}},
-		{"<u8", le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, math.MaxInt64), 7), 0), &Array{I64, []int{3}, []int64{math.MaxInt64, 7, 0}}},
-		{"|b1", []byte{1, 0, 1}, &Array{I32, []int{3}, []int32{1, 0, 1}}},
+		{"|i1", []byte{0x80, 0x7f, 0xff}, &Array{DType: I32, Shape: []int{3}, Data: []int32{-128, 127, -1}, Widened: "i1"}},
+		{"|u1", []byte{0, 200, 255}, &Array{DType: I32, Shape: []int{3}, Data: []int32{0, 200, 255}, Widened: "u1"}},
+		{"<i2", le.AppendUint16(le.AppendUint16(le.AppendUint16(nil, 0x8000), 7), 0xffff), &Array{DType: I32, Shape: []int{3}, Data: []int32{-32768, 7, -1}, Widened: "i2"}},
+		{"<u2", le.AppendUint16(le.AppendUint16(le.AppendUint16(nil, 0xffff), 7), 0), &Array{DType: I32, Shape: []int{3}, Data: []int32{65535, 7, 0}, Widened: "u2"}},
+		{"<u4", le.AppendUint32(le.AppendUint32(le.AppendUint32(nil, 0xffffffff), 7), 0), &Array{DType: I64, Shape: []int{3}, Data: []int64{4294967295, 7, 0}, Widened: "u4"}},
+		{"<u8", le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, math.MaxInt64), 7), 0), &Array{DType: I64, Shape: []int{3}, Data: []int64{math.MaxInt64, 7, 0}, Widened: "u8"}},
+		{"|b1", []byte{1, 0, 1}, &Array{DType: I32, Shape: []int{3}, Data: []int32{1, 0, 1}, Widened: "bool"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.descr, func(t *testing.T) {
@@ -263,7 +263,7 @@ func TestReadNPYFortranVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (&Array{I32, []int{1, 2}, []int32{1, 2}}); !reflect.DeepEqual(got, want) {
+	if want := (&Array{DType: I32, Shape: []int{1, 2}, Data: []int32{1, 2}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
@@ -297,13 +297,13 @@ func TestNpyioInterop(t *testing.T) {
 			val  any
 			want *Array
 		}{
-			{[]float32{1, -2, 3.5}, &Array{F32, []int{3}, []float32{1, -2, 3.5}}},
-			{[]float64{1, -2, 3.5}, &Array{F64, []int{3}, []float64{1, -2, 3.5}}},
-			{[]int32{1, -2, 3}, &Array{I32, []int{3}, []int32{1, -2, 3}}},
-			{[]int64{1, -2, 3}, &Array{I64, []int{3}, []int64{1, -2, 3}}},
-			{[]uint16{1, 2, 65535}, &Array{I32, []int{3}, []int32{1, 2, 65535}}},
-			{[]bool{true, false}, &Array{I32, []int{2}, []int32{1, 0}}},
-			{*mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6}), &Array{F64, []int{2, 3}, []float64{1, 2, 3, 4, 5, 6}}},
+			{[]float32{1, -2, 3.5}, &Array{DType: F32, Shape: []int{3}, Data: []float32{1, -2, 3.5}}},
+			{[]float64{1, -2, 3.5}, &Array{DType: F64, Shape: []int{3}, Data: []float64{1, -2, 3.5}}},
+			{[]int32{1, -2, 3}, &Array{DType: I32, Shape: []int{3}, Data: []int32{1, -2, 3}}},
+			{[]int64{1, -2, 3}, &Array{DType: I64, Shape: []int{3}, Data: []int64{1, -2, 3}}},
+			{[]uint16{1, 2, 65535}, &Array{DType: I32, Shape: []int{3}, Data: []int32{1, 2, 65535}, Widened: "u2"}},
+			{[]bool{true, false}, &Array{DType: I32, Shape: []int{2}, Data: []int32{1, 0}, Widened: "bool"}},
+			{*mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6}), &Array{DType: F64, Shape: []int{2, 3}, Data: []float64{1, 2, 3, 4, 5, 6}}},
 		} {
 			var buf bytes.Buffer
 			if err := npyio.Write(&buf, tc.val); err != nil {
@@ -319,7 +319,7 @@ func TestNpyioInterop(t *testing.T) {
 		}
 	})
 	t.Run("npyio reads", func(t *testing.T) {
-		a := &Array{F64, []int{2, 3}, []float64{1, 2, 3, 4, 5, 6}}
+		a := &Array{DType: F64, Shape: []int{2, 3}, Data: []float64{1, 2, 3, 4, 5, 6}}
 		var buf bytes.Buffer
 		if err := EncodeNPY(&buf, a); err != nil {
 			t.Fatal(err)
@@ -338,7 +338,7 @@ func TestNpyioInterop(t *testing.T) {
 		if m.At(1, 0) != 4 || m.At(0, 2) != 3 {
 			t.Errorf("npyio read %v", mat.Formatted(&m))
 		}
-		b := &Array{I32, []int{4}, []int32{-1, 0, 1, math.MaxInt32}}
+		b := &Array{DType: I32, Shape: []int{4}, Data: []int32{-1, 0, 1, math.MaxInt32}}
 		buf.Reset()
 		if err := EncodeNPY(&buf, b); err != nil {
 			t.Fatal(err)
@@ -357,7 +357,7 @@ func TestNpyioInterop(t *testing.T) {
 // runs the seeds, `go test -fuzz FuzzDecodeNPY` explores further.
 func FuzzDecodeNPY(f *testing.F) {
 	var buf bytes.Buffer
-	if err := EncodeNPY(&buf, &Array{F32, []int{2, 2}, []float32{1, 2, 3, 4}}); err != nil {
+	if err := EncodeNPY(&buf, &Array{DType: F32, Shape: []int{2, 2}, Data: []float32{1, 2, 3, 4}}); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())

@@ -154,7 +154,7 @@ func TestPNGErrors(t *testing.T) {
 		{"4D", NewArray(F32, []int{2, 2, 2, 2}), PNGOptions{}, "4-D"},
 		{"0D", NewArray(F32, nil), PNGOptions{}, "0-D"},
 		{"empty", NewArray(F32, []int{0, 4}), PNGOptions{}, "empty"},
-		{"invalid", &Array{F32, []int{3}, []float32{1}}, PNGOptions{}, "needs 3 elements"},
+		{"invalid", &Array{DType: F32, Shape: []int{3}, Data: []float32{1}}, PNGOptions{}, "needs 3 elements"},
 		{"colormap", ok, PNGOptions{Colormap: "jet"}, `unknown colormap "jet"`},
 		{"min>=max", ok, PNGOptions{Min: f64p(2), Max: f64p(1)}, "must be less than Max"},
 		{"nan min", ok, PNGOptions{Min: f64p(math.NaN())}, "must be finite"},
