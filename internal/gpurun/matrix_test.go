@@ -321,6 +321,12 @@ func runMatrix(t *testing.T, backend string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if backend == "opencl" && p.Dims() == 3 && slices.Max(p.Reach()) >= 4 && analysis.Analyze(p).Shape == analysis.Box {
+			// The 729-point box took PoCL 60-90 s to compile in every strategy; the 343-point
+			// box of reach 3 runs the same code paths, and the CUDA matrix runs this one.
+			t.Logf("%s: left to the CUDA matrix", name)
+			continue
+		}
 		start := time.Now()
 		plans := planVariants(p, backend == "cuda")
 		if clustersOn(dev) {

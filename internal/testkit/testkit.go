@@ -5,10 +5,10 @@ package testkit
 
 import (
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"tempest/internal/ir"
@@ -106,30 +106,27 @@ func withPlan(t *testing.T, p *ir.Program, err error, text string) (*ir.Program,
 // README's go test ./... leaves them out so that it stays a few minutes on two cores.
 func Long() bool { return os.Getenv("TEMPEST_LONG") == "1" }
 
-// LongTest skips t unless the long tests run and this process's shard owns t's name. A
+// LongTest skips t unless the long tests run and this process's shard owns t. A
 // package with long tests must be in .ci/run's LONG_PKGS, or they never run.
 func LongTest(t *testing.T) {
 	t.Helper()
 	if !Long() {
 		t.Skip("a long test: TEMPEST_LONG=1 runs it (.ci/run does)")
 	}
-	if !Owns(t.Name()) {
+	// The long tests are dealt out in turn in the order they start, the same in every shard
+	// (tests run in source order): hashing their names left one shard with most of them.
+	if !OwnsIndex(int(longTests.Add(1)) - 1) {
 		t.Skipf("another shard's test (TEMPEST_SHARD=%s)", os.Getenv("TEMPEST_SHARD"))
 	}
 }
 
-// Owns says whether this process runs the work named key when the long tests are split into
-// shards run side by side: TEMPEST_SHARD=i/n runs the keys whose hash is i modulo n (PoCL
-// compiles one program at a time per process, so two processes use two cores). Without
-// TEMPEST_SHARD it owns everything.
-func Owns(key string) bool {
-	i, n := shard()
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32()%uint32(n)) == i
-}
+// longTests counts the long tests started in this process.
+var longTests atomic.Int32
 
-// OwnsIndex is Owns for the i-th of a list of similar pieces of work, dealt out in turn.
+// OwnsIndex says whether this process runs the k-th of a list of pieces of work when the long
+// tests are split into shards run side by side: TEMPEST_SHARD=i/n runs those whose k is i
+// modulo n (PoCL compiles one program at a time per process, so two processes use two cores).
+// Without TEMPEST_SHARD it owns everything.
 func OwnsIndex(k int) bool {
 	i, n := shard()
 	return k%n == i
