@@ -248,3 +248,54 @@ func TestRunNotes(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputsCheckedFirst: every output file is checked before the first step, so that a
+// long run's result is never lost to a wrong name found at its end: extensions of another
+// format and directories that cannot be created are refused with nothing run, and missing
+// directories are created.
+func TestOutputsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wave := "../../examples/demos/wave.stencil"
+	blocked := filepath.Join(file, "sub") // a directory under a regular file cannot exist
+	for _, c := range []struct {
+		name string
+		o    RunOptions
+		want string
+	}{
+		{"png_ext", RunOptions{PNG: filepath.Join(dir, "x.jpg")}, "--png " + filepath.Join(dir, "x.jpg") + ": the file is written as PNG; name it FILE.png"},
+		{"observables_png_ext", RunOptions{Observables: filepath.Join(dir, "o.csv"), ObservablesPNG: filepath.Join(dir, "o.svg")}, "name it FILE.png"},
+		{"observables_ext", RunOptions{Observables: filepath.Join(dir, "o.json")}, "name it FILE.csv"},
+		{"checkpoint_ext", RunOptions{Checkpoint: filepath.Join(dir, "ck.zip")}, "name it FILE.npz"},
+		{"out_dir", RunOptions{Out: filepath.Join(blocked, "u.npy")}, "--out " + filepath.Join(blocked, "u.npy") + ": "},
+		{"png_dir", RunOptions{PNG: filepath.Join(blocked, "u.png")}, "--png "},
+		{"observables_dir", RunOptions{Observables: filepath.Join(blocked, "o.csv")}, "--observables "},
+		{"checkpoint_dir", RunOptions{Checkpoint: filepath.Join(blocked, "ck.npz")}, "--checkpoint "},
+		{"gif_dir", RunOptions{GIF: filepath.Join(blocked, "u.gif"), GIFEvery: 1}, "--gif "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.File, c.o.Size, c.o.Steps = wave, "16x16", 3
+			_, stdout, _, err := run(t, c.o)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v\nwant an error containing %q", err, c.want)
+			}
+			if stdout != "" {
+				t.Errorf("the run went ahead before the error:\n%s", stdout)
+			}
+		})
+	}
+	// Missing directories are created, and the files land there.
+	o := RunOptions{File: wave, Size: "16x16", Steps: 3, Out: filepath.Join(dir, "a", "u.npy"),
+		PNG: filepath.Join(dir, "b", "c", "u.png"), Checkpoint: filepath.Join(dir, "d", "ck.npz")}
+	if _, _, _, err := run(t, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{o.Out, o.PNG, o.Checkpoint} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +37,53 @@ func checkEventOptions(o RunOptions) error {
 		return fmt.Errorf("--gif %s: the animation is a GIF; name it FILE.gif", o.GIF)
 	}
 	return nil
+}
+
+// checkOutputPaths refuses, before any work, output files that could not be written at the
+// end: an extension of another format, or a directory that cannot hold them. Missing
+// directories are created, as --snapshots' is, so that a long run's result is never lost to a
+// typo found after it.
+func checkOutputPaths(o RunOptions) error {
+	for _, f := range []struct {
+		flag, path string
+		exts       []string // the extensions the format takes; nil: any (--out checks its own)
+	}{
+		{"--out", o.Out, nil},
+		{"--png", o.PNG, []string{".png"}},
+		{"--observables", o.Observables, []string{".csv"}},
+		{"--observables-png", o.ObservablesPNG, []string{".png"}},
+		{"--checkpoint", o.Checkpoint, []string{".npz"}},
+		{"--gif", o.GIF, []string{".gif"}},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if f.exts != nil && !slices.Contains(f.exts, strings.ToLower(filepath.Ext(f.path))) {
+			return fmt.Errorf("%s %s: the file is written as %s; name it FILE%s", f.flag, f.path, strings.ToUpper(f.exts[0][1:]), f.exts[0])
+		}
+		if f.flag == "--out" {
+			if _, err := outputFormat(f.path); err != nil {
+				return err
+			}
+		}
+		if err := writableDir(filepath.Dir(f.path)); err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.path, err)
+		}
+	}
+	return nil
+}
+
+// writableDir creates dir if it is missing and checks that a file can be created in it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	probe, err := os.CreateTemp(dir, ".tempest-write-check-*")
+	if err != nil {
+		return fmt.Errorf("the directory cannot be written: %w", err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // outputs are the files a run writes while it goes: snapshots, GIF frames and checkpoints.

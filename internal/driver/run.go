@@ -370,6 +370,9 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	if err := checkEventOptions(o); err != nil {
 		return nil, err
 	}
+	if err := checkOutputPaths(o); err != nil {
+		return nil, err
+	}
 	if o.Multi.Active() {
 		return runMulti(o, stdout, stderr)
 	}
@@ -379,11 +382,6 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	if dev != nil {
 		defer dev.Close()
-	}
-	if o.Out != "" {
-		if _, err := outputFormat(o.Out); err != nil {
-			return nil, err
-		}
 	}
 	copies := 2.0 // the engine's buffers
 	if o.Verify {
