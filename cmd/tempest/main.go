@@ -56,6 +56,10 @@ func runCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
+			if err := positiveIfGiven(cmd, "subdomains", "exchange", "gpus", "ranks", "snapshot-every", "gif-every",
+				"checkpoint-every", "observe-every", "check-every"); err != nil {
+				return err
+			}
 			if err := driver.CheckTuneMode(o.Tune); err != nil {
 				return err
 			}
@@ -104,6 +108,20 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect")
 	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on or off: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where halos go through NCCL or the coordinator's relay)")
 	return c
+}
+
+// positiveIfGiven refuses 0 or less for count flags whose zero default means "not set", so
+// that an explicit --subdomains 0 is not silently taken as no flag at all.
+func positiveIfGiven(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		if !cmd.Flags().Changed(name) {
+			continue
+		}
+		if v, err := cmd.Flags().GetInt(name); err == nil && v < 1 {
+			return fmt.Errorf("--%s %d: give a number of 1 or more, or leave the flag out", name, v)
+		}
+	}
+	return nil
 }
 
 func checkCmd() *cobra.Command {

@@ -199,3 +199,35 @@ func TestKillWhileWriting(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroCountsRefused: a count flag given as 0, whose default 0 means "not set", is refused
+// instead of being taken silently as no flag; --fastmath on the CPU engine says it does nothing.
+func TestZeroCountsRefused(t *testing.T) {
+	for _, flag := range []string{"--subdomains", "--exchange", "--gpus", "--ranks", "--snapshot-every", "--check-every"} {
+		c := runCmd()
+		var out bytes.Buffer
+		c.SetOut(&out)
+		c.SetErr(&out)
+		c.SetArgs([]string{"../../examples/demos/wave.stencil", "--size", "16x16", "--steps", "2", "--backend", "cpu", "--quiet", flag, "0"})
+		err := c.Execute()
+		if err == nil || !strings.Contains(err.Error(), flag+" 0: give a number of 1 or more") {
+			t.Errorf("%s 0: got %v", flag, err)
+		}
+	}
+	cmd, out := startCLI(t, t.TempDir(), "run", filepath.Join(wd(t), "../../examples/demos/wave.stencil"), "--size", "16x16", "--steps", "2", "--backend", "cpu", "--quiet", "--fastmath")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "note: --fastmath has no effect on the CPU engine") {
+		t.Errorf("no note on --fastmath:\n%s", out)
+	}
+}
+
+// wd is the test's working directory.
+func wd(t *testing.T) string {
+	d, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

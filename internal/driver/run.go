@@ -359,6 +359,13 @@ func openBackend(backend, planText string) (gpu.Device, error) {
 	return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl, cpu or ref", backend)
 }
 
+// cpuFastMathNote says that --fastmath changes nothing on an engine that computes as written.
+func cpuFastMathNote(o RunOptions, engine string, stderr io.Writer) {
+	if o.FastMath {
+		fmt.Fprintf(stderr, "note: --fastmath has no effect on %s, which computes every operation as written; it applies to the GPU backends\n", engine)
+	}
+}
+
 // Run carries out `tempest run`: it prepares the state (fresh, or from a checkpoint), starts
 // an engine and advances the run in segments (loop.go) whose ends serve the events:
 // observations and until checks (observe.go), snapshots, GIF frames, checkpoints and o.Events.
@@ -421,10 +428,12 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		defer r.Close()
 		l.eng, l.runner = gpuStepper{r}, r
 	} else if o.Backend == "ref" {
+		cpuFastMathNote(o, "the reference interpreter", stderr)
 		res.Backend, res.Device, res.Plan = "ref", cpuName(), "reference interpreter"
 		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, reference interpreter\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from)
 		l.eng = newRefStepper(s)
 	} else {
+		cpuFastMathNote(o, "the CPU engine", stderr)
 		res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine"
 		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device)
 		l.eng = cpuStepper{cpu.New(s)}
