@@ -152,11 +152,22 @@ func TestRunFileErrors(t *testing.T) {
 	if err := gridio.WriteNPY(inexact, &gridio.Array{DType: gridio.I64, Shape: []int{2, 2}, Data: []int64{0, 1, 1<<40 + 1, 0}}); err != nil {
 		t.Fatal(err)
 	}
+	cube := filepath.Join(dir, "cube.npy")
+	if err := gridio.WriteNPY(cube, gridio.NewArray(gridio.F32, []int{4, 5, 6})); err != nil {
+		t.Fatal(err)
+	}
+	line := filepath.Join(dir, "line.npy")
+	if err := gridio.WriteNPY(line, gridio.NewArray(gridio.F32, []int{20})); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		o    RunOptions
 		want string
 	}{
+		{"rank_3d", RunOptions{File: hotspot, Inits: []string{"power=" + cube}},
+			"--init power=" + cube + ": the file holds a 3-D array of shape [4 5 6], but hotspot is 2-D (axes y, x); save the grid as a 2-D array"},
+		{"rank_1d", RunOptions{File: hotspot, Inits: []string{"power=" + line}}, "the file holds a 1-D array of shape [20], but hotspot is 2-D"},
 		{"inexact_in_float", RunOptions{File: hotspot, Inits: []string{"power=" + inexact}},
 			"the i64 value 1099511627777 at (1, 0) does not fit in f32"},
 		{"count_vs_size", RunOptions{File: hotspot, Size: "32x32", Inits: []string{"power=" + powerFile}},

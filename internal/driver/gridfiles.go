@@ -52,6 +52,10 @@ func sizeFromInits(p *ir.Program, inits []initSpec) (string, error) {
 		}
 		switch {
 		case in.arr != nil:
+			if len(in.arr.Shape) != p.Dims() {
+				return "", fmt.Errorf("--init %s=%s: the file holds a %d-D array of shape %v, but %s is %d-D (axes %s); save the grid as a %d-D array",
+					in.grid.Name, in.path, len(in.arr.Shape), in.arr.Shape, p.Name, p.Dims(), strings.Join(p.Axes, ", "), p.Dims())
+			}
 			return sizeString(in.arr.Shape), nil
 		case in.text != nil:
 			shape, err := in.text.Shape(p.Dims())
