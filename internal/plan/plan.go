@@ -516,6 +516,7 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		switches["shrink"], switches["ascend"], switches["split"] = &pl.Shrink, &pl.Ascend, &pl.Split
 		switches["constsize"], switches["chain"] = &pl.ConstSize, &pl.Chain
 	}
+	given := map[string]bool{}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
@@ -547,8 +548,30 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 			return pl, fmt.Errorf("plan %q: %s=%s is not a whole number", text, k, v)
 		}
 		*f = n
+		given[k] = true
+	}
+	if pl.Strategy == "pyramid" && given["ph"] {
+		pl.fitPyramidBlocks(p, given)
 	}
 	return pl, nil
+}
+
+// fitPyramidBlocks widens the block sizes the text left at their defaults until each keeps
+// cells after the given ph steps (a block of b cells along an axis of reach r keeps b - 2 ph r),
+// within 1024 threads a block: pyramid:ph=8 must not fail for a default by=16 it never asked for.
+func (pl *Plan) fitPyramidBlocks(p *ir.Program, given map[string]bool) {
+	r := p.Reach()
+	dims := []*int{&pl.BX, &pl.BY, &pl.BZ}
+	for a, v := range r {
+		k := len(r) - 1 - a
+		b := dims[k]
+		if given[[]string{"bx", "by", "bz"}[k]] || v == 0 {
+			continue
+		}
+		for *b <= 2*pl.PH*v && pl.BX*pl.BY*max(pl.BZ, 1)*2 <= 1024 {
+			*b *= 2
+		}
+	}
 }
 
 // String prints the plan so that Parse reads it back.

@@ -493,3 +493,24 @@ func TestChain(t *testing.T) {
 		t.Errorf("on sm_90: %v", err)
 	}
 }
+
+// TestPyramidDefaultsFitPH: block sizes the text leaves at their defaults grow to keep cells
+// after the given pyramid height; sizes the text gives stay as given.
+func TestPyramidDefaultsFitPH(t *testing.T) {
+	src := "axes y, x\nstate u init 1 boundary clamp\nupdate u = 0.25 * (u[y-1] + u[y+1] + u[x-1] + u[x+1])\n"
+	for _, c := range []struct {
+		plan   string
+		bx, by int
+		ph     int
+	}{
+		{"pyramid:ph=8", 32, 32, 8},
+		{"pyramid:ph=2", 32, 16, 2},
+		{"pyramid:ph=8,by=16", 32, 16, 8}, // by given: stays (lowering says the block is too small)
+		{"pyramid:ph=20", 32, 32, 20},     // no block of 1024 threads holds it: growth stops there
+	} {
+		_, pl := testkit.Parsed(t, src, c.plan)
+		if pl.BX != c.bx || pl.BY != c.by || pl.PH != c.ph {
+			t.Errorf("%s: bx=%d by=%d ph=%d, want bx=%d by=%d ph=%d", c.plan, pl.BX, pl.BY, pl.PH, c.bx, c.by, c.ph)
+		}
+	}
+}
