@@ -152,7 +152,7 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 		a.Source, a.Measurement = bench.AnchorSource, bench.AnchorConditions
 		rep.Anchors = append(rep.Anchors, a)
 	}
-	dev, err := openBackend(o.Backend, o.Plan)
+	dev, err := openBackend(o.Backend, o.Plan, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func benchSplit(o BenchOptions, stdout, stderr io.Writer) error {
 	if err := ro.Multi.check(); err != nil {
 		return err
 	}
-	if _, err := mr.openDevices(ro); err != nil {
+	if _, err := mr.openDevices(ro, stderr); err != nil {
 		return err
 	}
 	t, how, err := mr.transport(ro, stderr)

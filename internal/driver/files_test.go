@@ -310,3 +310,32 @@ func TestOutputsCheckedFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoPrefersCPUEngineOverOpenCLOnCPU: where the only OpenCL device is this machine's
+// processor (PoCL in CI), --backend auto runs the CPU engine and says why in one line; with a
+// --plan, which only GPU backends take, it keeps OpenCL.
+func TestAutoPrefersCPUEngineOverOpenCLOnCPU(t *testing.T) {
+	dev, err := gpu.Open("auto")
+	if err != nil {
+		t.Skipf("no OpenCL or CUDA device: %v", err)
+	}
+	cpuDevice := dev.Props().CPU
+	dev.Close()
+	if !cpuDevice {
+		t.Skip("auto opens a GPU here")
+	}
+	res, _, stderr, err := run(t, RunOptions{File: "../../examples/demos/wave.stencil", Size: "16x16", Steps: 2, Backend: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backend != "cpu" || !strings.Contains(stderr, "backend auto: the CPU engine (no GPU; the OpenCL device") {
+		t.Errorf("auto ran %s:\n%s", res.Backend, stderr)
+	}
+	res, _, _, err = run(t, RunOptions{File: "../../examples/demos/wave.stencil", Size: "16x16", Steps: 2, Backend: "auto", Plan: "naive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backend != "opencl" {
+		t.Errorf("auto with --plan ran %s", res.Backend)
+	}
+}

@@ -91,7 +91,7 @@ func (mr *multiRun) close() {
 }
 
 // openDevices opens the devices of a split run: parts is the number of sub-domains.
-func (mr *multiRun) openDevices(o RunOptions) (parts int, err error) {
+func (mr *multiRun) openDevices(o RunOptions, stderr io.Writer) (parts int, err error) {
 	m := o.Multi
 	switch {
 	case m.GPUs > 0:
@@ -117,7 +117,7 @@ func (mr *multiRun) openDevices(o RunOptions) (parts int, err error) {
 		}
 		return 0, fmt.Errorf("--gpus %d: %w", m.GPUs, errors.Join(errs...))
 	case m.Subdomains > 0:
-		dev, err := openBackend(o.Backend, o.Plan)
+		dev, err := openBackend(o.Backend, o.Plan, stderr)
 		if err != nil {
 			return 0, err
 		}
@@ -130,7 +130,7 @@ func (mr *multiRun) openDevices(o RunOptions) (parts int, err error) {
 		}
 		return m.Subdomains, nil
 	}
-	dev, err := openBackend(o.Backend, o.Plan)
+	dev, err := openBackend(o.Backend, o.Plan, stderr)
 	if err != nil {
 		return 0, err
 	}
@@ -234,7 +234,7 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	mr := &multiRun{caches: map[gpu.Device]*gpurun.Modules{}}
 	defer mr.close()
-	parts, err := mr.openDevices(o)
+	parts, err := mr.openDevices(o, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,9 @@ type Props struct {
 	GlobalMem                  int64
 	Driver                     string // driver version text
 	Compiler                   string // NVRTC version or OpenCL C version
+	// CPU says the device is the host's processor (an OpenCL CPU device such as PoCL's), where
+	// Tempest's own CPU engine is faster than OpenCL kernels.
+	CPU bool
 }
 
 // String is a short multi-line summary for reports and -v output.

@@ -17,6 +17,7 @@ const (
 	clDeviceNotFound       = -1
 	clBuildProgramFailure  = -11
 	clPlatformNotFoundKHR  = -1001
+	clDeviceTypeCPU        = 1 << 1
 	clDeviceTypeGPU        = 1 << 2
 	clDeviceTypeAll        = 0xFFFFFFFF
 	clTrue                 = 1
@@ -377,7 +378,10 @@ func (d *clDevice) init() error {
 	if r, err := clInfoU32(di, clDeviceRegistersPerBlockNV); err == nil {
 		regs = int(r)
 	}
+	var typ uint64
+	a.clGetDeviceInfo(d.dev, clDeviceType, 8, unsafe.Pointer(&typ), nil)
 	d.props = Props{
+		CPU:                 typ&clDeviceTypeCPU != 0,
 		Backend:             "opencl",
 		Name:                name,
 		Platform:            pname,
