@@ -20,7 +20,7 @@ type flopCase struct {
 	why   string
 }
 
-// an5dFLOPs is AN5D's Table 3 (shared/design/benchmarks.md, section 1): the FLOP counts the
+// an5dFLOPs is AN5D's Table 3 (docs/benchmarks.md, section 1): the FLOP counts the
 // paper reports and Tempest must reproduce, so that GFLOP/s compare with the paper's.
 func an5dFLOPs() map[string]flopCase {
 	m := map[string]flopCase{
@@ -87,7 +87,7 @@ func otherFLOPs() map[string]flopCase {
 	return m
 }
 
-// expected lists every program shared/design/benchmarks.md names, by path under examples/.
+// expected lists every program docs/benchmarks.md names, by path under examples/.
 func expected() []string {
 	var paths []string
 	for p := range an5dFLOPs() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every plan on every stencil of the AN5D table (shared/design/benchmarks.md): float,
+# Every plan on every stencil of the AN5D table (docs/benchmarks.md): float,
 # 16384^2 or 512^3 interior cells (plus the fixed rim), 1000 steps. Prints one line per run.
 # Usage (on the GPU machine, from the repository root): bench/gpu/an5d-plans.sh [tempest] [steps]
 # PLANS and STENCILS (space-separated) choose the plans and stencils; TYPE=f64 runs in double.

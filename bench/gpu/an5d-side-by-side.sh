@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # AN5D's own generated CUDA code and Tempest's plans side by side on one GPU, in float and
-# double: the 11 stencils of the AN5D table (shared/design/benchmarks.md, section 1), 16384^2
+# double: the 11 stencils of the AN5D table (docs/benchmarks.md, section 1), 16384^2
 # or 512^3 interior cells, 1000 steps, fast math for both (AN5D's own setting: its binaries are
 # built with --use_fast_math, Tempest's plans compiled with fastmath=true).
 #

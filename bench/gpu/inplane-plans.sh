@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The in-plane suite (shared/design/benchmarks.md section 4): every example of examples/inplane
+# The in-plane suite (docs/benchmarks.md section 4): every example of examples/inplane
 # x the forward-plane baseline and in-plane variants, 512x512x256 (x, y, z), 100 steps.
 # Usage (on the GPU machine, from the repository root): bench/gpu/inplane-plans.sh [tempest] [steps]
 # TYPE=f64 runs in double (vec=4 is refused for 8-byte elements, so VEC4 plans are skipped).

@@ -175,18 +175,11 @@ func TestBenchOpenCL(t *testing.T) {
 	}
 }
 
-// TestAnchorsMatchDesign holds the anchor table equal to shared/design/benchmarks.md (beside
-// the repository in CI, or inside it), skipping the comparison where the document is absent.
+// TestAnchorsMatchDesign holds the anchor table equal to docs/benchmarks.md.
 func TestAnchorsMatchDesign(t *testing.T) {
-	var doc *os.File
-	for _, p := range []string{"../../../shared/design/benchmarks.md", "../../shared/design/benchmarks.md"} {
-		if f, err := os.Open(p); err == nil {
-			doc = f
-			break
-		}
-	}
-	if doc == nil {
-		t.Skip("shared/design/benchmarks.md not found")
+	doc, err := os.Open("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer doc.Close()
 	got := map[string][2]float64{}

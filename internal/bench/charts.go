@@ -453,7 +453,7 @@ command <code>{{join .R.CommandLine}}</code>; tune {{.R.Tune}}; {{if .R.FastMath
 <p>GCells/s: updated cells (fixed rims excluded) x steps / time. GB/s: compulsory bytes per cell x cells / time. % roofline: of min(DRAM bandwidth / bytes per cell, FMA peak / FLOPs per cell), the single-step bound, which temporal blocking can exceed.
 % peak: GFLOP/s of the device's nominal FP32 or FP64 peak (by the program's type: multiprocessors x FMA lanes x 2 x clock; "-" where unknown: OpenCL, the CPU engine, integer programs).
 Shared memory: the plan's kernel that takes the most per block, against the per-block limit (opt-in maximum) and, times its resident blocks, against a multiprocessor's ("-" where unknown).
-Anchors: {{range .R.Anchors}}{{end}}AN5D's generated code on an H100 (shared/design/benchmarks.md).</p>
+Anchors: {{range .R.Anchors}}{{end}}AN5D's generated code on an H100 (docs/benchmarks.md).</p>
 <h2>Charts</h2>
 {{range .Charts}}<h3>{{.Title}}</h3>{{if .Note}}<p class="note">{{.Note}}</p>{{end}}<p><img alt="{{.Title}}" src="{{.URI}}"><br><small>{{.File}}</small></p>
 {{end}}

@@ -25,7 +25,7 @@ type Suite struct {
 	Why   string // where the sizes come from
 }
 
-// Suites are the five suites of shared/design/benchmarks.md, in report order. Sizes are
+// Suites are the five suites of docs/benchmarks.md, in report order. Sizes are
 // interior cells, slowest axis first.
 //
 //	suite        1D        2D            3D                        steps  type
@@ -88,11 +88,11 @@ type Anchor struct {
 
 // AnchorSource and AnchorConditions describe the AN5D anchors.
 const (
-	AnchorSource     = "shared/design/benchmarks.md, section 1 (AN5D suite): AN5D's own generated code"
+	AnchorSource     = "docs/benchmarks.md, section 1 (AN5D suite): AN5D's own generated code"
 	AnchorConditions = "AN5D generated code built for sm_90, one H100 80GB HBM3, float, 16384^2 or 512^3 interior, 1000 steps, best of its five V100-tuned configurations"
 )
 
-// AN5DAnchors are the AN5D numbers to beat, copied from shared/design/benchmarks.md
+// AN5DAnchors are the AN5D numbers to beat, copied from docs/benchmarks.md
 // ("AN5D's own generated code, built for sm_90 and run on one H100 80GB HBM3 (float, 16384^2
 // or 512^3, 1000 steps, best of its five V100-tuned configurations)"). The same document
 // records, on that H100: copy bandwidth 2843 GB/s, a naive j2d5pt at 258 GCells/s, FP32 peak

@@ -14,7 +14,7 @@ import (
 )
 
 // h100 is a profile with the H100's properties and measured copy bandwidth
-// (shared/design/benchmarks.md); the other rates are plausible values.
+// (docs/benchmarks.md); the other rates are plausible values.
 func h100() *probe.Profile {
 	return &probe.Profile{
 		Device: gpu.Props{Backend: "cuda", Name: "H100", ComputeMajor: 9, SMs: 132, WarpSize: 32, MaxThreadsPerBlock: 1024,
