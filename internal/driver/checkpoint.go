@@ -60,6 +60,17 @@ type ckGrid struct {
 	DType  string `json:"dtype"`
 	Shape  []int  `json:"shape"`
 	Levels int    `json:"levels"` // levels stored: 1, or 2 (NAME.prev)
+	// Sha256 holds each stored level's SHA-256 (of its .npy member), checked on resume.
+	Sha256 []string `json:"sha256,omitempty"`
+}
+
+// arrayHash is the SHA-256 of an array's .npy encoding.
+func arrayHash(a *gridio.Array) string {
+	h := sha256.New()
+	if err := gridio.EncodeNPY(h, a); err != nil {
+		panic("internal error: hashing a checkpoint's grid: " + err.Error())
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ProgramHash identifies a checked program by meaning.
@@ -114,9 +125,11 @@ func WriteCheckpoint(path string, s *state.State) error {
 			cg.Role = "state"
 		}
 		entries = append(entries, gridio.NPZEntry{Name: g.Name, Array: s.Cur[g.Index]})
+		cg.Sha256 = []string{arrayHash(s.Cur[g.Index])}
 		if s.Prev[g.Index] != nil {
 			cg.Levels = 2
 			entries = append(entries, gridio.NPZEntry{Name: g.Name + ".prev", Array: s.Prev[g.Index]})
+			cg.Sha256 = append(cg.Sha256, arrayHash(s.Prev[g.Index]))
 		}
 		m.Grids = append(m.Grids, cg)
 	}
@@ -162,6 +175,20 @@ func readCheckpoint(path string) (*checkpoint, error) {
 	}
 	if ck.meta.Version != checkpointVersion {
 		return nil, fmt.Errorf("--resume %s: checkpoint format version %d; this Tempest reads version %d", path, ck.meta.Version, checkpointVersion)
+	}
+	if ck.meta.Step < 0 {
+		return nil, fmt.Errorf("--resume %s: %s says step %d; the checkpoint is damaged", path, checkpointMeta, ck.meta.Step)
+	}
+	for _, g := range ck.meta.Grids {
+		for l, want := range g.Sha256 {
+			name := g.Name
+			if l == 1 {
+				name += ".prev"
+			}
+			if a := ck.arrays[name]; a != nil && arrayHash(a) != want {
+				return nil, fmt.Errorf("--resume %s: %s.npy does not hold what was written (its SHA-256 differs from %s's); the checkpoint is damaged", path, name, checkpointMeta)
+			}
+		}
 	}
 	return ck, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tempest/internal/gpu"
+	"tempest/internal/gridio"
 	"tempest/internal/state"
 )
 
@@ -349,5 +350,74 @@ func TestLoopObserved(t *testing.T) {
 				t.Errorf("%d observing calls, %d evaluations at %d points", calls, f.observations, len(f.observedEnds))
 			}
 		})
+	}
+}
+
+// TestResumeDamaged: a checkpoint whose bytes changed after it was written is refused, never
+// resumed from: a byte flipped inside a grid's data (the zip member's CRC-32), a grid
+// replaced inside a well-formed archive (the SHA-256 in meta.json) and a negative step.
+func TestResumeDamaged(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "wave.npz")
+	o := RunOptions{File: "../../examples/demos/wave.stencil", Size: "20x20", Steps: 10, Backend: "cpu", Quiet: true, Checkpoint: ck}
+	if _, err := Run(o, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := gridio.ReadNPZ(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := func(path string) error {
+		r := o
+		r.Checkpoint, r.Resume, r.Steps, r.Size = "", path, 20, ""
+		_, err := Run(r, io.Discard, io.Discard)
+		return err
+	}
+	// A byte flipped in the middle of u.npy's data: the data of u follows its name and header.
+	flipped := bytes.Clone(good)
+	at := bytes.Index(flipped, []byte("u.npy")) + 5 + 128 + 4*200
+	flipped[at] ^= 0x40
+	// u replaced by other values in an archive written anew (valid CRCs).
+	var swapped []gridio.NPZEntry
+	for _, e := range entries {
+		if e.Name == "u" {
+			e.Array = state.CopyArray(e.Array)
+			e.Array.Data.([]float32)[7] += 1
+		}
+		swapped = append(swapped, e)
+	}
+	// meta.json with a negative step.
+	var negative []gridio.NPZEntry
+	for _, e := range entries {
+		if e.Name == "meta.json" {
+			e.Data = bytes.Replace(e.Data, []byte(`"step": 10`), []byte(`"step": -3`), 1)
+		}
+		negative = append(negative, e)
+	}
+	for _, c := range []struct {
+		name  string
+		write func(path string) error
+		want  string
+	}{
+		{"flipped", func(p string) error { return os.WriteFile(p, flipped, 0o644) }, "checksum"},
+		{"swapped", func(p string) error { return gridio.WriteNPZ(p, swapped) }, "u.npy does not hold what was written"},
+		{"negative step", func(p string) error { return gridio.WriteNPZ(p, negative) }, "says step -3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".npz")
+			if err := c.write(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := resume(path); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error saying %q", err, c.want)
+			}
+		})
+	}
+	if err := resume(ck); err != nil {
+		t.Errorf("the intact checkpoint: %v", err)
 	}
 }

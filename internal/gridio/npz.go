@@ -79,6 +79,11 @@ func ReadNPZ(path string) ([]NPZEntry, error) {
 		if name, ok := strings.CutSuffix(f.Name, ".npy"); ok {
 			e.Name = name
 			e.Array, err = DecodeNPY(rc)
+			if err == nil {
+				// The zip reader checks a member's CRC-32 when it is read to its end:
+				// bytes flipped inside the data must not load as values.
+				_, err = io.Copy(io.Discard, rc)
+			}
 		} else {
 			e.Name = f.Name
 			e.Data, err = io.ReadAll(rc)
