@@ -11,9 +11,10 @@ build:
 test:
 	$(GO) test ./...
 
-# The long tests as .ci/run runs them (the full PoCL matrix and the n5d switches, two shards).
+# The long tests as .ci/run runs them (the full PoCL matrix, the n5d switches, every generated
+# program on PoCL, the C++ emulations; two shards side by side).
 test-long:
-	TEMPEST_LONG=1 TEMPEST_SHARD=0/2 $(GO) test -count=1 -timeout 60m ./internal/gpurun & TEMPEST_LONG=1 TEMPEST_SHARD=1/2 $(GO) test -count=1 -timeout 60m ./internal/gpurun; s=$$?; wait $$!; w=$$?; [ $$s = 0 ] && [ $$w = 0 ]
+	bash .ci/run long
 
 # Static binaries for the GPU machine (it has no Go): the CLI and the test binaries of the
 # packages that touch a GPU, stripped (-s -w: 40 MiB instead of 54 MiB unstripped; the

@@ -17,6 +17,7 @@ import (
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
+	"tempest/internal/testkit"
 )
 
 // emuPrelude lets a CUDA n5d kernel run as C++ on the CPU: every GPU thread of a cluster is
@@ -92,9 +93,7 @@ func emuSource(cu string) string {
 // shapes with partial clusters and blocks wholly outside the domain. It needs a C++
 // compiler (skipped without one, and with -short).
 func TestN5DClusterEmulated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles C++")
-	}
+	testkit.LongTest(t) // compiles C++ for every case
 	cxx := emuCXX()
 	if cxx == "" {
 		t.Skip("no C++ compiler")
@@ -125,9 +124,7 @@ func TestN5DClusterEmulated(t *testing.T) {
 // interpreter: a load past the last plane is a heap overflow of the input. It needs a C++
 // compiler with AddressSanitizer (skipped without one, and with -short).
 func TestN5DFastLoopLoadsInside(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles C++")
-	}
+	testkit.LongTest(t) // compiles C++ for every case
 	cxx := emuCXX()
 	if cxx == "" || !emuHasASan(t, cxx) {
 		t.Skip("no C++ compiler with AddressSanitizer")
