@@ -1,18 +1,21 @@
 package driver
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"tempest/internal/cpu"
 	"tempest/internal/decomp"
 	"tempest/internal/gpu"
 	"tempest/internal/gpurun"
+	"tempest/internal/gridio"
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
@@ -217,6 +220,87 @@ func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport,
 	return decomp.Local{}, "host copies", nil
 }
 
+// runFingerprint lists what every rank of a multi-process run must share, one item a line:
+// the program, its data and every option that changes the result or the ranks' common
+// schedule of exchanges and gathers (output paths aside: only rank 0 writes).
+func runFingerprint(o RunOptions, pr *Prepared) []string {
+	s := pr.State
+	m := o.Multi
+	fp := []string{"program " + ProgramHash(pr.Prog), "size " + sizeString(s.Shape), "type " + pr.Prog.DefaultType.String(),
+		fmt.Sprintf("steps %d", o.Steps), fmt.Sprintf("seed %d", s.Seed)}
+	for _, p := range pr.Prog.Params {
+		fp = append(fp, fmt.Sprintf("param %s=%s", p.Name, paramText(s.Params[p.Index])))
+	}
+	h := sha256.New()
+	for _, g := range pr.Prog.Grids {
+		for _, a := range []*gridio.Array{s.Cur[g.Index], s.Prev[g.Index]} {
+			if a != nil {
+				h.Write([]byte(arrayHash(a)))
+			}
+		}
+	}
+	fp = append(fp, fmt.Sprintf("initial data sha256 %.16x", h.Sum(nil)),
+		"backend "+orNone(o.Backend), "plan "+orNone(o.Plan), "tune "+orNone(o.Tune), fmt.Sprintf("fastmath %v", o.FastMath),
+		"split "+orNone(m.Split), fmt.Sprintf("exchange %d", m.Exchange), "overlap "+orNone(m.Overlap), fmt.Sprintf("verify %v", o.Verify),
+		fmt.Sprintf("observe-every %d", o.ObserveEvery), fmt.Sprintf("check-every %d", o.CheckEvery),
+		fmt.Sprintf("observables %v", o.Observables != "" || o.ObservablesPNG != ""),
+		fmt.Sprintf("snapshot-every %d", o.SnapshotEvery), fmt.Sprintf("gif-every %d", o.GIFEvery),
+		fmt.Sprintf("checkpoint-every %d", o.CheckpointEvery))
+	return fp
+}
+
+// followsRankZero says a fingerprint item leaves the choice to rank 0, which chooses the plan
+// and the layout and shares them: a rank given no --plan, --split or --tune takes rank 0's.
+func followsRankZero(item string) bool {
+	return item == "plan (none)" || item == "split (none)" || item == "tune (none)"
+}
+
+// orNone is a fingerprint's text for an option's value.
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
+}
+
+// agreeOnRun has rank 0 compare every rank's fingerprint with its own before any work, and
+// every rank refuse the run if one differs: ranks started with other options would run and
+// exit 0 with a wrong result.
+func agreeOnRun(c *decomp.Coordinator, fp []string) error {
+	all, err := c.Gather([]byte(strings.Join(fp, "\n")))
+	if err != nil {
+		return fmt.Errorf("comparing the ranks' options: %w", err)
+	}
+	verdict := ""
+	for r, b := range all {
+		if r == 0 || verdict != "" {
+			continue
+		}
+		theirs := strings.Split(string(b), "\n")
+		for i, line := range fp {
+			if i < len(theirs) && followsRankZero(theirs[i]) {
+				continue
+			}
+			if i >= len(theirs) || theirs[i] != line {
+				got := "nothing"
+				if i < len(theirs) {
+					got = theirs[i]
+				}
+				verdict = fmt.Sprintf("rank %d was started with another run than rank 0: %s (rank 0: %s); start every rank with the same program, data and options", r, got, line)
+				break
+			}
+		}
+	}
+	b, err := c.Broadcast([]byte(verdict))
+	if err != nil {
+		return fmt.Errorf("comparing the ranks' options: %w", err)
+	}
+	if len(b) > 0 {
+		return errors.New(string(b))
+	}
+	return nil
+}
+
 // runMulti carries out `tempest run` split into sub-domains, with the run loop of a single
 // device over a splitStepper: observables, until, snapshots, GIFs, checkpoints, --resume and
 // signals work as on one device, from the state gathered at their steps. Rank 0 (or the only
@@ -268,6 +352,11 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	if err := decomp.Splittable(pr.Prog); err != nil {
 		return nil, err
+	}
+	if mr.coord != nil {
+		if err := agreeOnRun(mr.coord, runFingerprint(o, pr)); err != nil {
+			return nil, err
+		}
 	}
 	report := m.Ranks == 0 || m.Rank == 0
 	if report {

@@ -155,3 +155,51 @@ func TestBenchSplit(t *testing.T) {
 		t.Errorf("unknown link: %v", err)
 	}
 }
+
+// TestRanksAgreeOnTheRun: ranks of a multi-process run started with different options refuse
+// the run before any work, every one of them, naming the rank and the option; a rank started
+// without --verify where rank 0 verifies would otherwise wait for gathers that never come.
+func TestRanksAgreeOnTheRun(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(o *RunOptions)
+		want string
+	}{
+		{"seed", func(o *RunOptions) { o.Seed = 7 }, "seed 7 (rank 0: seed 1)"},
+		{"steps", func(o *RunOptions) { o.Steps = 9 }, "steps 9 (rank 0: steps 8)"},
+		{"size", func(o *RunOptions) { o.Size = "24x20" }, "size 24x20 (rank 0: size 20x20)"},
+		{"param", func(o *RunOptions) { o.Params = []string{"c=0.3"} }, "param c=0.3"},
+		{"exchange", func(o *RunOptions) { o.Multi.Exchange = 2 }, "exchange 2 (rank 0: exchange 0)"},
+		{"init", func(o *RunOptions) { o.Inits = []string{"u=random:4"} }, "initial data sha256"},
+		{"split", func(o *RunOptions) { o.Multi.Split = "2x1" }, "split 2x1 (rank 0: split (none))"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Skipf("no local TCP: %v", err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for r := 0; r < 2; r++ {
+				o := RunOptions{File: "../../examples/demos/wave.stencil", Size: "20x20", Steps: 8, Backend: "cpu", Quiet: true,
+					Multi: MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second}}
+				if r == 1 {
+					c.edit(&o)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[r] = Run(o, io.Discard, io.Discard)
+				}()
+			}
+			wg.Wait()
+			for r, err := range errs {
+				if err == nil || !strings.Contains(err.Error(), "rank 1 was started with another run than rank 0: "+c.want) {
+					t.Errorf("rank %d: %v", r, err)
+				}
+			}
+		})
+	}
+}
