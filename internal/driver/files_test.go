@@ -339,3 +339,32 @@ func TestAutoPrefersCPUEngineOverOpenCLOnCPU(t *testing.T) {
 		t.Errorf("auto with --plan ran %s", res.Backend)
 	}
 }
+
+// TestVerifyFollowsTheN5DSums: --verify holds an n5d build of a 3D box whose written groups
+// cancel (a derivative-like stencil on values near 1e6) to the sums n5d really adds, plane by
+// plane: against the written grouping its correct result differed by twice the bound.
+func TestVerifyFollowsTheN5DSums(t *testing.T) {
+	dev, err := gpu.Open("opencl")
+	if err != nil {
+		if os.Getenv("TEMPEST_REQUIRE_OPENCL") == "1" || !errors.Is(err, gpu.ErrUnavailable) {
+			t.Fatalf("opening opencl: %v", err)
+		}
+		t.Skipf("opencl not available: %v", err)
+	}
+	dev.Close()
+	file := filepath.Join(t.TempDir(), "deriv.stencil")
+	src := "axes z, y, x\ntype f32\nstate u init 1000000 + 0.5 * f32(x) + 0.25 * f32(y * y) + 0.125 * f32(z * x) boundary fixed\n" +
+		"update u = (u[z-1, y+1, x] - u[z+1, y+1, x]) + (u[z-1, y-1, x] - u[z+1, y-1, x]) + u\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, steps := range []int{1} {
+		res, stdout, _, err := run(t, RunOptions{File: file, Size: "12x20x24", Steps: steps, Verify: true, Backend: "opencl", Plan: "n5d:bx=8,by=4,bt=1"})
+		if err != nil {
+			t.Fatalf("%d steps: %v\n%s", steps, err, stdout)
+		}
+		if res.WithinBound == nil || !*res.WithinBound || !strings.Contains(stdout, "sums grouped plane by plane") {
+			t.Errorf("%d steps:\n%s", steps, stdout)
+		}
+	}
+}

@@ -216,6 +216,21 @@ type n5dSum struct {
 	coef  ir.Expr // the coefficient of op
 }
 
+// n5dPartialSums says n5d sums an associative program's updates plane by plane (partial
+// sums): only where off-centre planes are read in-plane (boxes), since stars keep their columns
+// in registers either way, along a streaming axis it reads across, without guards.
+func n5dPartialSums(p *ir.Program) bool {
+	offPlaneInPlane := false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && l.G.Update != nil && nonzero(l.Off[1:]) && l.Off[0] != 0 {
+				offPlaneInPlane = true
+			}
+		})
+	}
+	return offPlaneInPlane && p.Reach()[0] > 0 && !n5dGuarded(p)
+}
+
 // n5dAssociative splits every update into per-plane parts, or reports false.
 func n5dAssociative(p *ir.Program) ([]n5dSum, bool) {
 	var out []n5dSum
@@ -805,9 +820,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// Guard-free halo threads need every read to come from registers or shared memory.
 	guard := n5dGuarded(p)
 	sums, assoc := n5dAssociative(p)
-	// Partial sums only pay where off-centre planes are read in-plane (boxes); stars keep
-	// their columns in registers either way.
-	assoc = assoc && offPlaneInPlane && R > 0 && !guard
+	assoc = assoc && n5dPartialSums(p)
 	if N5DRound(p, pl)%2 != 0 && !N5DShortRound(p) {
 		return builtKernel{}, 0, fmt.Errorf("plan %s: %s reads other planes' in-plane neighbours without partial sums, so each level keeps a ring of every plane, which a round of %d planes cannot hold (a plane is refilled while its neighbours still read it); drop unroll", pl, p.Name, N5DRound(p, pl))
 	}

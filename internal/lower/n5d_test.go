@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"tempest/internal/ir"
+	"tempest/internal/irprint"
 	"tempest/internal/kir"
 	"tempest/internal/load"
 	"tempest/internal/plan"
@@ -813,6 +814,34 @@ func TestChainReach(t *testing.T) {
 		}
 		if got := n5dChainReach(b, c.m); got != c.want {
 			t.Errorf("%+v: reach %d, want %d", c, got, c.want)
+		}
+	}
+}
+
+// TestEvaluationOrder: exact n5d plans of boxes sum plane by plane, lowest offset first, the
+// coefficient last; stars, other strategies and fast math evaluate as written.
+func TestEvaluationOrder(t *testing.T) {
+	box := "axes y, x\ntype f32\nstate u boundary fixed\nupdate u = (u[y-1, x-1] + u[y+1, x+1] + u[y, x] + u[y-1, x+1]) / 4\n"
+	star := "axes y, x\ntype f32\nstate u boundary fixed\nupdate u = (u[y-1] + u[y+1] + u[x-1] + u[x+1]) / 4\n"
+	for _, c := range []struct {
+		src, plan string
+		want      string // the update as irprint writes it; "" for the program unchanged
+	}{
+		{box, "n5d", "(u[y-1, x-1] + u[y-1, x+1] + u + u[y+1, x+1]) / 4.0"},
+		{box, "n5d:fastmath=true", ""},
+		{box, "tiled", ""},
+		{star, "n5d", ""},
+	} {
+		p, pl := testkit.Parsed(t, c.src, c.plan)
+		q := EvaluationOrder(p, pl)
+		if c.want == "" {
+			if q != p {
+				t.Errorf("%s: regrouped, want the program as written", c.plan)
+			}
+			continue
+		}
+		if got := irprint.Stencil(q); !strings.Contains(got, "update u = "+c.want+"\n") {
+			t.Errorf("%s: got\n%s\nwant update u = %s", c.plan, got, c.want)
 		}
 	}
 }
