@@ -818,8 +818,8 @@ func TestChainReach(t *testing.T) {
 	}
 }
 
-// TestEvaluationOrder: exact n5d plans of boxes sum plane by plane, lowest offset first, the
-// coefficient last; stars, other strategies and fast math evaluate as written.
+// TestEvaluationOrder: n5d plans of boxes sum plane by plane, lowest offset first, the
+// coefficient last, with fast math too; stars and other strategies evaluate as written.
 func TestEvaluationOrder(t *testing.T) {
 	box := "axes y, x\ntype f32\nstate u boundary fixed\nupdate u = (u[y-1, x-1] + u[y+1, x+1] + u[y, x] + u[y-1, x+1]) / 4\n"
 	star := "axes y, x\ntype f32\nstate u boundary fixed\nupdate u = (u[y-1] + u[y+1] + u[x-1] + u[x+1]) / 4\n"
@@ -828,7 +828,7 @@ func TestEvaluationOrder(t *testing.T) {
 		want      string // the update as irprint writes it; "" for the program unchanged
 	}{
 		{box, "n5d", "(u[y-1, x-1] + u[y-1, x+1] + u + u[y+1, x+1]) / 4.0"},
-		{box, "n5d:fastmath=true", ""},
+		{box, "n5d:fastmath=true", "(u[y-1, x-1] + u[y-1, x+1] + u + u[y+1, x+1]) / 4.0"},
 		{box, "tiled", ""},
 		{star, "n5d", ""},
 	} {
