@@ -110,8 +110,9 @@ func sameValue(a, b ir.Value) bool {
 	return a.I == b.I
 }
 
-// WriteCheckpoint writes s as a checkpoint at path (atomically).
-func WriteCheckpoint(path string, s *state.State) error {
+// WriteCheckpoint writes s as a checkpoint at path (atomically), with extra members: what
+// the run made so far that a resumed run continues (resumable).
+func WriteCheckpoint(path string, s *state.State, extra ...gridio.NPZEntry) error {
 	p := s.Prog
 	m := ckMeta{Format: checkpointFormat, Version: checkpointVersion, Program: p.Name, ProgramHash: ProgramHash(p),
 		Source: p.Source, Type: p.DefaultType.String(), Size: s.Shape, Step: s.Steps, Seed: s.Seed, Tempest: Version}
@@ -138,10 +139,28 @@ func WriteCheckpoint(path string, s *state.State) error {
 		panic("internal error: " + err.Error())
 	}
 	entries = append([]gridio.NPZEntry{{Name: checkpointMeta, Data: append(meta, '\n')}}, entries...)
+	entries = append(entries, extra...)
 	if err := gridio.WriteNPZ(path, entries); err != nil {
 		return fmt.Errorf("writing checkpoint: %w", err)
 	}
 	return nil
+}
+
+// resumable names a checkpoint member that is no grid but the run's outputs so far: a GIF's
+// frames (gif.GRID) or the observations (observations), which a resumed run continues.
+func resumable(name string) bool {
+	return strings.HasPrefix(name, "gif.") || name == "observations"
+}
+
+// resumed is the checkpoint's members that resumable names.
+func (ck *checkpoint) resumed() map[string]*gridio.Array {
+	out := map[string]*gridio.Array{}
+	for name, a := range ck.arrays {
+		if resumable(name) {
+			out[name] = a
+		}
+	}
+	return out
 }
 
 // checkpoint is a checkpoint read back.

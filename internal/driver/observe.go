@@ -122,6 +122,40 @@ func (ob *observations) note(step int, v []float64) {
 	}
 }
 
+// kept is the series recorded so far as a checkpoint member, observations: a row per
+// observation, its step and then each observable's value (none where nothing is recorded).
+func (ob *observations) kept() []gridio.NPZEntry {
+	n := len(ob.series.Steps)
+	if !ob.record || n == 0 {
+		return nil
+	}
+	cols := 1 + len(ob.series.Names)
+	data := make([]float64, 0, n*cols)
+	for i, step := range ob.series.Steps {
+		data = append(append(data, float64(step)), ob.series.Values[i]...)
+	}
+	return []gridio.NPZEntry{{Name: "observations", Array: &gridio.Array{DType: gridio.F64, Shape: []int{n, cols}, Data: data}}}
+}
+
+// resume takes the rows a checkpoint kept (kept) as the series' first, so that a resumed
+// run's observables continue the interrupted run's.
+func (ob *observations) resume(rows *gridio.Array) error {
+	if rows == nil || !ob.record {
+		return nil
+	}
+	cols := 1 + len(ob.series.Names)
+	if rows.DType != gridio.F64 || len(rows.Shape) != 2 || rows.Shape[1] != cols || rows.Validate() != nil {
+		return fmt.Errorf("--resume: the checkpoint's observations are of shape %v, not rows of a step and %d observables", rows.Shape, cols-1)
+	}
+	data := rows.Data.([]float64)
+	for r := 0; r < rows.Shape[0]; r++ {
+		row := data[r*cols : (r+1)*cols]
+		ob.note(int(row[0]), append([]float64(nil), row[1:]...))
+	}
+	ob.last = nil // this run's own values are not observed yet
+	return nil
+}
+
 func (ob *observations) observe(p *Point) error {
 	v, err := p.Observe()
 	if err != nil {

@@ -95,6 +95,9 @@ type outputs struct {
 	gifs   []*gridio.GIFWriter // by update, when o.GIF is set
 	ckpt   string              // the checkpoint file
 	digits int                 // width of the step in snapshot names
+	// record gives the members a checkpoint adds for the run's other records (the
+	// observations); nil: none.
+	record func() []gridio.NPZEntry
 }
 
 func newOutputs(o RunOptions, pr *Prepared, stdout, stderr io.Writer) (*outputs, error) {
@@ -117,6 +120,11 @@ func newOutputs(o RunOptions, pr *Prepared, stdout, stderr io.Writer) (*outputs,
 				return nil, fmt.Errorf("--gif: %w", err)
 			}
 			out.gifs = append(out.gifs, g)
+			// A resumed run goes on with the frames its checkpoint kept.
+			if err := g.Resume(pr.Resumed["gif."+u.Grid.Name]); err != nil {
+				out.abort()
+				return nil, fmt.Errorf("--gif with --resume: %w", err)
+			}
 		}
 	}
 	return out, nil
@@ -186,7 +194,20 @@ func (out *outputs) checkpoint(p *Point) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteCheckpoint(out.ckpt, s); err != nil {
+	var extra []gridio.NPZEntry
+	for i, g := range out.gifs {
+		kept, err := g.Kept()
+		if err != nil {
+			return err
+		}
+		if kept != nil {
+			extra = append(extra, gridio.NPZEntry{Name: "gif." + out.pr.Prog.Updates[i].Grid.Name, Array: kept})
+		}
+	}
+	if out.record != nil {
+		extra = append(extra, out.record()...)
+	}
+	if err := WriteCheckpoint(out.ckpt, s, extra...); err != nil {
 		return err
 	}
 	if p.Final {

@@ -421,3 +421,38 @@ func TestResumeDamaged(t *testing.T) {
 		t.Errorf("the intact checkpoint: %v", err)
 	}
 }
+
+// TestResumeContinuesRecords: a run stopped at a checkpoint and resumed writes the same GIF
+// and observables CSV, byte for byte, as one run over all the steps: the checkpoint keeps the
+// frames and the observations made so far, and the resumed run goes on with them.
+func TestResumeContinuesRecords(t *testing.T) {
+	dir := t.TempDir()
+	base := RunOptions{File: "../../examples/demos/wave.stencil", Size: "24x20", Steps: 40, Backend: "cpu", Quiet: true,
+		GIFEvery: 5, ObserveEvery: 4, Observables: "obs.csv", GIF: "u.gif"}
+	one := base
+	one.GIF, one.Observables = filepath.Join(dir, "one.gif"), filepath.Join(dir, "one.csv")
+	if _, err := Run(one, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	first := base
+	first.Steps, first.Checkpoint = 20, filepath.Join(dir, "ck.npz")
+	first.GIF, first.Observables = filepath.Join(dir, "two.gif"), filepath.Join(dir, "two.csv")
+	if _, err := Run(first, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	second := first
+	second.Steps, second.Checkpoint, second.Resume = 40, "", first.Checkpoint
+	if _, err := Run(second, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]string{{"one.gif", "two.gif"}, {"one.csv", "two.csv"}} {
+		a, err1 := os.ReadFile(filepath.Join(dir, pair[0]))
+		b, err2 := os.ReadFile(filepath.Join(dir, pair[1]))
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s after a resume differs from %s of one run (%d and %d bytes)", pair[1], pair[0], len(b), len(a))
+		}
+	}
+}

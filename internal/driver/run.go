@@ -165,6 +165,9 @@ type Prepared struct {
 	Summary *analysis.Summary
 	State   *state.State
 	Notes   []string // notes and warnings about the data, for stderr
+	// Resumed holds a checkpoint's record of the outputs it had made (GIF frames,
+	// observations; checkpoint.resumed), which a resumed run continues.
+	Resumed map[string]*gridio.Array
 }
 
 // Prepare loads the program and builds its initial state from the options, or, with
@@ -261,7 +264,11 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 		}
 	}
 	notes = append(notes, defaultWarnings(p, inits)...)
-	return &Prepared{Prog: p, Summary: analysis.Analyze(p), State: s, Notes: notes}, nil
+	pr := &Prepared{Prog: p, Summary: analysis.Analyze(p), State: s, Notes: notes}
+	if ck != nil {
+		pr.Resumed = ck.resumed()
+	}
+	return pr, nil
 }
 
 func applyInit(s *state.State, in initSpec, notes *[]string) error {

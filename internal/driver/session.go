@@ -48,6 +48,11 @@ func newSession(o RunOptions, pr *Prepared, l *loop, report bool, stdout, stderr
 	var events []Event
 	if ss.obs != nil {
 		events = ss.obs.events(g)
+		if err := ss.obs.resume(pr.Resumed["observations"]); err != nil {
+			out.abort()
+			return nil, err
+		}
+		out.record = ss.obs.kept
 	}
 	events = append(append(events, out.events()...), o.Events...)
 	l.events = roundPeriods(events, g, stderr)

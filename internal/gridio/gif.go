@@ -214,5 +214,49 @@ func (g *GIFWriter) Close() error {
 	})
 }
 
+// Kept is the frames added so far as they are kept (reduced, float32), an array of shape
+// [frames, height, width], or nil before the first: a checkpoint stores them so that a
+// resumed run continues the animation (Resume).
+func (g *GIFWriter) Kept() (*Array, error) {
+	if g.frames == 0 {
+		return nil, nil
+	}
+	n := g.frames * g.w * g.h
+	data := make([]float32, n)
+	buf := make([]byte, 4*n)
+	if _, err := g.spool.ReadAt(buf, 0); err != nil {
+		return nil, fmt.Errorf("gridio: gif %s: reading the frames back: %w", g.path, err)
+	}
+	for i := range data {
+		data[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+	}
+	return &Array{DType: F32, Shape: []int{g.frames, g.h, g.w}, Data: data}, nil
+}
+
+// Resume adds the frames Kept returned (of an animation of the same field), before any other:
+// the animation then goes on as if its frames had been added here.
+func (g *GIFWriter) Resume(kept *Array) error {
+	if kept == nil {
+		return nil
+	}
+	if g.frames != 0 || kept.DType != F32 || len(kept.Shape) != 3 || kept.Validate() != nil {
+		return fmt.Errorf("gridio: gif %s: cannot resume from frames of %s %v", g.path, kept.DType, kept.Shape)
+	}
+	g.w, g.h = kept.Shape[2], kept.Shape[1]
+	vals := kept.Data.([]float32)
+	buf := make([]byte, 4*len(vals))
+	for i, v := range vals {
+		if x := float64(v); !math.IsNaN(x) {
+			g.lo, g.hi = min(g.lo, x), max(g.hi, x)
+		}
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+	}
+	if _, err := g.spool.Write(buf); err != nil {
+		return fmt.Errorf("gridio: gif %s: spooling frames: %w", g.path, err)
+	}
+	g.frames = kept.Shape[0]
+	return nil
+}
+
 // Range is the colour scale's ends: the extremes of the finite values of the frames so far.
 func (g *GIFWriter) Range() (lo, hi float64) { return g.lo, g.hi }
