@@ -231,3 +231,28 @@ func wd(t *testing.T) string {
 	}
 	return d
 }
+
+// TestSignalWhileVerifying: SIGINT while --verify runs the reference says what it interrupted
+// (the run finished, its result unverified) and exits with code 130.
+func TestSignalWhileVerifying(t *testing.T) {
+	wave, err := filepath.Abs("../../examples/demos/wave.stencil")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd, out := startCLI(t, dir, "run", wave, "--backend", "cpu", "--size", "512x512", "--steps", "200", "--quiet", "--verify",
+		"--snapshot-every", "200", "--snapshots", "snaps")
+	// The last snapshot is written at the run's end, just before the verification, which
+	// takes seconds here.
+	waitFor(t, "the run's end", func() bool { return exists(filepath.Join(dir, "snaps", "u_000200.npy")) })
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want code 130; output:\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "interrupted while verifying: the run of 200 steps finished, but its result is not verified") {
+		t.Errorf("the message does not say what was interrupted:\n%s", out)
+	}
+}

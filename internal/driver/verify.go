@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"time"
 
@@ -27,6 +28,36 @@ func boundBudget() float64 { return 1.2e8 * float64(runtime.GOMAXPROCS(0)) }
 // CPU results are checked against the interpreter itself, GPU results without a bound
 // against the CPU engine, which the tests hold bitwise equal to the interpreter.
 func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, stdout, stderr io.Writer) error {
+	// A signal while the reference runs says what it interrupted: the run itself finished.
+	if o.Signals {
+		c := catchSignals()
+		defer c.release()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-c.ch:
+				fmt.Fprintf(stderr, "\ninterrupted while verifying: the run of %d steps finished, but its result is not verified and its outputs are not written (run without --verify to skip the check)\n", res.Steps)
+				os.Exit(130)
+			case <-stop:
+			}
+		}()
+	}
+	// progress is a bar's callback for a phase of the verification (nil with --quiet or
+	// without a terminal); each bar ends itself at the last step.
+	progress := func(what string) func(int) {
+		bar := newBar(o, stderr, what, res.Steps)
+		if bar == nil {
+			return nil
+		}
+		return func(done int) {
+			bar.Set(done)
+			if done == res.Steps {
+				bar.Finish()
+				fmt.Fprintln(stderr)
+			}
+		}
+	}
 	cellSteps := float64(s.Cells()) * float64(res.Steps)
 	order := ""
 	if gpuRun {
@@ -47,7 +78,7 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 	if gpuRun && floats && !o.NoBound && cellSteps <= boundBudget() {
 		arith := errbound.For(res.Backend, res.FastMath)
 		start := time.Now()
-		b := errbound.Run(initial, res.Steps, arith)
+		b := errbound.RunProgress(initial, res.Steps, arith, progress("bounded reference"))
 		maxAbs, rms := ref.Compare(initial, s)
 		res.MaxAbsErr, res.RMSErr = &maxAbs, &rms
 		v := b.Check(initial, s)
@@ -72,19 +103,15 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 	if gpuRun {
 		what = "the reference (CPU engine)"
 		eng := cpu.New(initial)
-		eng.Run(res.Steps, nil)
+		eng.Run(res.Steps, progress("reference (CPU engine)"))
 		eng.Sync()
 	} else {
-		vbar := newBar(o, stderr, "reference", res.Steps)
+		done := progress("reference")
 		for i := 0; i < res.Steps; i++ {
 			ref.Step(initial)
-			if vbar != nil {
-				vbar.Set(i + 1)
+			if done != nil {
+				done(i + 1)
 			}
-		}
-		if vbar != nil {
-			vbar.Finish()
-			fmt.Fprintln(stderr)
 		}
 	}
 	maxAbs, rms := ref.Compare(initial, s)

@@ -27,7 +27,11 @@ type Result struct {
 
 // Run advances s by n steps exactly as the reference interpreter does (s's values end bitwise
 // equal to ref.Run's) and returns the bounds an engine with accuracy eng stays within.
-func Run(s *state.State, n int, eng Arith) *Result {
+func Run(s *state.State, n int, eng Arith) *Result { return RunProgress(s, n, eng, nil) }
+
+// RunProgress is Run, calling progress (when not nil) after each step with the steps done:
+// the bounded reference of a large run takes minutes.
+func RunProgress(s *state.State, n int, eng Arith, progress func(done int)) *Result {
 	p := s.Prog
 	r := &Result{Engine: eng, Bound: make([][]float64, len(p.Grids)), prev: make([][]float64, len(p.Grids))}
 	for _, u := range p.Updates {
@@ -40,6 +44,9 @@ func Run(s *state.State, n int, eng Arith) *Result {
 	r.compileProgram(s)
 	for i := 0; i < n; i++ {
 		r.step(s)
+		if progress != nil {
+			progress(i + 1)
+		}
 	}
 	r.Steps = n
 	return r
