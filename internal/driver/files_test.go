@@ -344,14 +344,7 @@ func TestAutoPrefersCPUEngineOverOpenCLOnCPU(t *testing.T) {
 // cancel (a derivative-like stencil on values near 1e6) to the sums n5d really adds, plane by
 // plane: against the written grouping its correct result differed by twice the bound.
 func TestVerifyFollowsTheN5DSums(t *testing.T) {
-	dev, err := gpu.Open("opencl")
-	if err != nil {
-		if os.Getenv("TEMPEST_REQUIRE_OPENCL") == "1" || !errors.Is(err, gpu.ErrUnavailable) {
-			t.Fatalf("opening opencl: %v", err)
-		}
-		t.Skipf("opencl not available: %v", err)
-	}
-	dev.Close()
+	needBackend(t, "opencl")
 	file := filepath.Join(t.TempDir(), "deriv.stencil")
 	src := "axes z, y, x\ntype f32\nstate u init 1000000 + 0.5 * f32(x) + 0.25 * f32(y * y) + 0.125 * f32(z * x) boundary fixed\n" +
 		"update u = (u[z-1, y+1, x] - u[z+1, y+1, x]) + (u[z-1, y-1, x] - u[z+1, y-1, x]) + u\n"

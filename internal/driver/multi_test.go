@@ -68,26 +68,13 @@ func TestRunSplit(t *testing.T) {
 		t.Error("--subdomains 3 --overlap on wrote other values than one device")
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no local TCP: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	for _, overlap := range []string{"off", "auto"} { // auto overlaps relayed exchanges
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for r := 0; r < 2; r++ {
+		errs := runRanks(t, 2, func(r int, addr string) RunOptions {
 			o := base
 			o.Multi = MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second, Overlap: overlap}
 			o.Out = filepath.Join(dir, fmt.Sprintf("rank%d_%s.npy", r, overlap))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, errs[r] = Run(o, io.Discard, io.Discard)
-			}()
-		}
-		wg.Wait()
+			return o
+		})
 		for r, err := range errs {
 			if err != nil {
 				t.Fatalf("--overlap %s, rank %d: %v", overlap, r, err)
@@ -174,27 +161,14 @@ func TestRanksAgreeOnTheRun(t *testing.T) {
 		{"split", func(o *RunOptions) { o.Multi.Split = "2x1" }, "split 2x1 (rank 0: split (none))"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Skipf("no local TCP: %v", err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			var wg sync.WaitGroup
-			errs := make([]error, 2)
-			for r := 0; r < 2; r++ {
+			errs := runRanks(t, 2, func(r int, addr string) RunOptions {
 				o := RunOptions{File: "../../examples/demos/wave.stencil", Size: "20x20", Steps: 8, Backend: "cpu", Quiet: true,
 					Multi: MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second}}
 				if r == 1 {
 					c.edit(&o)
 				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_, errs[r] = Run(o, io.Discard, io.Discard)
-				}()
-			}
-			wg.Wait()
+				return o
+			})
 			for r, err := range errs {
 				if err == nil || !strings.Contains(err.Error(), "rank 1 was started with another run than rank 0: "+c.want) {
 					t.Errorf("rank %d: %v", r, err)
@@ -202,4 +176,28 @@ func TestRanksAgreeOnTheRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runRanks runs the ranks of a multi-process run as goroutines, rank r with the options opts
+// gives it and the coordinator's address (a free local port), and returns their errors.
+func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions) []error {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no local TCP: %v", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := 0; r < n; r++ {
+		o := opts(r, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[r] = Run(o, io.Discard, io.Discard)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
