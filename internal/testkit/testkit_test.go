@@ -51,8 +51,9 @@ func TestLongTestsRunInCI(t *testing.T) {
 	}
 }
 
-// longTestsIn lists the tests of a file that call testkit.LongTest, or call a function of the
-// file that asks testkit.Long; CUDA's tests, which run on the GPU machine, are not CI's.
+// longTestsIn lists the tests of a file that call testkit.LongTest or testkit.Long, or call a
+// function of the file that asks testkit.Long; CUDA's tests, which run on the GPU machine, are
+// not CI's.
 func longTestsIn(t *testing.T, path string) []string {
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
@@ -86,7 +87,7 @@ func longTestsIn(t *testing.T, path string) []string {
 		if !ok || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Test") || strings.Contains(fn.Name.Name, "CUDA") {
 			continue
 		}
-		if calls(fn.Body, selector("LongTest")) || calls(fn.Body, func(c *ast.CallExpr) bool {
+		if calls(fn.Body, selector("LongTest")) || calls(fn.Body, selector("Long")) || calls(fn.Body, func(c *ast.CallExpr) bool {
 			id, ok := c.Fun.(*ast.Ident)
 			return ok && helpers[id.Name]
 		}) {
