@@ -69,12 +69,12 @@ func TestRunSplit(t *testing.T) {
 	}
 
 	for _, overlap := range []string{"off", "auto"} { // auto overlaps relayed exchanges
-		errs := runRanks(t, 2, func(r int, addr string) RunOptions {
+		_, errs := runRanks(t, 2, func(r int, addr string) RunOptions {
 			o := base
 			o.Multi = MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second, Overlap: overlap}
 			o.Out = filepath.Join(dir, fmt.Sprintf("rank%d_%s.npy", r, overlap))
 			return o
-		})
+		}, nil)
 		for r, err := range errs {
 			if err != nil {
 				t.Fatalf("--overlap %s, rank %d: %v", overlap, r, err)
@@ -161,14 +161,14 @@ func TestRanksAgreeOnTheRun(t *testing.T) {
 		{"split", func(o *RunOptions) { o.Multi.Split = "2x1" }, "split 2x1 (rank 0: split (none))"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			errs := runRanks(t, 2, func(r int, addr string) RunOptions {
+			_, errs := runRanks(t, 2, func(r int, addr string) RunOptions {
 				o := RunOptions{File: "../../examples/demos/wave.stencil", Size: "20x20", Steps: 8, Backend: "cpu", Quiet: true,
 					Multi: MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second}}
 				if r == 1 {
 					c.edit(&o)
 				}
 				return o
-			})
+			}, nil)
 			for r, err := range errs {
 				if err == nil || !strings.Contains(err.Error(), "rank 1 was started with another run than rank 0: "+c.want) {
 					t.Errorf("rank %d: %v", r, err)
@@ -179,8 +179,9 @@ func TestRanksAgreeOnTheRun(t *testing.T) {
 }
 
 // runRanks runs the ranks of a multi-process run as goroutines, rank r with the options opts
-// gives it and the coordinator's address (a free local port), and returns their errors.
-func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions) []error {
+// gives it and the coordinator's address (a free local port), its report to stdout(r) (nil:
+// discarded), and returns their results and errors.
+func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions, stdout func(r int) io.Writer) ([]*Result, []error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -189,15 +190,19 @@ func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions) []e
 	addr := ln.Addr().String()
 	ln.Close()
 	var wg sync.WaitGroup
-	errs := make([]error, n)
+	res, errs := make([]*Result, n), make([]error, n)
 	for r := 0; r < n; r++ {
 		o := opts(r, addr)
+		w := io.Discard
+		if stdout != nil {
+			w = stdout(r)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[r] = Run(o, io.Discard, io.Discard)
+			res[r], errs[r] = Run(o, w, io.Discard)
 		}()
 	}
 	wg.Wait()
-	return errs
+	return res, errs
 }

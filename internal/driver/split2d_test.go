@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -97,29 +95,16 @@ func TestRunSplit2DRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no local TCP: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
 	outs := make([]bytes.Buffer, 2)
-	for r := 0; r < 2; r++ {
+	_, errs := runRanks(t, 2, func(r int, addr string) RunOptions {
 		o := base
 		o.Multi = MultiOptions{Rank: r, Ranks: 2, Coordinator: addr, Timeout: 20 * time.Second, Exchange: 2}
 		if r == 0 {
 			o.Multi.Split = "1x2"
 		}
 		o.Out = filepath.Join(dir, fmt.Sprintf("rank%d.npy", r))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[r] = Run(o, &outs[r], io.Discard)
-		}()
-	}
-	wg.Wait()
+		return o
+	}, func(r int) io.Writer { return &outs[r] })
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)

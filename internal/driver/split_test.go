@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -208,29 +207,16 @@ func TestSplitRanks(t *testing.T) {
 	base.Backend, base.Observables, base.Out = "cpu", "obs.csv", "u.npy"
 	one := filepath.Join(dir, "one")
 	whole, _ := runOrSkip(t, in(t, base, one))
-	runRanks := func(t *testing.T, ranks int, o RunOptions, sub string, end int) []*Result {
+	runSplit := func(t *testing.T, ranks int, o RunOptions, sub string, end int) []*Result {
 		t.Helper()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Skipf("no local TCP: %v", err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		var wg sync.WaitGroup
-		res, errs := make([]*Result, ranks), make([]error, ranks)
-		for r := 0; r < ranks; r++ {
+		res, errs := runRanks(t, ranks, func(r int, addr string) RunOptions {
 			or := in(t, o, filepath.Join(dir, fmt.Sprintf("%s_rank%d", sub, r)))
 			if r > 0 && o.Resume != "" {
 				or.Resume = filepath.Join(dir, "nowhere", "ck.npz") // not read: rank 0 sends its checkpoint
 			}
 			or.Multi = MultiOptions{Rank: r, Ranks: ranks, Coordinator: addr, Timeout: 20 * time.Second}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res[r], errs[r] = Run(or, io.Discard, io.Discard)
-			}()
-		}
-		wg.Wait()
+			return or
+		}, nil)
 		for r, err := range errs {
 			if err != nil {
 				t.Fatalf("rank %d: %v", r, err)
@@ -246,7 +232,7 @@ func TestSplitRanks(t *testing.T) {
 	for _, ranks := range []int{2, 3} {
 		t.Run(fmt.Sprint(ranks), func(t *testing.T) {
 			sub := fmt.Sprint("r", ranks)
-			runRanks(t, ranks, base, sub, whole.Steps)
+			runSplit(t, ranks, base, sub, whole.Steps)
 			sameFiles(t, "rank 0", one, filepath.Join(dir, sub+"_rank0"))
 			for r := 1; r < ranks; r++ {
 				if files := filesUnder(t, filepath.Join(dir, fmt.Sprintf("%s_rank%d", sub, r))); len(files) > 0 {
@@ -258,11 +244,11 @@ func TestSplitRanks(t *testing.T) {
 	t.Run("resume", func(t *testing.T) {
 		o := base
 		o.Steps, o.Checkpoint, o.Observables, o.Out = 48, "ck.npz", "", ""
-		runRanks(t, 2, o, "half", 48)
+		runSplit(t, 2, o, "half", 48)
 		o = base
 		o.Size, o.Params, o.Observables = "", nil, ""
 		o.Resume = filepath.Join(dir, "half_rank0", "ck.npz")
-		res := runRanks(t, 2, o, "resumed", whole.Steps)
+		res := runSplit(t, 2, o, "resumed", whole.Steps)
 		if res[0].StartStep != 48 {
 			t.Errorf("resumed from step %d, want 48", res[0].StartStep)
 		}
