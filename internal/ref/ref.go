@@ -25,6 +25,10 @@ type evaluator struct {
 	level    int      // level being initialised (rand)
 	strides  []int
 	rimCheck bool
+	// interior says every read of the expression evaluated lies inside the domain (the cell
+	// is at least the update's reach from every edge): reads are then plain offsets from
+	// linear.
+	interior bool
 }
 
 func newEvaluator(s *state.State) *evaluator {
@@ -94,9 +98,10 @@ func (ev *evaluator) eval(e ir.Expr) ir.Value {
 		}
 		return ev.eval(e.B)
 	case *ir.Call:
-		args := make([]ir.Value, len(e.Args))
-		for i, a := range e.Args {
-			args[i] = ev.eval(a)
+		var buf [3]ir.Value
+		args := buf[:0]
+		for _, a := range e.Args {
+			args = append(args, ev.eval(a))
 		}
 		return ir.EvalCall(e.Fn, e.T, args)
 	case *ir.Convert:
@@ -108,10 +113,6 @@ func (ev *evaluator) eval(e ir.Expr) ir.Value {
 // load reads a grid at the current cell plus the load's offsets, applying boundary rules.
 func (ev *evaluator) load(l *ir.Load) ir.Value {
 	g := l.G
-	p := make([]int, len(ev.coord))
-	for a := range p {
-		p[a] = ev.coord[a] + l.Off[a]
-	}
 	var arr *gridio.Array
 	if l.Level == 0 {
 		arr = ev.s.Cur[g.Index]
@@ -124,8 +125,29 @@ func (ev *evaluator) load(l *ir.Load) ir.Value {
 		layer = min(max(layer, 0), ev.s.Layers[g.Index]-1)
 		base = layer * ev.s.Cells()
 	}
+	// A read inside the domain is an index; the boundary rules decide the others.
+	if ev.interior {
+		i := ev.linear
+		for a, o := range l.Off {
+			i += o * ev.strides[a]
+		}
+		return state.Get(arr, g.Type, base+i)
+	}
+	i, inside := 0, true
+	for a, c := range ev.coord {
+		q := c + l.Off[a]
+		inside = inside && q >= 0 && q < ev.s.Shape[a]
+		i += q * ev.strides[a]
+	}
+	if inside {
+		return state.Get(arr, g.Type, base+i)
+	}
+	p := make([]int, len(ev.coord))
+	for a := range p {
+		p[a] = ev.coord[a] + l.Off[a]
+	}
 	return Read(ev.s, g, arr, base, p, func(bc ir.BC, at []int, near ir.Value) ir.Value {
-		sub := &evaluator{s: ev.s, coord: at, edge: near}
+		sub := &evaluator{s: ev.s, coord: at, edge: near, strides: ev.strides}
 		return sub.eval(bc.Value)
 	})
 }
@@ -271,21 +293,42 @@ func InRim(c, shape, rim []int) bool {
 	return false
 }
 
-// Step advances s by one step.
+// Step advances s by one step. Cells are independent within a step, so they are spread over
+// all cores: --verify runs the reference for every step of a run.
 func Step(s *state.State) {
-	ev := newEvaluator(s)
 	next := make([]*gridio.Array, len(s.Prog.Grids))
 	for _, u := range s.Prog.Updates {
 		g := u.Grid
 		out := gridio.NewArray(state.DType(g.Type), s.Shape)
 		old := s.Cur[g.Index]
-		forEachCell(s.Shape, func(c []int, i int) {
-			if InRim(c, s.Shape, g.Rim) {
-				state.Set(out, i, state.Get(old, g.Type, i))
-				return
+		reach := ir.Reach(u.Value, len(s.Shape))
+		ParallelCells(s.Shape, func(lo, hi int) {
+			ev := newEvaluator(s)
+			c := make([]int, len(s.Shape))
+			rest := lo
+			for a := len(s.Shape) - 1; a >= 0; a-- {
+				c[a] = rest % s.Shape[a]
+				rest /= s.Shape[a]
 			}
-			ev.at(c)
-			state.Set(out, i, ev.eval(u.Value))
+			for i := lo; i < hi; i++ {
+				if InRim(c, s.Shape, g.Rim) {
+					state.Set(out, i, state.Get(old, g.Type, i))
+				} else {
+					ev.at(c)
+					ev.linear, ev.interior = i, true
+					for a, r := range reach {
+						ev.interior = ev.interior && c[a] >= r && c[a] < s.Shape[a]-r
+					}
+					state.Set(out, i, ev.eval(u.Value))
+				}
+				for a := len(s.Shape) - 1; a >= 0; a-- {
+					c[a]++
+					if c[a] < s.Shape[a] {
+						break
+					}
+					c[a] = 0
+				}
+			}
 		})
 		next[g.Index] = out
 	}
