@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,7 +67,7 @@ func runCmd() *cobra.Command {
 			if data != "" {
 				o.Inits = append(o.Inits, "data="+data)
 			}
-			o.Signals = true
+			o.Signals, o.Env = true, os.Getenv
 			_, err := driver.Run(o, cmd.OutOrStdout(), os.Stderr)
 			return err
 		},
@@ -105,7 +106,9 @@ func runCmd() *cobra.Command {
 	f.IntVar(&o.Multi.Exchange, "exchange", 0, "steps between halo exchanges of a split run, a multiple of the plan's temporal block (default: the temporal block); halos are this times the reach deep")
 	f.IntVar(&o.Multi.Rank, "rank", 0, "this process's rank in a multi-process run (0 to --ranks - 1)")
 	f.IntVar(&o.Multi.Ranks, "ranks", 0, "number of processes of a multi-process run, one sub-domain each")
-	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect")
+	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect (an empty HOST is this machine's loopback; launchers' environments name it: torchrun, mpirun, srun)")
+	f.StringVar(&o.Multi.Secret, "secret", "", "multi-process runs: a secret every rank shares, which rank 0 checks before admitting a rank (default: TEMPEST_SECRET; the environment keeps it out of the process list)")
+	f.DurationVar(&o.Multi.Timeout, "rank-timeout", 5*time.Minute, "multi-process runs: how long to wait for the ranks to join, and for a silent rank before every rank stops, naming it")
 	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on or off: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where halos go through NCCL or the coordinator's relay)")
 	return c
 }

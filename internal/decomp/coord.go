@@ -1,115 +1,35 @@
 package decomp
 
 import (
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
-	"time"
 
 	"tempest/internal/gpu"
 	"tempest/internal/gridio"
 	"tempest/internal/state"
 )
 
-// Coordinator links the processes of a multi-process run over TCP: rank 0 listens at the
-// coordinator address and every other rank connects to it. It carries what NCCL needs before
-// it exists (the unique id), the owned rows gathered on rank 0 wherever the run looks at its
-// state (observations, snapshots, checkpoints, --out), small messages that keep the ranks in
-// step, and, for runs without NCCL, the halos (Exchange).
-type Coordinator struct {
-	Rank, Ranks int
-	peers       []net.Conn // rank 0: by rank (nil for itself)
-	up          net.Conn   // other ranks: the connection to rank 0
-}
-
-// Connect joins the run as rank of ranks through addr (HOST:PORT). Rank 0 waits up to
-// timeout for every other rank; the others retry connecting for as long.
-func Connect(addr string, rank, ranks int, timeout time.Duration) (*Coordinator, error) {
-	if ranks < 1 || rank < 0 || rank >= ranks {
-		return nil, fmt.Errorf("--rank %d --ranks %d: ranks are numbered 0 to ranks-1", rank, ranks)
-	}
-	c := &Coordinator{Rank: rank, Ranks: ranks}
-	deadline := time.Now().Add(timeout)
-	if rank == 0 {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("coordinator %s: %w", addr, err)
-		}
-		defer ln.Close()
-		c.peers = make([]net.Conn, ranks)
-		for joined := 1; joined < ranks; joined++ {
-			ln.(*net.TCPListener).SetDeadline(deadline)
-			conn, err := ln.Accept()
-			if err != nil {
-				c.Close()
-				return nil, fmt.Errorf("coordinator %s: waiting for %d more ranks: %w", addr, ranks-joined, err)
-			}
-			var hello [8]byte
-			conn.SetDeadline(deadline)
-			if _, err := io.ReadFull(conn, hello[:]); err != nil {
-				conn.Close()
-				c.Close()
-				return nil, fmt.Errorf("coordinator %s: %w", addr, err)
-			}
-			r, n := int(binary.LittleEndian.Uint32(hello[:4])), int(binary.LittleEndian.Uint32(hello[4:]))
-			if n != ranks || r <= 0 || r >= ranks || c.peers[r] != nil {
-				conn.Close()
-				c.Close()
-				return nil, fmt.Errorf("coordinator %s: a process joined as rank %d of %d; this run has ranks 1 to %d to join once each", addr, r, n, ranks-1)
-			}
-			conn.SetDeadline(time.Time{})
-			c.peers[r] = conn
-		}
-		return c, nil
-	}
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			var hello [8]byte
-			binary.LittleEndian.PutUint32(hello[:4], uint32(rank))
-			binary.LittleEndian.PutUint32(hello[4:], uint32(ranks))
-			if _, err := conn.Write(hello[:]); err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("coordinator %s: %w", addr, err)
-			}
-			c.up = conn
-			return c, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("rank %d: cannot reach the coordinator (rank 0) at %s: %w", rank, addr, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // Broadcast sends b from rank 0 to every rank and returns it on each.
 func (c *Coordinator) Broadcast(b []byte) ([]byte, error) {
 	if c.Rank == 0 {
-		for _, p := range c.peers {
-			if p != nil {
-				if err := writeMsg(p, b); err != nil {
-					return nil, err
-				}
+		for r := 1; r < c.Ranks; r++ {
+			if err := c.send(r, b); err != nil {
+				return nil, err
 			}
 		}
 		return b, nil
 	}
-	return readMsg(c.up)
+	return c.recv(0)
 }
 
 // Gather sends each rank's b to rank 0, which gets them by rank (nil on other ranks).
 func (c *Coordinator) Gather(b []byte) ([][]byte, error) {
 	if c.Rank != 0 {
-		return nil, writeMsg(c.up, b)
+		return nil, c.send(0, b)
 	}
 	out := make([][]byte, c.Ranks)
 	out[0] = b
-	for r, p := range c.peers {
-		if p == nil {
-			continue
-		}
-		m, err := readMsg(p)
+	for r := 1; r < c.Ranks; r++ {
+		m, err := c.recv(r)
 		if err != nil {
 			return nil, fmt.Errorf("gathering from rank %d: %w", r, err)
 		}
@@ -147,48 +67,11 @@ func (c *Coordinator) GatherState(l *Layout, g *state.State, part Part) error {
 	return nil
 }
 
-// Close closes the connections.
-func (c *Coordinator) Close() error {
-	for _, p := range c.peers {
-		if p != nil {
-			p.Close()
-		}
-	}
-	if c.up != nil {
-		c.up.Close()
-	}
-	return nil
-}
-
 func levelArray(s *state.State, lv Level) *gridio.Array {
 	if lv.Level == 1 {
 		return s.Prev[lv.Grid]
 	}
 	return s.Cur[lv.Grid]
-}
-
-func writeMsg(w io.Writer, b []byte) error {
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-	if _, err := w.Write(n[:]); err != nil {
-		return err
-	}
-	_, err := w.Write(b)
-	return err
-}
-
-func readMsg(r io.Reader) ([]byte, error) {
-	var n [8]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return nil, err
-	}
-	size := binary.LittleEndian.Uint64(n[:])
-	if size > 1<<40 {
-		return nil, fmt.Errorf("coordinator message of %d bytes: not a Tempest peer?", size)
-	}
-	b := make([]byte, size)
-	_, err := io.ReadFull(r, b)
-	return b, err
 }
 
 // Exchange implements Transport for runs without NCCL (the CPU engine, OpenCL): halos travel
@@ -218,10 +101,10 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 	size := func(cp Copy, lv Level) int { return int(cp.Bytes(p.State(), lv.Grid)) }
 	var in []byte
 	if c.Rank != 0 {
-		if err := writeMsg(c.up, out); err != nil {
+		if err := c.send(0, out); err != nil {
 			return fmt.Errorf("halo exchange: %w", err)
 		}
-		m, err := readMsg(c.up)
+		m, err := c.recv(0)
 		if err != nil {
 			return fmt.Errorf("halo exchange: %w", err)
 		}
@@ -229,11 +112,8 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 	} else {
 		sent := make([][]byte, c.Ranks)
 		sent[0] = out
-		for r, pc := range c.peers {
-			if pc == nil {
-				continue
-			}
-			m, err := readMsg(pc)
+		for r := 1; r < c.Ranks; r++ {
+			m, err := c.recv(r)
 			if err != nil {
 				return fmt.Errorf("halo exchange with rank %d: %w", r, err)
 			}
@@ -251,11 +131,9 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 				sent[cp.From] = sent[cp.From][n:]
 			}
 		}
-		for r, pc := range c.peers {
-			if pc != nil {
-				if err := writeMsg(pc, to[r]); err != nil {
-					return fmt.Errorf("halo exchange with rank %d: %w", r, err)
-				}
+		for r := 1; r < c.Ranks; r++ {
+			if err := c.send(r, to[r]); err != nil {
+				return fmt.Errorf("halo exchange with rank %d: %w", r, err)
 			}
 		}
 		in = to[0]

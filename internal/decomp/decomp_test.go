@@ -492,10 +492,11 @@ func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Par
 		go func() {
 			defer wg.Done()
 			errs[r] = func() error {
-				c, err := Connect(addr, r, ranks, 20*time.Second)
+				c, err := Connect(addr, r, ranks, JoinOptions{Timeout: 20 * time.Second})
 				if err != nil {
 					return err
 				}
+				defer c.Close()
 				g := initial(t, p)
 				l, err := NewLayout(p, g.Shape, ranks, 2)
 				if err != nil {
@@ -535,10 +536,10 @@ func testRelay(t *testing.T, name string, build func(i int, s *state.State) (Par
 }
 
 func TestConnectErrors(t *testing.T) {
-	if _, err := Connect("127.0.0.1:1", 2, 2, time.Second); err == nil || !strings.Contains(err.Error(), "ranks are numbered 0 to ranks-1") {
+	if _, err := Connect("127.0.0.1:1", 2, 2, JoinOptions{Timeout: time.Second}); err == nil || !strings.Contains(err.Error(), "ranks are numbered 0 to ranks-1") {
 		t.Errorf("rank 2 of 2: %v", err)
 	}
-	if _, err := Connect(freeAddr(t), 1, 2, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "cannot reach the coordinator") {
+	if _, err := Connect(freeAddr(t), 1, 2, JoinOptions{Timeout: 300 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "cannot reach the coordinator") {
 		t.Errorf("no coordinator: %v", err)
 	}
 }

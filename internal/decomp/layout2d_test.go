@@ -283,10 +283,11 @@ func testGridRelay(t *testing.T, p *ir.Program, rows, cols int, build func(i int
 		go func() {
 			defer wg.Done()
 			errs[r] = func() error {
-				c, err := Connect(addr, r, ranks, 20*time.Second)
+				c, err := Connect(addr, r, ranks, JoinOptions{Timeout: 20 * time.Second})
 				if err != nil {
 					return err
 				}
+				defer c.Close()
 				g := initialShape(t, p, gridShape(p))
 				l, err := NewGrid(p, g.Shape, rows, cols, 2)
 				if err != nil {

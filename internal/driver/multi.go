@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"tempest/internal/cpu"
@@ -30,12 +31,20 @@ type MultiOptions struct {
 	// Rank and Ranks place this process in a multi-process run (Ranks > 0): one sub-domain
 	// per process, halos through NCCL (CUDA) or relayed by the coordinator otherwise.
 	Rank, Ranks int
+	// LocalRank is the process's rank among those of its host where a launcher says it (0
+	// otherwise): it picks the CUDA device unless TEMPEST_CUDA_DEVICE does (local rank 0
+	// takes device 0, the default).
+	LocalRank   int
 	Coordinator string // HOST:PORT where rank 0 listens
 	// Split is --split: 1d (slabs along the slowest axis; also ""), 2d, PxQ or auto
 	// (split2d.go).
 	Split string
-	// Timeout bounds the wait for the other processes at the start (0: 5 minutes).
+	// Timeout bounds the wait for the other processes at the start, and how long a rank may
+	// stay silent before the others stop, naming it (0: 5 minutes).
 	Timeout time.Duration
+	// Secret authenticates the ranks to rank 0 (--secret or TEMPEST_SECRET); RunID names the
+	// run (a launcher's job id), so that a process of another run is refused.
+	Secret, RunID string
 	// Overlap is auto ("" too), on or off: whether sub-domains split into bands and an
 	// interior that computes while the halos travel (overlap.go).
 	Overlap string
@@ -75,6 +84,9 @@ func (m MultiOptions) check() error {
 
 // multiRun is a split run being set up: its devices, transport and caches.
 type multiRun struct {
+	rank   int
+	mu     sync.Mutex // guards t, which onFailure reads from another goroutine
+	t      decomp.Transport
 	devs   []gpu.Device // per part; nil for host parts and parts of other processes
 	opened []gpu.Device
 	caches map[gpu.Device]*gpurun.Modules
@@ -133,9 +145,17 @@ func (mr *multiRun) openDevices(o RunOptions, stderr io.Writer) (parts int, err 
 		}
 		return m.Subdomains, nil
 	}
-	dev, err := openBackend(o.Backend, o.Plan, stderr)
-	if err != nil {
-		return 0, err
+	var dev gpu.Device
+	if m.LocalRank > 0 && os.Getenv("TEMPEST_CUDA_DEVICE") == "" && (o.Backend == "" || o.Backend == "auto" || o.Backend == "cuda") {
+		// The launcher said which process of this host this is: one GPU each.
+		if dev, err = gpu.OpenLocal(m.LocalRank); err != nil && (o.Backend == "cuda" || !errors.Is(err, gpu.ErrUnavailable)) {
+			return 0, fmt.Errorf("rank %d (local rank %d): %w", m.Rank, m.LocalRank, err)
+		}
+	}
+	if dev == nil {
+		if dev, err = openBackend(o.Backend, o.Plan, stderr); err != nil {
+			return 0, err
+		}
 	}
 	mr.devs = make([]gpu.Device, m.Ranks)
 	if dev != nil {
@@ -174,7 +194,7 @@ func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport,
 	if m.Ranks > 0 {
 		c := mr.coord
 		if !cuda {
-			return c, "relayed by the coordinator (TCP)", nil
+			return relay{c}, "relayed by the coordinator (TCP)", nil
 		}
 		n, err := gpu.LoadNCCL()
 		if err != nil {
@@ -219,6 +239,13 @@ func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport,
 	}
 	return decomp.Local{}, "host copies", nil
 }
+
+// relay is the coordinator as the halos' transport. The run closes the coordinator itself,
+// after telling the other ranks how the run ended: a transport closed with its sub-domains
+// would leave before an error of this rank could reach them.
+type relay struct{ *decomp.Coordinator }
+
+func (relay) Close() error { return nil }
 
 // runFingerprint lists what every rank of a multi-process run must share, one item a line:
 // the program, its data and every option that changes the result or the ranks' common
@@ -318,16 +345,49 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	mr := &multiRun{caches: map[gpu.Device]*gpurun.Modules{}}
 	defer mr.close()
+	res, err := mr.run(o, stdout, stderr)
+	if err != nil && mr.coord != nil {
+		mr.coord.Fail(err) // the other ranks stop now, with this rank's reason
+	}
+	return res, err
+}
+
+// failGrace is how long a rank whose run failed elsewhere gives its own work to return the
+// failure before the process exits regardless (a kernel or NCCL transfer waiting for a dead
+// rank may never return).
+const failGrace = 10 * time.Second
+
+// onFailure runs when another rank died, hung or failed: it aborts the NCCL communicators,
+// whose transfers would otherwise wait for the dead rank forever, and, in the command-line
+// tool, ends the process if its work still has not returned after failGrace.
+func (mr *multiRun) onFailure(err error, exit bool, stderr io.Writer) {
+	mr.mu.Lock()
+	t := mr.t
+	mr.mu.Unlock()
+	if a, ok := t.(interface{ Abort() }); ok {
+		a.Abort()
+	}
+	if !exit {
+		return
+	}
+	time.Sleep(failGrace)
+	fmt.Fprintf(stderr, "tempest: rank %d stops: %v\n", mr.rank, err)
+	os.Exit(1)
+}
+
+// run is runMulti once the options are checked; its errors end the run on every rank.
+func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
+	m := o.Multi
 	parts, err := mr.openDevices(o, stderr)
 	if err != nil {
 		return nil, err
 	}
 	if m.Ranks > 0 {
-		timeout := m.Timeout
-		if timeout == 0 {
-			timeout = 5 * time.Minute
-		}
-		if mr.coord, err = decomp.Connect(m.Coordinator, m.Rank, m.Ranks, timeout); err != nil {
+		mr.rank = m.Rank
+		jo := decomp.JoinOptions{Timeout: m.Timeout, Secret: m.Secret, RunID: m.RunID,
+			Log:       func(s string) { fmt.Fprintln(stderr, "note: "+s) },
+			OnFailure: func(err error) { mr.onFailure(err, o.Signals, stderr) }}
+		if mr.coord, err = decomp.Connect(m.Coordinator, m.Rank, m.Ranks, jo); err != nil {
 			return nil, err
 		}
 		if o.Resume != "" {
@@ -434,10 +494,17 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
+	if mr.coord != nil {
+		// No message of the run is larger than its state: a longer one is refused.
+		mr.coord.SetLimit(stateBytes(s) + 1<<20)
+	}
 	t, how, err := mr.transport(o, stderr)
 	if err != nil {
 		return nil, err
 	}
+	mr.mu.Lock()
+	mr.t = t
+	mr.mu.Unlock()
 	mine := decomp.All
 	if m.Ranks > 0 {
 		mine = func(i int) bool { return i == m.Rank }
@@ -555,6 +622,19 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	return res, nil
 }
 
+// stateBytes is the size of a state's arrays, both levels.
+func stateBytes(s *state.State) int64 {
+	var n int64
+	for _, g := range s.Prog.Grids {
+		for _, a := range []*gridio.Array{s.Cur[g.Index], s.Prev[g.Index]} {
+			if a != nil {
+				n += int64(len(a.Bytes()))
+			}
+		}
+	}
+	return n
+}
+
 // shareCheckpoint gives every rank of a multi-process run the checkpoint rank 0 reads, as
 // rank 0 alone writes them: the other ranks get its bytes through the coordinator, in a
 // temporary file (remove deletes it), so that their hosts need no copy.
@@ -564,7 +644,13 @@ func shareCheckpoint(c *decomp.Coordinator, path string) (string, func(), error)
 	if c.Rank == 0 {
 		b, rerr = os.ReadFile(path) // on failure, the empty message stops the other ranks
 	}
-	b, err := c.Broadcast(b)
+	// The size first: every rank then accepts a message that large, and no larger.
+	size, err := c.Broadcast(binary.LittleEndian.AppendUint64(nil, uint64(len(b))))
+	if err != nil || len(size) != 8 {
+		return "", nil, fmt.Errorf("--resume: receiving rank 0's checkpoint: %v", err)
+	}
+	c.SetLimit(int64(binary.LittleEndian.Uint64(size)) + 1<<20)
+	b, err = c.Broadcast(b)
 	switch {
 	case rerr != nil:
 		return "", nil, fmt.Errorf("--resume %s: %w", path, rerr)

@@ -21,7 +21,7 @@ func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
 	switch t.(type) {
 	case *decomp.NCCL:
 		return true, "auto: halos travel through NCCL beside the kernels"
-	case *decomp.Coordinator:
+	case *decomp.Coordinator, relay:
 		return true, "auto: halos travel between processes while they compute"
 	}
 	return false, "auto: these halo copies finish before compute goes on, so there is nothing to hide; --overlap on splits the sub-domains anyway"

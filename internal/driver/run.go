@@ -72,6 +72,10 @@ type RunOptions struct {
 	// Resume continues the run a checkpoint holds. Steps stays the total: the run ends at step
 	// Steps, so the interrupted command with --resume added finishes the same run.
 	Resume string
+	// Env, where set, is how Run reads the environment: the variables of a launcher
+	// (torchrun, mpirun, srun: launcher.go) make this process a rank of a multi-process run
+	// without --ranks, and TEMPEST_SECRET authenticates the ranks. Nil reads none (tests).
+	Env func(string) string
 	// Signals makes SIGINT and SIGTERM end the run at the end of the current chunk of launches,
 	// write a checkpoint and return an error wrapping ErrInterrupted that says how to resume.
 	Signals bool
@@ -391,6 +395,9 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	if err := checkOutputPaths(o); err != nil {
+		return nil, err
+	}
+	if err := applyLauncher(&o, stderr); err != nil {
 		return nil, err
 	}
 	if o.Multi.Active() {

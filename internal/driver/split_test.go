@@ -297,7 +297,7 @@ func TestLoopAgree(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					rr := runs[r]
-					coord, err := decomp.Connect(addr, r, 2, 10*time.Second)
+					coord, err := decomp.Connect(addr, r, 2, decomp.JoinOptions{Timeout: 10 * time.Second})
 					if err != nil {
 						rr.err = err
 						return

@@ -195,7 +195,11 @@ type cudaDevice struct {
 func openCUDA() (Device, error) { return openCUDAAt(-1) }
 
 // openCUDAAt opens device ordinal (-1: TEMPEST_CUDA_DEVICE, else 0).
-func openCUDAAt(ordinal int) (Device, error) {
+func openCUDAAt(ordinal int) (Device, error) { return openCUDAWrapped(ordinal, false) }
+
+// openCUDAWrapped is openCUDAAt; wrap takes the ordinal modulo the devices present (a local
+// rank picks one of the devices it sees, however many CUDA_VISIBLE_DEVICES leaves).
+func openCUDAWrapped(ordinal int, wrap bool) (Device, error) {
 	api, err := loadCUDA()
 	if err != nil {
 		return nil, err
@@ -222,6 +226,9 @@ func openCUDAAt(ordinal int) (Device, error) {
 		}
 		if n == 0 {
 			return unavailable("cuda backend: no CUDA device")
+		}
+		if wrap {
+			ordinal %= int(n)
 		}
 		if ordinal < 0 || ordinal >= int(n) {
 			return fmt.Errorf("cuda backend: device %d requested, %d present", ordinal, n)

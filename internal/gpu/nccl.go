@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // NCCL library search list: the system's, then the copies inside Python environments
@@ -23,11 +25,12 @@ var ncclLibNames = []string{
 }
 
 const (
-	envLibNCCL  = "TEMPEST_LIBNCCL"
-	ncclLibHint = "install NCCL (e.g. the nvidia-nccl-cu12 wheel) or set " + envLibNCCL + " to libnccl.so.2"
-	ncclInt8    = 0
-	ncclSuccess = 0
-	ncclIDBytes = 128
+	envLibNCCL     = "TEMPEST_LIBNCCL"
+	ncclLibHint    = "install NCCL (e.g. the nvidia-nccl-cu12 wheel) or set " + envLibNCCL + " to libnccl.so.2"
+	ncclInt8       = 0
+	ncclSuccess    = 0
+	ncclInProgress = 7
+	ncclIDBytes    = 128
 )
 
 // NCCLID is NCCL's unique id (ncclUniqueId): rank 0 makes it and every rank passes it to
@@ -51,6 +54,12 @@ type NCCL struct {
 	send           func(buf uint64, count uintptr, dtype int32, peer int32, comm uintptr, stream uintptr) int32
 	recv           func(buf uint64, count uintptr, dtype int32, peer int32, comm uintptr, stream uintptr) int32
 	getErrorString func(res int32) *byte
+	// Optional (NCCL 2.4 and newer; non-blocking communicators from 2.14): without them a
+	// communicator blocks, and a dead rank is noticed only by the coordinator.
+	commAbort    func(comm uintptr) int32
+	asyncError   func(comm uintptr, res *int32) int32
+	commFinalize func(comm uintptr) int32
+	nonBlocking  bool // communicators return at once and are polled (NCCL_COMM_BLOCKING=0)
 }
 
 var (
@@ -67,6 +76,11 @@ func LoadNCCL() (*NCCL, error) {
 	ncclOnce.Do(func() {
 		if _, ok := os.LookupEnv("NCCL_NVLS_ENABLE"); !ok {
 			os.Setenv("NCCL_NVLS_ENABLE", "0")
+		}
+		// Non-blocking communicators, so that joining and every transfer can be given up
+		// when another rank dies (NCCLComm.Abort); NCCL_COMM_BLOCKING=1 keeps them blocking.
+		if _, ok := os.LookupEnv("NCCL_COMM_BLOCKING"); !ok {
+			os.Setenv("NCCL_COMM_BLOCKING", "0")
 		}
 		ncclLib, ncclErr = loadNCCL(append(ncclLibNames, pythonNCCL()...))
 	})
@@ -107,6 +121,8 @@ func loadNCCL(names []string) (*NCCL, error) {
 	if b.err != nil {
 		return nil, unavailable("%v (NCCL older than 2.7 has no point-to-point calls)", b.err)
 	}
+	abort := b.optional(&n.commAbort, "ncclCommAbort") && b.optional(&n.asyncError, "ncclCommGetAsyncError")
+	finalize := b.optional(&n.commFinalize, "ncclCommFinalize")
 	var v int32
 	if n.getVersion(&v) == ncclSuccess {
 		n.Version = fmt.Sprintf("NCCL %d.%d.%d", v/10000, v/100%100, v%100)
@@ -114,6 +130,7 @@ func loadNCCL(names []string) (*NCCL, error) {
 			n.Version = fmt.Sprintf("NCCL %d.%d.%d", v/1000, v/100%10, v%100)
 		}
 	}
+	n.nonBlocking = abort && finalize && v >= 21400 && os.Getenv("NCCL_COMM_BLOCKING") == "0"
 	return n, nil
 }
 
@@ -142,12 +159,64 @@ func (n *NCCL) UniqueID() (NCCLID, error) {
 
 // NCCLComm is one rank's communicator, bound to a CUDA device.
 type NCCLComm struct {
-	n     *NCCL
-	d     *cudaDevice
-	comm  uintptr
-	side  *sideStream // where Start posts transfers, beside the kernels
-	Rank  int
-	Ranks int
+	n       *NCCL
+	d       *cudaDevice
+	comm    uintptr
+	side    *sideStream // where Start posts transfers, beside the kernels
+	Rank    int
+	Ranks   int
+	aborted atomic.Bool
+}
+
+// settle waits until a non-blocking communicator's last call has taken effect (a blocking
+// one's already has): its state then says whether it failed. It gives up when the
+// communicator is aborted.
+func (c *NCCLComm) settle(res int32, op string, args ...any) error {
+	n := c.n
+	if res != ncclInProgress || !n.nonBlocking {
+		return n.check(res, op, args...)
+	}
+	for {
+		if c.aborted.Load() {
+			return fmt.Errorf("nccl: %s: aborted (another rank failed)", fmt.Sprintf(op, args...))
+		}
+		var st int32
+		if err := n.check(n.asyncError(c.comm, &st), "ncclCommGetAsyncError"); err != nil {
+			return err
+		}
+		if st != ncclInProgress {
+			return n.check(st, op, args...)
+		}
+		runtime.Gosched()
+	}
+}
+
+// Abort gives the communicator up: transfers waiting for a rank that died return, and a
+// join in progress stops. It may be called from any goroutine, while the device's executor
+// is blocked in the communicator; the communicator is unusable after it.
+func (c *NCCLComm) Abort() {
+	if c.n.commAbort == nil || c.aborted.Swap(true) {
+		return
+	}
+	if comm := c.comm; comm != 0 {
+		c.n.commAbort(comm)
+	}
+}
+
+// AsyncError is an error the communicator met in the background (a peer's connection lost),
+// nil while it is healthy.
+func (c *NCCLComm) AsyncError() error {
+	if c.n.asyncError == nil || c.aborted.Load() || c.comm == 0 {
+		return nil
+	}
+	var st int32
+	if err := c.n.check(c.n.asyncError(c.comm, &st), "ncclCommGetAsyncError"); err != nil {
+		return err
+	}
+	if st == ncclInProgress {
+		return nil
+	}
+	return c.n.check(st, "rank %d's communicator", c.Rank)
 }
 
 // NewComm joins rank of a communicator of ranks ranks named by id, on dev (a CUDA device).
@@ -166,7 +235,11 @@ func (n *NCCL) NewComm(dev Device, ranks, rank int, id NCCLID) (*NCCLComm, error
 	}
 	c := &NCCLComm{n: n, d: d, Rank: rank, Ranks: ranks}
 	err := d.ex.do(func() error {
-		if err := n.check(n.commInitRank(&c.comm, int32(ranks), uid, int32(rank)), "ncclCommInitRank(rank %d of %d)", rank, ranks); err != nil {
+		if err := c.settle(n.commInitRank(&c.comm, int32(ranks), uid, int32(rank)), "ncclCommInitRank(rank %d of %d)", rank, ranks); err != nil {
+			if c.comm != 0 {
+				n.commAbort(c.comm)
+				c.comm = 0
+			}
 			return err
 		}
 		side, err := d.newSideStream()
@@ -243,7 +316,9 @@ func (c *NCCLComm) post(list []ncclOp, stream uintptr) error {
 			first = err
 		}
 	}
-	if err := n.check(n.groupEnd(), "ncclGroupEnd"); err != nil && first == nil {
+	// A non-blocking communicator enqueues the group when it settles: the launches after it
+	// must not be enqueued before.
+	if err := c.settle(n.groupEnd(), "ncclGroupEnd"); err != nil && first == nil {
 		first = err
 	}
 	return first
@@ -310,7 +385,17 @@ func (c *NCCLComm) Close() error {
 	comm, side := c.comm, c.side
 	c.comm, c.side = 0, nil
 	return c.d.ex.do(func() error {
-		err := c.n.check(c.n.commDestroy(comm), "ncclCommDestroy")
+		var err error
+		if c.aborted.Load() {
+			// ncclCommAbort freed it.
+		} else {
+			if c.n.nonBlocking {
+				err = c.settle(c.n.commFinalize(comm), "ncclCommFinalize")
+			}
+			if e := c.n.check(c.n.commDestroy(comm), "ncclCommDestroy"); err == nil {
+				err = e
+			}
+		}
 		if side != nil {
 			if e := side.destroy(); err == nil {
 				err = e

@@ -79,6 +79,16 @@ func OpenOrdinal(backend string, ordinal int) (Device, error) {
 	return nil, fmt.Errorf("unknown GPU backend %q (want cuda or opencl)", backend)
 }
 
+// OpenLocal opens the CUDA device of a process that is local rank local of its host: device
+// local modulo the devices this process sees, so that the ranks a launcher starts on one host
+// spread over its GPUs with no per-rank setting.
+func OpenLocal(local int) (Device, error) {
+	if local < 0 {
+		return nil, fmt.Errorf("local rank %d: ranks start at 0", local)
+	}
+	return openCUDAWrapped(local, true)
+}
+
 func checkRange(op string, off, n, size int64) error {
 	if off < 0 || n < 0 || off+n > size {
 		return fmt.Errorf("gpu: %s of %d bytes at offset %d in a buffer of %d bytes", op, n, off, size)
