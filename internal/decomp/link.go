@@ -59,7 +59,7 @@ type peer struct {
 	rank int
 	conn net.Conn
 	wmu  sync.Mutex
-	data chan []byte // the data frames, in order; closed when the connection ends
+	data chan []byte   // the data frames, in order; closed when the connection ends
 	gone chan struct{} // closed when read returns
 	last atomic.Int64
 	bye  atomic.Bool
