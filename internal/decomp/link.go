@@ -468,6 +468,16 @@ func (c *Coordinator) Err() error {
 	}
 }
 
+// Barrier returns when every rank has called it: the ranks start timed work together, so
+// that one rank's later start (a longer compilation) is not counted as the run's time.
+func (c *Coordinator) Barrier() error {
+	if _, err := c.Gather(nil); err != nil {
+		return err
+	}
+	_, err := c.Broadcast(nil)
+	return err
+}
+
 // SetLimit bounds every later message by n bytes: what the run needs (its state's bytes),
 // so that a corrupt length is refused instead of allocated.
 func (c *Coordinator) SetLimit(n int64) { c.limit.Store(max(n, joinLimit)) }

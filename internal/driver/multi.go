@@ -569,6 +569,11 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return nil, err
 	}
 	defer ss.abort()
+	if mr.coord != nil {
+		if err := mr.coord.Barrier(); err != nil {
+			return nil, fmt.Errorf("waiting for the ranks to start: %w", err)
+		}
+	}
 	if res.Seconds, err = ss.run(loop, steps, stdout, stderr); err != nil {
 		return nil, err
 	}

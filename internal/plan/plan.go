@@ -547,6 +547,13 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		if err != nil {
 			return pl, fmt.Errorf("plan %q: %s=%s is not a whole number", text, k, v)
 		}
+		if least := leastValue(k); n < least {
+			what := "1 or more"
+			if least == 0 {
+				what = "0 (the default) or more"
+			}
+			return pl, fmt.Errorf("plan %q: %s=%d: %s takes %s", text, k, n, k, what)
+		}
 		*f = n
 		given[k] = true
 	}
@@ -554,6 +561,16 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		pl.fitPyramidBlocks(p, given)
 	}
 	return pl, nil
+}
+
+// leastValue is the smallest value a plan's numeric parameter takes: sizes and counts start
+// at 1; chunk, maxregs, pf, async, unroll and load have 0 as their "default" or "off".
+func leastValue(key string) int {
+	switch key {
+	case "chunk", "maxregs", "pf", "async", "unroll", "load":
+		return 0
+	}
+	return 1
 }
 
 // fitPyramidBlocks widens the block sizes the text left at their defaults until each keeps

@@ -514,3 +514,33 @@ func TestPyramidDefaultsFitPH(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRefusesZeroSizes: a block size or count of 0 made the lowering divide by zero (a
+// panic in run and gen); such values are refused where the plan is read, naming the key,
+// while the keys whose 0 means "default" or "off" keep it.
+func TestParseRefusesZeroSizes(t *testing.T) {
+	p, err := load.File("../../examples/an5d/j2d5pt.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ text, want string }{
+		{"tiled:bx=0", "bx=0: bx takes 1 or more"},
+		{"naive:by=0", "by=0: by takes 1 or more"},
+		{"stream25d:bx=-3", "bx=-3: bx takes 1 or more"},
+		{"n5d:rx=0", "rx=0: rx takes 1 or more"},
+		{"n5d:bt=0", "bt=0: bt takes 1 or more"},
+		{"pyramid:ph=0", "ph=0: ph takes 1 or more"},
+		{"n5d:chunk=-1", "chunk=-1: chunk takes 0 (the default) or more"},
+		{"n5d:chunk=0", ""},
+		{"tiled:maxregs=0", ""},
+		{"n5d:pf=0", ""},
+	} {
+		_, err := plan.Parse(c.text, p)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.text, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.text, err, c.want)
+		}
+	}
+}

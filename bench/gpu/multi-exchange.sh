@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# multi-exchange.sh: how the exchange period (--exchange) moves a split run's rate: deeper
+# halos mean fewer exchanges and more cells computed twice. One process over every GPU and
+# one process per GPU (torchrun's environment), medians of 3 interleaved.
+# usage: bench/gpu/multi-exchange.sh TEMPEST GPUS STEPS   (logs under $OUT)
+set -u
+T=${1:?tempest binary}; G=${2:?GPUs}; ST=${3:-10000}
+OUT=${OUT:-multi-out}; mkdir -p "$OUT"; W=$(mktemp -d)
+port=29700
+ranks() {
+	local n=$1; shift; port=$((port + 2)); local pids=()
+	for ((r = 1; r < n; r++)); do
+		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet >"$W/rank$r.log" 2>&1 &
+		pids+=($!)
+	done
+	RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet 2>&1
+	for p in "${pids[@]}"; do wait "$p"; done
+}
+rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
+for case in "j2d5pt 16386x16386 4 16 64 128" "star3d1r 514x514x514 4 16 32"; do
+	set -- $case; name=$1 size=$2; shift 2; ex="$*"
+	f=examples/an5d/$name.stencil; extra=""; [ $name = j2d5pt ] && extra="--plan n5d"
+	declare -A R=()
+	for i in 1 2 3; do
+		for e in $ex; do
+			R[g$e]+=" $("$T" run $f --size $size --steps $ST $extra --quiet --gpus $G --exchange $e 2>&1 | tee -a "$OUT/exchange-runs.log" | rate)"
+			R[r$e]+=" $(ranks $G $f --size $size --steps $ST $extra --exchange $e 2>&1 | tee -a "$OUT/exchange-runs.log" | rate)"
+		done
+	done
+	for e in $ex; do
+		echo "$name $size $ST steps on $G GPUs, --exchange $e: --gpus $(echo ${R[g$e]} | median) | ranks $(echo ${R[r$e]} | median)   [${R[g$e]} |${R[r$e]} ]" | tee -a "$OUT/exchange.log"
+	done
+	unset R
+done
+rm -rf "$W"
