@@ -1,4 +1,4 @@
-// cell: the SL paper's Cell (sl-stencil-language.txt, section 7.5), Conway's Game of Life in
+// cell: the SL paper's Cell (section 7.5), Conway's Game of Life in
 // three dimensions: a cell is alive (1) or dead (0) depending on how many of its 26 neighbours
 // in the 3x3x3 box were alive in the previous step. The rule is Carter Bays' 3D Life 5766
 // (B6/S567), as in examples/sl/cell.stencil: a dead cell with exactly 6 live neighbours is

@@ -1,4 +1,4 @@
-// Hotspot.sl: Figure 3 of the SL paper (shared/papers/sl-stencil-language.txt, section 4),
+// Hotspot.sl: Figure 3 of the SL paper (section 4),
 // as printed. The text extraction of the paper lost three closing characters, restored here:
 // the ) that ends the ScalarVariables list and the } that ends each of the two blocks.
 // Nothing else is changed.

@@ -1,4 +1,4 @@
-// pathfinder: Rodinia's PathFinder in SL (sl-stencil-language.txt, section 7.2), the 1D
+// pathfinder: Rodinia's PathFinder in SL (section 7.2), the 1D
 // dynamic-programming benchmark: step t adds row t of a read-only cost array (the wall) to the
 // cheapest of the three cells above. The wall is SL's read-only data, a 2D array read in
 // row-major order: read(iteration * input_size.x + x) is row `iteration` at column x. Tempest

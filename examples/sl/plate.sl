@@ -1,4 +1,4 @@
-// plate: heat on a plate in SL (sl-stencil-language.txt, section 7.4): every cell becomes the
+// plate: heat on a plate in SL (section 7.4): every cell becomes the
 // average of its four neighbours, and heat enters through the edge (EdgeValue): beyond the top
 // edge (y < 0) the plate touches a heater at HOT, beyond the other edges it is at COLD.
 // The defaults in ScalarVariables (= 100.0) are a Tempest extension; plain SL lists the names

@@ -1,4 +1,4 @@
-// platehalo: the SL paper's PlateHalo (sl-stencil-language.txt, section 7.7): plate.sl with the
+// platehalo: the SL paper's PlateHalo (section 7.7): plate.sl with the
 // average taken over all 8 neighbours of the 3x3 box, diagonals included. Heat enters through the
 // edge as in plate.sl. examples/sl/platehalo.stencil is the same program in Tempest's language.
 NumDimensions 2

@@ -1,4 +1,4 @@
-// platepp: the SL paper's Plate++ (sl-stencil-language.txt, section 7.7): plate.sl with the
+// platepp: the SL paper's Plate++ (section 7.7): plate.sl with the
 // average over the 8 neighbours at distance 1 and 2 along the axes, a star of radius 2, hence
 // StencilSize (2, 2). (The file is not called plate++.sl so that its name is a valid program
 // name.) Heat enters through the edge as in plate.sl.

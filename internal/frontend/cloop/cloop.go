@@ -1,5 +1,5 @@
 // Package cloop is Tempest's frontend for stencils written as C loop nests in the style AN5D
-// takes as input (shared/papers/an5d-temporal-blocking.txt, section 4.3 and Figure 4): a
+// takes as input (the AN5D paper, CGO 2020, section 4.3 and Figure 4): a
 // `#pragma scop` ... `#pragma endscop` region holding a time loop around spatial loops whose
 // statement computes the next time step of an array from the current one. It recognises the
 // loop nest, derives the dimensions, the stencil, the radius and the fixed boundary (the rim

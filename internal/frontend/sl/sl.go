@@ -1,5 +1,5 @@
 // Package sl is Tempest's frontend for SL, the Stencil Language of Bertolacci, Meng, Skadron
-// and others (shared/papers/sl-stencil-language.txt, sections 4 and 5): a file of key-value
+// and others ("A Language and Optimizing Compiler for Iterative Stencil Loops", sections 4 and 5): a file of key-value
 // pairs whose CellValue and EdgeValue blocks hold C code. It translates the file into a
 // .stencil syntax tree, with positions in the SL file, and lets the .stencil checker build
 // the IR, so an SL program and its hand-written .stencil twin get the same typing and folding.
