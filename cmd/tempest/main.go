@@ -45,7 +45,7 @@ func runCmd() *cobra.Command {
 		Use:   "run FILE",
 		Short: "Run a stencil program and report its speed",
 		Example: `  tempest run examples/demos/grayscott.stencil --size 256x256 --steps 5000 --png gs.png
-  tempest run examples/an5d/j2d5pt.stencil --size 4096x4096 --steps 100 --verify
+  tempest run examples/an5d/j2d5pt.stencil --size 1024x1024 --steps 100 --verify
   tempest run examples/sl/hotspot.stencil --init temp=examples/sl/data/temp_64 --init power=examples/sl/data/power_64 --out temp.txt
   tempest run examples/an5d/star3d1r.stencil --backend cuda --plan tiled:bx=32,by=4,bz=4 --size 512x512x512 --steps 1000
   tempest run examples/demos/wave.stencil --steps 2000 --snapshot-every 100 --snapshots frames --gif wave.gif

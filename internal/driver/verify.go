@@ -48,6 +48,10 @@ func verify(o RunOptions, res *Result, initial, s *state.State, gpuRun bool, std
 	progress := func(what string) func(int) {
 		bar := newBar(o, stderr, what, res.Steps)
 		if bar == nil {
+			if !o.Quiet {
+				// No terminal for a bar: one line says what the wait is for.
+				fmt.Fprintf(stderr, "verify: running the %s for %d steps (%.3g cells x steps)\n", what, res.Steps, float64(s.Cells())*float64(res.Steps))
+			}
 			return nil
 		}
 		return func(done int) {
