@@ -18,14 +18,17 @@ ranks() {
 }
 rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
-for case in "j2d5pt 16386x16386 4 16 64 128" "star3d1r 514x514x514 4 16 32"; do
+CASES=${CASES:-"j2d5pt 16386x16386 4 16 64 128;star3d1r 514x514x514 4 16 32"}  # "auto": no --exchange
+IFS=';' read -ra CASE_LIST <<<"$CASES"
+for case in "${CASE_LIST[@]}"; do
 	set -- $case; name=$1 size=$2; shift 2; ex="$*"
 	f=examples/an5d/$name.stencil; extra=""; [ $name = j2d5pt ] && extra="--plan n5d"
 	declare -A R=()
 	for i in 1 2 3; do
 		for e in $ex; do
-			R[g$e]+=" $("$T" run $f --size $size --steps $ST $extra --quiet --gpus $G --exchange $e 2>&1 | tee -a "$OUT/exchange-runs.log" | rate)"
-			R[r$e]+=" $(ranks $G $f --size $size --steps $ST $extra --exchange $e 2>&1 | tee -a "$OUT/exchange-runs.log" | rate)"
+			flag="--exchange $e"; [ "$e" = auto ] && flag=""
+			R[g$e]+=" $("$T" run $f --size $size --steps $ST $extra --quiet --gpus $G $flag 2>&1 | tee -a "$OUT/exchange-runs.log" | rate)"
+			R[r$e]+=" $(ranks $G $f --size $size --steps $ST $extra $flag 2>&1 | tee -a "$OUT/exchange-runs.log" | rate)"
 		done
 	done
 	for e in $ex; do

@@ -103,7 +103,7 @@ func runCmd() *cobra.Command {
 	f.IntVar(&o.Multi.GPUs, "gpus", 0, "split the grid over this many devices of this host (CUDA ordinals 0..N-1 with NCCL, or OpenCL devices), along its slowest axis or as --split says")
 	f.IntVar(&o.Multi.Subdomains, "subdomains", 0, "split the grid into this many sub-domains on one device or the CPU engine (the exchanges of a multi-GPU run, by local copies)")
 	f.StringVar(&o.Multi.Split, "split", "", "how a split run lays out its sub-domains: 1d (slabs along the slowest axis, the default), 2d (a grid over the two slowest axes, the split model picks its shape), PxQ (P along the slowest axis, Q along the next) or auto (the split model picks slabs or a grid)")
-	f.IntVar(&o.Multi.Exchange, "exchange", 0, "steps between halo exchanges of a split run, a multiple of the plan's temporal block (default: the temporal block); halos are this times the reach deep")
+	f.IntVar(&o.Multi.Exchange, "exchange", 0, "steps between halo exchanges of a split run, a multiple of the plan's temporal block (default: the temporal block; CUDA devices exchanging through NCCL: the split model's period, which weighs each exchange's fixed cost against deeper halos); halos are this times the reach deep")
 	f.IntVar(&o.Multi.Rank, "rank", 0, "this process's rank in a multi-process run (0 to --ranks - 1)")
 	f.IntVar(&o.Multi.Ranks, "ranks", 0, "number of processes of a multi-process run, one sub-domain each")
 	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect (an empty HOST is this machine's loopback; launchers' environments name it: torchrun, mpirun, srun)")

@@ -17,6 +17,7 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/gpurun"
 	"tempest/internal/gridio"
+	"tempest/internal/model"
 	"tempest/internal/plan"
 	"tempest/internal/ref"
 	"tempest/internal/state"
@@ -238,6 +239,29 @@ func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport,
 		return decomp.Local{}, "device-to-device copies", nil
 	}
 	return decomp.Local{}, "host copies", nil
+}
+
+// exchangePeriod is the split model's exchange period for sub-domains on CUDA devices
+// exchanging through NCCL along the slowest axis (model.ExchangePeriod): the plan's
+// predicted rate on one part, with local of the parts driven by this process. Every rank
+// derives the same period from rank 0's plan and the same device kind.
+func exchangePeriod(pr *Prepared, pl plan.Plan, dev gpu.Device, parts, local, depth int) int {
+	shape := pr.State.Shape
+	rows := (shape[0] + parts - 1) / parts
+	part := append([]int{rows}, shape[1:]...)
+	p, err := model.Predict(model.Input{Prog: pr.Prog, Plan: pl, Shape: part, Steps: 1000, Dev: loadDeviceProfile(dev, false, nil)})
+	if err != nil || p.Seconds <= 0 {
+		return depth
+	}
+	cells := 1.0
+	row := int64(1)
+	for a, n := range part {
+		cells *= float64(n)
+		if a > 0 {
+			row *= int64(n)
+		}
+	}
+	return model.ExchangePeriod(cells*1000/p.Seconds, row, pr.Prog.Reach()[0], depth, local, rows)
 }
 
 // relay is the coordinator as the halos' transport. The run closes the coordinator itself,
@@ -469,6 +493,8 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	period := depth
 	if m.Exchange > 0 {
 		period = m.Exchange
+	} else if dev != nil && dev.Props().Backend == "cuda" && parts > 1 && m.Subdomains == 0 && (m.Split == "" || m.Split == "1d") {
+		period = exchangePeriod(pr, pl, dev, parts, max(m.GPUs, 1), depth)
 	}
 	var l *decomp.Layout
 	var chose string

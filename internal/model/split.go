@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -268,4 +269,36 @@ func SplitTable(rows []SplitInput, counts []int) (string, error) {
 			end.Halo, float64(end.ExchangeBytes)/1e6, end.Exchange*1e3, end.Exposed*1e3)
 	}
 	return b.String(), nil
+}
+
+// Exchange costs measured on 4 x H100 SXM (NVLink, NCCL 2.28, 2026-11-27; docs/performance.md,
+// "Several GPUs measured"): strong-scaling runs of j2d5pt 16386^2 and star3d1r 514^3 at
+// --exchange 4 to 128 fit a step's time T0 + E/p + K p r row / rate (T0 one step of a part,
+// p the period, r the reach, row the cells of one row along the split axis), with E about
+// 250 us per exchange for each sub-domain one process drives (the host posts their launches
+// and transfers one after another) and K about 6 + 5e5/row: the two bands that overlap an
+// exchange recompute three halos each, and every halo row costs a fixed overhead besides,
+// which weighs on the short rows of 2D grids (K 37 for j2d5pt, 8 for star3d1r).
+const (
+	ExchangeHostUs   = 250.0
+	HaloRowCells     = 5e5
+	exchangePeriodUp = 256 // the deepest period the rule picks
+)
+
+// ExchangePeriod is the exchange period that minimises that fit: p = sqrt(E rate / (K r row)),
+// with rate a device's cells per second on this plan and row the cells of one row (plane)
+// along the split axis, rounded to a multiple of depth (the plan's deepest launch), at least
+// depth, and no deeper than an eighth of a part's rows.
+func ExchangePeriod(rate float64, row int64, reach, depth, localParts, partRows int) int {
+	if rate <= 0 || row <= 0 || reach <= 0 || depth < 1 {
+		return max(depth, 1)
+	}
+	e := ExchangeHostUs * 1e-6 * float64(max(localParts, 1))
+	k := 6 + HaloRowCells/float64(row)
+	p := math.Sqrt(e * rate / (k * float64(reach) * float64(row)))
+	m := max(int(math.Round(p/float64(depth))), 1)
+	for m > 1 && (m*depth > exchangePeriodUp || m*depth*reach > partRows/8) {
+		m--
+	}
+	return m * depth
 }
