@@ -134,9 +134,9 @@ var an5dH100 = []struct {
 	{"star2d1r", 2286.9, 10}, {"star2d2r", 1371.3, 8}, {"star3d1r", 587.1, 4},
 }
 
-// TestSplitTableAN5D writes the README's predicted scaling of the AN5D suite on 1, 2 and 4
-// H100-class GPUs over NVLink, exchanges overlapped as --gpus runs them by default (golden
-// file; -update rewrites it).
+// TestSplitTableAN5D writes the split model's predicted scaling of the AN5D suite on 1, 2 and
+// 4 H100-class GPUs over NVLink, exchanges overlapped as --gpus runs them by default (golden
+// file; -update rewrites it). The README shows measurements instead.
 func TestSplitTableAN5D(t *testing.T) {
 	var rows []SplitInput
 	for _, s := range an5dH100 {
@@ -163,9 +163,6 @@ func TestSplitTableAN5D(t *testing.T) {
 	}
 	if string(want) != got {
 		t.Errorf("the table differs from %s (run with -update):\n%s", golden, got)
-	}
-	if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), got) {
-		t.Errorf("README.md's section Several GPUs does not hold the table of %s (%v)", golden, err)
 	}
 }
 
