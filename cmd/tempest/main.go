@@ -229,7 +229,7 @@ tempest run uses the cached plan (--tune cached, the default when the cache has 
 	f.Float64Var(&o.Beta, "beta", 5, "beta: time every plan predicted within this percentage of the best")
 	f.IntVar(&o.Steps, "steps", 0, "steps per timed run (default: about 50 ms of the best prediction)")
 	f.IntVar(&o.Reps, "reps", 3, "timed runs per candidate, after one warm-up run (the median is kept)")
-	f.StringSliceVar(&o.Strategies, "strategies", nil, "only these strategies (comma-separated: naive, tiled, stream25d, pyramid, n5d)")
+	f.StringSliceVar(&o.Strategies, "strategies", nil, "only these strategies (comma-separated: "+strings.Join(driver.TuneStrategies(), ", ")+")")
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile every candidate with fast math; fast and exact results are cached apart (tempest run --fastmath uses the fast ones)")
 	f.BoolVar(&o.NoRefine, "no-refine", false, "skip the refinement: register caps and deeper prefetches tried on the best plans of the space, then shorter and longer stream chunks and, for n5d, other loop and tile variants of the fastest (scalar accesses, phased loops, two-row threads, shorter 3D blocks under a register cap)")
 	f.BoolVar(&o.Fresh, "fresh", false, "measure again what the cache already holds (results still go to the cache)")

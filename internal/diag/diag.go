@@ -158,3 +158,26 @@ func (l List) Error() string {
 	}
 	return strings.Join(parts, "\n\n")
 }
+
+// EditDistance is the Levenshtein distance between a and b: the checkers' "did you mean"
+// hints offer the names a misspelling is close to.
+func EditDistance(a, b string) int {
+	d := make([]int, len(b)+1)
+	for j := range d {
+		d[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		prev := d[0]
+		d[0] = i
+		for j := 1; j <= len(b); j++ {
+			cur := d[j]
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[j] = min(d[j]+1, d[j-1]+1, prev+cost)
+			prev = cur
+		}
+	}
+	return d[len(b)]
+}

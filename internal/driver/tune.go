@@ -312,3 +312,7 @@ func parsePlan(text string, p *ir.Program, fast bool) (plan.Plan, error) {
 	pl.FastMath = true
 	return pl, nil
 }
+
+// TuneStrategies are the strategies `tempest tune` searches (those the model prices), for the
+// command line's help: one list, the tuner's own.
+func TuneStrategies() []string { return tune.Strategies() }

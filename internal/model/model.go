@@ -18,8 +18,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"sort"
-	"strings"
 	"sync"
 
 	"tempest/internal/analysis"
@@ -106,17 +104,6 @@ func For(strategy string) (Model, bool) {
 	return m, ok
 }
 
-// Strategies lists the strategies that have a model, sorted.
-func Strategies() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	var s []string
-	for k := range registry {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
-}
 
 func init() {
 	for _, s := range []string{"naive", "tiled", "stream25d", "pyramid"} {
@@ -480,12 +467,3 @@ func smoothMax(ts ...float64) float64 {
 	return math.Cbrt(sum)
 }
 
-// Describe lists the models for people.
-func Describe() string {
-	var b strings.Builder
-	for _, s := range Strategies() {
-		m, _ := For(s)
-		fmt.Fprintf(&b, "%s: %s\n", s, m.Name())
-	}
-	return b.String()
-}

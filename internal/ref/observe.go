@@ -57,10 +57,3 @@ func Observe(s *state.State, before []*gridio.Array) []float64 {
 	return out
 }
 
-// Converged evaluates the program's until test on observables obs; false without one.
-func Converged(s *state.State, obs []float64) bool {
-	if s.Prog.Until == nil {
-		return false
-	}
-	return ir.EvalUntil(s.Prog.Until, s.Params, obs).B
-}

@@ -525,7 +525,7 @@ func rim(g *ir.Grid) []int {
 func (c *checker) suggest(name string) string {
 	var best []string
 	for n := range c.decls {
-		if editDistance(n, name) <= 2 {
+		if diag.EditDistance(n, name) <= 2 {
 			best = append(best, n)
 		}
 	}
@@ -536,23 +536,3 @@ func (c *checker) suggest(name string) string {
 	return ""
 }
 
-func editDistance(a, b string) int {
-	d := make([]int, len(b)+1)
-	for j := range d {
-		d[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		prev := d[0]
-		d[0] = i
-		for j := 1; j <= len(b); j++ {
-			cur := d[j]
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[j] = min(d[j]+1, d[j-1]+1, prev+cost)
-			prev = cur
-		}
-	}
-	return d[len(b)]
-}

@@ -18,12 +18,6 @@ type hooks struct {
 	edge bool // translating EdgeValue
 }
 
-func (h *hooks) where() string {
-	if h.edge {
-		return "EdgeValue"
-	}
-	return "CellValue"
-}
 
 func (h *hooks) Name(b *lower.Builder, n *cc.Name) syntax.Expr {
 	t := h.t
@@ -66,7 +60,7 @@ func (h *hooks) suggest(name string) string {
 	}
 	var best []string
 	for _, c := range cands {
-		if editDistance(c, name) <= 2 {
+		if diag.EditDistance(c, name) <= 2 {
 			best = append(best, c)
 		}
 	}

@@ -201,7 +201,7 @@ func (p *parser) block(e *entry) bool {
 func suggestKey(s string) string {
 	var names []string
 	for k := range keys {
-		if strings.EqualFold(k, s) || editDistance(strings.ToLower(k), strings.ToLower(s)) <= 3 {
+		if strings.EqualFold(k, s) || diag.EditDistance(strings.ToLower(k), strings.ToLower(s)) <= 3 {
 			names = append(names, k)
 		}
 	}
@@ -212,23 +212,3 @@ func suggestKey(s string) string {
 	return "the keys are NumDimensions, StencilSize, DataType, FunctionName, ScalarVariables, CellValue and EdgeValue"
 }
 
-func editDistance(a, b string) int {
-	d := make([]int, len(b)+1)
-	for j := range d {
-		d[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		prev := d[0]
-		d[0] = i
-		for j := 1; j <= len(b); j++ {
-			cur := d[j]
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[j] = min(d[j]+1, d[j-1]+1, prev+cost)
-			prev = cur
-		}
-	}
-	return d[len(b)]
-}
