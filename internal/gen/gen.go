@@ -263,39 +263,18 @@ func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error
 			}
 		}
 	case "n5d":
-		// In-plane axes overlap by the reach per step like a pyramid; the slowest axis is
-		// streamed in chunks.
-		r := p.Reach()
+		// In-plane axes overlap by the reach per step like a pyramid (the lowering's layout
+		// says by how much); the slowest axis is streamed in chunks.
+		lay, err := lower.N5DLayoutOf(p, pl, l.Steps)
+		if err != nil {
+			return div, fmt.Errorf("internal error: %v", err)
+		}
 		for a := 1; a < d; a++ {
-			dim := d - 1 - a
-			cells := l.Block[dim]
-			if a == d-1 {
-				cells *= max(pl.RX, 1) // rx cells per thread along x
+			by := lay.Out[a]
+			if a == lay.X {
+				by *= lay.Tiles // a block holds Tiles tiles along x (shfl: one a warp)
 			}
-			if a == d-2 && d == 3 {
-				cells *= max(pl.RY, 1) // ry rows per thread along y
-			}
-			tiles := 1
-			cx, cy := pl.Cluster()
-			times := 1
-			if a == d-1 {
-				cells *= cx // a cluster's blocks form one tile
-				times = cx
-			}
-			if a == d-2 && d == 3 {
-				cells *= cy
-				times = cy
-			}
-			if a == d-1 && pl.Shfl {
-				// Every warp is a tile of its own: ceil(ceil(n/out)/tiles) = ceil(n/(out*tiles)).
-				cells = plan.WarpSize * max(pl.RX, 1)
-				tiles = l.Block[dim] / plan.WarpSize
-			}
-			_, out := pl.N5DTile(cells, r[a], l.Steps, a == d-1)
-			if out < 1 {
-				return div, fmt.Errorf("internal error: n5d block leaves no output")
-			}
-			div[dim] = gridDiv{axis: a, by: out * tiles, times: times}
+			div[d-1-a] = gridDiv{axis: a, by: by, times: lay.Cluster[a]}
 		}
 		lo, hi, rim := lower.N5DRimBlocks(p, pl, l.Steps)
 		div[d-1] = gridDiv{axis: 0, chunk: true, rim: rim, rimLo: lo, rimHi: hi}

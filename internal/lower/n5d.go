@@ -418,68 +418,18 @@ func N5DEdges(p *ir.Program, pl plan.Plan) bool {
 }
 
 func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name string, sizeOnly bool) (builtKernel, int, error) {
-	d := p.Dims()
-	h := p.Reach()
-	R := h[0]
-	X := d - 1 // the fastest axis
-	RX := max(pl.RX, 1)
-	// 3D blocks tile y too: each thread computes RX x RY cells; cell c is column c mod RX
-	// along x and row c / RX along y (Y, the middle axis; in 2D Y = 0 is no in-plane axis and
-	// RY = 1).
-	Y := X - 1
-	RY := 1
-	if d == 3 {
-		RY = max(pl.RY, 1)
+	lay, err := N5DLayoutOf(p, pl, bt)
+	if err != nil {
+		return builtKernel{}, 0, err
 	}
+	d, h, X, Y, RX, RY := lay.Dims, lay.Reach, lay.X, lay.Y, lay.RX, lay.RY
+	R := h[0]
 	NC := RX * RY
 	cx := func(c int) int { return c % RX }
 	cy := func(c int) int { return c / RX }
-	// With shfl each warp is a tile of its own (tiles per block along x), its threads
-	// exchanging x neighbours through shuffles instead of shared memory.
 	shfl := pl.Shfl // validated by lowerN5D: 2D, whole warps per block
-	tiles := pl.BX / pl.TileX()
-	block := [3]int{pl.BX, 1, 1}
-	if d == 3 {
-		block[1] = pl.BY
-	}
-	// cd[a]: blocks per thread-block cluster along in-plane axis a. A cluster's blocks take
-	// adjacent tiles that together form one tile of cd[a] x bsize[a] cells, whose halo lies
-	// only at its outer edges: along the edges its blocks share, each block stores the cells
-	// its neighbour reads into the neighbour's shared planes (ghost cells around the plane)
-	// before the cluster barrier that publishes the plane.
-	cd := make([]int, d)
-	for a := range cd {
-		cd[a] = 1
-	}
-	cd[X] = max(pl.CX, 1) // validated: cy > 1 only in 3D, no clusters with shfl
-	if d == 3 {
-		cd[Y] = max(pl.CY, 1)
-	}
-	clustered := cd[X]*cd[Y] > 1
-	bsize := make([]int, d)   // cells per block along each in-plane axis
-	outSize := make([]int, d) // the outputs among them
-	before := make([]int, d)  // the halo cells before the outputs
-	bsize[0] = 1
-	// Along x the outputs start at a multiple of rx (2 or 4, unless vec=1) and are a multiple
-	// of it wide, so that where the row length is one too, a thread's rx cells are one aligned
-	// vector in global memory (VW elements per access, at most 16 bytes).
-	VW := pl.N5DAlign()
-	for VW > 1 && VW*p.Updates[0].Grid.Type.Size() > 16 {
-		VW /= 2
-	}
-	for a := 1; a < d; a++ {
-		bsize[a] = block[d-1-a]
-		if a == X {
-			bsize[a] = pl.TileX() * RX
-		}
-		if a == Y {
-			bsize[a] *= RY
-		}
-		before[a], outSize[a] = pl.N5DTile(cd[a]*bsize[a], h[a], bt, a == X)
-		if outSize[a] < 1 {
-			return builtKernel{}, 0, fmt.Errorf("plan %s: a tile of %d cells along %s leaves nothing after %d steps of reach %d", pl, cd[a]*bsize[a], p.Axes[a], bt, h[a])
-		}
-	}
+	tiles, block, cd, clustered := lay.Tiles, lay.Block, lay.Cluster, lay.Clustered
+	bsize, outSize, before, VW := lay.BlockCells, lay.Out, lay.Before, lay.VW
 	ps, args := params(p, readRoles)
 	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.Chunk

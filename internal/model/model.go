@@ -104,7 +104,6 @@ func For(strategy string) (Model, bool) {
 	return m, ok
 }
 
-
 func init() {
 	for _, s := range []string{"naive", "tiled", "stream25d", "pyramid"} {
 		Register(s, roofline{strategy: s})
@@ -466,4 +465,3 @@ func smoothMax(ts ...float64) float64 {
 	}
 	return math.Cbrt(sum)
 }
-

@@ -7,6 +7,7 @@ import (
 	"tempest/internal/analysis"
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
+	"tempest/internal/lower"
 	"tempest/internal/plan"
 	"tempest/internal/probe"
 )
@@ -294,33 +295,18 @@ type n5dGeometry struct {
 	live float64
 }
 
-func n5dGeometryOf(f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, error) {
+func n5dGeometryOf(p *ir.Program, f *n5dFacts, pl plan.Plan, shape []int, b int) (n5dGeometry, error) {
 	var g n5dGeometry
-	rx, ry := n5dTile(f, pl)
-	by := 1
-	if f.d == 3 {
-		by = max(pl.BY, 1)
+	lay, err := lower.N5DLayoutOf(p, pl, b)
+	if err != nil {
+		return g, fmt.Errorf("n5d: %w", err)
 	}
-	g.threads = pl.BX * by
+	g.threads = lay.Block[0] * lay.Block[1]
 	g.warps = ceilDiv(g.threads, 32)
-	g.cellsPerPlane = g.threads * rx * ry
+	g.cellsPerPlane = g.threads * lay.RX * lay.RY
 	nb := 1
-	cx, cy := pl.Cluster()
 	for a := 1; a < f.d; a++ {
-		bs, cd := by*ry, cy
-		if a == f.d-1 {
-			bs, cd = pl.TileX()*rx, cx
-		}
-		// A cluster's blocks share one tile of cd x bs cells.
-		_, o := pl.N5DTile(cd*bs, f.reach[a], b, a == f.d-1)
-		if o < 1 {
-			return g, fmt.Errorf("n5d: a tile of %d cells along axis %d leaves nothing after %d steps of reach %d", cd*bs, a, b, f.reach[a])
-		}
-		n := ceilDiv(shape[a], o) * cd
-		if a == f.d-1 {
-			n = ceilDiv(n, pl.BX/pl.TileX()) // shfl: a block holds bx/32 tiles
-		}
-		nb *= n
+		nb *= lay.Blocks(a, shape[a])
 	}
 	chunk := pl.Chunk
 	if chunk <= 0 || chunk > shape[0] {
@@ -462,7 +448,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	dev := in.Dev
 	d := dev.Device
 	rx, ry := n5dTile(f, pl)
-	g, err := n5dGeometryOf(f, pl, in.Shape, b)
+	g, err := n5dGeometryOf(in.Prog, f, pl, in.Shape, b)
 	if err != nil {
 		return n5dLaunch{}, err
 	}

@@ -37,7 +37,7 @@ func TestN5DClusterModel(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", c.stencil, pl, err)
 			}
-			g, err := n5dGeometryOf(f, pl, c.shape, pl.BT)
+			g, err := n5dGeometryOf(p, f, pl, c.shape, pl.BT)
 			if err != nil {
 				t.Fatal(err)
 			}
