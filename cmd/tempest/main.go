@@ -91,7 +91,7 @@ func runCmd() *cobra.Command {
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps")
 	f.StringVar(&o.Resume, "resume", "", "continue the run a checkpoint holds (same program, type, size and parameters; --steps stays the total)")
 	f.StringVar(&o.Tune, "tune", "", "without --plan, how to choose one: none (the default plan), cached (the tuning cache's best), model (the models' pick), full (tune now); default: cached, else model")
-	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, wavefront, forwardplane or inplane, with parameters as plan:key=value,... (e.g. n5d:bt=8,rx=2)")
+	f.StringVar(&o.Plan, "plan", "", "GPU plan: "+driver.PlanHelp())
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile with fast math (FMA contraction, approximate sqrt and division, divisions by constants become multiplications; without it CUDA rounds every operation as written) and, without --plan, take fast tuned plans; a --plan that says fastmath=true or fastmath=false wins")
 	f.BoolVar(&o.Verify, "verify", false, "also run the reference interpreter and report max abs and RMS error (GPU float runs: and check every cell against its error bound)")
 	f.BoolVar(&o.NoBound, "no-bound", false, "with --verify: compare with the CPU engine only, without the error bound (faster on big runs)")
@@ -255,7 +255,7 @@ func genCmd() *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.Target, "target", "", "cuda or opencl")
-	f.StringVar(&o.Plan, "plan", "", "GPU plan: naive, tiled, stream25d, pyramid, n5d, wavefront, forwardplane or inplane, with parameters as plan:key=value,...")
+	f.StringVar(&o.Plan, "plan", "", "GPU plan: "+driver.PlanHelp())
 	f.StringVar(&o.Size, "size", "", "size the code is lowered at and the harness's default, slowest axis first (any size works at run time)")
 	f.StringVarP(&o.Out, "out", "o", "", "output directory")
 	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")

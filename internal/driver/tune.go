@@ -316,3 +316,6 @@ func parsePlan(text string, p *ir.Program, fast bool) (plan.Plan, error) {
 // TuneStrategies are the strategies `tempest tune` searches (those the model prices), for the
 // command line's help: one list, the tuner's own.
 func TuneStrategies() []string { return tune.Strategies() }
+
+// PlanHelp is --plan's help: the plans and the keys each takes (plan.Params).
+func PlanHelp() string { return plan.Help() }

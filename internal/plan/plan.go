@@ -499,78 +499,55 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 	if strings.TrimSpace(args) == "" {
 		return pl, nil
 	}
-	fields := map[string]*int{"bx": &pl.BX, "by": &pl.BY, "bz": &pl.BZ, "ph": &pl.PH, "bt": &pl.BT, "chunk": &pl.Chunk, "maxregs": &pl.MaxRegs}
-	if pl.Strategy == "inplane" {
-		fields["load"], fields["rx"], fields["ry"], fields["vec"] = &pl.Load, &pl.RX, &pl.RY, &pl.Vec
-	}
-	if pl.Strategy == "n5d" {
-		fields["rx"], fields["ry"], fields["pf"], fields["vec"], fields["async"] = &pl.RX, &pl.RY, &pl.Prefetch, &pl.Vec, &pl.Async
-		fields["unroll"] = &pl.Unroll
-		fields["cx"], fields["cy"] = &pl.CX, &pl.CY
-	}
-	switches := map[string]*bool{"fastmath": &pl.FastMath, "keepscale": &pl.KeepScale, "centrefirst": &pl.CentreFirst}
-	if pl.Strategy == "n5d" {
-		switches["wave"], switches["shfl"], switches["phased"] = &pl.Wave, &pl.Shfl, &pl.Phased
-		switches["rimcut"], switches["rimblocks"], switches["edges"] = &pl.RimCut, &pl.RimBlocks, &pl.Edges
-		switches["edgesfirst"], switches["unclamped"] = &pl.EdgesFirst, &pl.Unclamped
-		switches["shrink"], switches["ascend"], switches["split"] = &pl.Shrink, &pl.Ascend, &pl.Split
-		switches["constsize"], switches["chain"] = &pl.ConstSize, &pl.Chain
-	}
 	given := map[string]bool{}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
 			return pl, fmt.Errorf("plan %q: %q is not key=value", text, kv)
 		}
-		if s, ok := switches[k]; ok {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
-			}
-			*s = b
-			continue
-		}
-		f, ok := fields[k]
-		if !ok {
+		q, ok := paramFor(pl.Strategy, k)
+		switch {
+		case !ok:
 			var keys, flags []string
-			for key := range fields {
-				keys = append(keys, key)
-			}
-			for key := range switches {
-				flags = append(flags, key)
+			for _, q := range Params {
+				if !q.parsedBy(pl.Strategy) {
+					continue
+				}
+				if q.num != nil {
+					keys = append(keys, q.key)
+				} else {
+					flags = append(flags, q.key)
+				}
 			}
 			sort.Strings(keys)
 			sort.Strings(flags)
 			return pl, fmt.Errorf("plan %q: unknown parameter %q (parameters: %s, %s)", text, k, strings.Join(keys, ", "), strings.Join(flags, ", "))
+		case q.flag != nil:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return pl, fmt.Errorf("plan %q: %s=%s is not true or false", text, k, v)
+			}
+			*q.flag(&pl) = b
+			continue
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return pl, fmt.Errorf("plan %q: %s=%s is not a whole number", text, k, v)
 		}
-		if least := leastValue(k); n < least {
+		if n < q.least {
 			what := "1 or more"
-			if least == 0 {
+			if q.least == 0 {
 				what = "0 (the default) or more"
 			}
 			return pl, fmt.Errorf("plan %q: %s=%d: %s takes %s", text, k, n, k, what)
 		}
-		*f = n
+		*q.num(&pl) = n
 		given[k] = true
 	}
 	if pl.Strategy == "pyramid" && given["ph"] {
 		pl.fitPyramidBlocks(p, given)
 	}
 	return pl, nil
-}
-
-// leastValue is the smallest value a plan's numeric parameter takes: sizes and counts start
-// at 1; chunk, maxregs, pf, async, unroll and load have 0 as their "default" or "off".
-func leastValue(key string) int {
-	switch key {
-	case "chunk", "maxregs", "pf", "async", "unroll", "load":
-		return 0
-	}
-	return 1
 }
 
 // fitPyramidBlocks widens the block sizes the text left at their defaults until each keeps
@@ -593,77 +570,11 @@ func (pl *Plan) fitPyramidBlocks(p *ir.Program, given map[string]bool) {
 
 // String prints the plan so that Parse reads it back.
 func (pl Plan) String() string {
-	parts := []string{fmt.Sprintf("bx=%d", pl.BX)}
-	if pl.BY > 1 || pl.Strategy != "naive" {
-		parts = append(parts, fmt.Sprintf("by=%d", pl.BY))
-	}
-	if pl.BZ > 1 {
-		parts = append(parts, fmt.Sprintf("bz=%d", pl.BZ))
-	}
-	if pl.Strategy == "pyramid" {
-		parts = append(parts, fmt.Sprintf("ph=%d", pl.PH))
-	}
-	if pl.Strategy == "n5d" {
-		parts = append(parts, fmt.Sprintf("bt=%d", pl.BT))
-		if pl.RX > 1 {
-			parts = append(parts, fmt.Sprintf("rx=%d", pl.RX))
+	var parts []string
+	for _, q := range Params {
+		if q.shown(pl) {
+			parts = append(parts, q.text(pl))
 		}
-		if pl.RY > 1 {
-			parts = append(parts, fmt.Sprintf("ry=%d", pl.RY))
-		}
-		if pl.Wave {
-			parts = append(parts, "wave=true")
-		} else {
-			// Written out: wave order is the default, so the text must say it is off.
-			parts = append(parts, "wave=false")
-		}
-		if pl.Shfl {
-			parts = append(parts, "shfl=true")
-		}
-		if pl.Prefetch > 1 {
-			parts = append(parts, fmt.Sprintf("pf=%d", pl.Prefetch))
-		}
-		if pl.Vec == 1 {
-			parts = append(parts, "vec=1")
-		}
-		if pl.Async > 0 {
-			parts = append(parts, fmt.Sprintf("async=%d", pl.Async))
-		}
-		if pl.CX > 1 {
-			parts = append(parts, fmt.Sprintf("cx=%d", pl.CX))
-		}
-		if pl.CY > 1 {
-			parts = append(parts, fmt.Sprintf("cy=%d", pl.CY))
-		}
-		if pl.Unroll > 0 {
-			parts = append(parts, fmt.Sprintf("unroll=%d", pl.Unroll))
-		}
-		for _, s := range []struct {
-			key string
-			on  bool
-		}{{"phased", pl.Phased}, {"rimcut", pl.RimCut}, {"rimblocks", pl.RimBlocks}, {"edges", pl.Edges}, {"edgesfirst", pl.EdgesFirst}, {"unclamped", pl.Unclamped}, {"shrink", pl.Shrink}, {"ascend", pl.Ascend}, {"split", pl.Split}, {"constsize", pl.ConstSize}, {"chain", pl.Chain}} {
-			if s.on {
-				parts = append(parts, s.key+"=true")
-			}
-		}
-	}
-	if pl.Strategy == "inplane" {
-		parts = append(parts, fmt.Sprintf("load=%d,rx=%d,ry=%d,vec=%d", pl.Load, pl.RX, pl.RY, pl.Vec))
-	}
-	if pl.Chunk > 0 {
-		parts = append(parts, fmt.Sprintf("chunk=%d", pl.Chunk))
-	}
-	if pl.MaxRegs > 0 {
-		parts = append(parts, fmt.Sprintf("maxregs=%d", pl.MaxRegs))
-	}
-	if pl.FastMath {
-		parts = append(parts, "fastmath=true")
-	}
-	if pl.KeepScale {
-		parts = append(parts, "keepscale=true")
-	}
-	if pl.CentreFirst {
-		parts = append(parts, "centrefirst=true")
 	}
 	return pl.Strategy + ":" + strings.Join(parts, ",")
 }

@@ -56,4 +56,3 @@ func Observe(s *state.State, before []*gridio.Array) []float64 {
 	}
 	return out
 }
-

@@ -535,4 +535,3 @@ func (c *checker) suggest(name string) string {
 	}
 	return ""
 }
-

@@ -18,7 +18,6 @@ type hooks struct {
 	edge bool // translating EdgeValue
 }
 
-
 func (h *hooks) Name(b *lower.Builder, n *cc.Name) syntax.Expr {
 	t := h.t
 	switch n.Name {

@@ -211,4 +211,3 @@ func suggestKey(s string) string {
 	}
 	return "the keys are NumDimensions, StencilSize, DataType, FunctionName, ScalarVariables, CellValue and EdgeValue"
 }
-
