@@ -57,6 +57,13 @@ type SplitInput struct {
 	Rate float64
 	Plan plan.Plan
 	Dev  *probe.Profile
+	// HostUs is host work per exchange that nothing hides, in microseconds: posting each
+	// sub-domain's launches and transfers (ExchangeHostUs for each sub-domain one process
+	// drives, measured); 0 leaves it out.
+	HostUs float64
+	// RowCells is what one halo row costs per step beyond its cells, in cells (HaloRowCells,
+	// measured: the bands are short grids); 0 leaves it out.
+	RowCells float64
 	// Overlap prices exchanges overlapped with the interiors (decomp.SplitOverlapped): each
 	// part computes a band H rows deep on each side with a neighbour and the interior between
 	// them, and an exchange travels while the interior computes its period.
@@ -80,12 +87,15 @@ type SplitPrediction struct {
 	// Overlap says whether the prediction assumed exchanges overlapped with the interiors (asked
 	// for, and the largest part owns rows enough for its bands and an interior); Exposed is
 	// then what of Exchange the interiors do not hide, else all of it.
-	Overlap    bool
-	Exposed    float64
-	Seconds    float64
-	Single     float64 // the same run on one device
-	Speedup    float64 // Single / Seconds
-	Efficiency float64 // Speedup / Parts (strong scaling)
+	Overlap bool
+	Exposed float64
+	// Host is the host's work on the exchanges and HaloRows the halo rows' overhead (HostUs,
+	// RowCells), both added to Seconds.
+	Host, HaloRows float64
+	Seconds        float64
+	Single         float64 // the same run on one device
+	Speedup        float64 // Single / Seconds
+	Efficiency     float64 // Speedup / Parts (strong scaling)
 	// Rows x Cols is the grid of parts (Cols 1 for a split along axis 0 alone), Halo1 and
 	// PartCols the halo and largest extent along axis 1, Messages the neighbours a device
 	// exchanges with per exchange; Feasible says whether every part is at least as thick as
@@ -193,7 +203,8 @@ func PredictSplit(in SplitInput) (SplitPrediction, error) {
 		per := out.Exchange / float64(out.Exchanges)
 		out.Exposed = float64(out.Exchanges) * max(0, per-perPeriod(interior))
 	}
-	out.Seconds = out.Compute + out.Exposed
+	out.Host, out.HaloRows = measuredCosts(in, out)
+	out.Seconds = out.Compute + out.Exposed + out.Host + out.HaloRows
 	out.Speedup = out.Single / out.Seconds
 	out.Efficiency = out.Speedup / float64(in.Parts)
 	out.Rows, out.Cols, out.Messages = in.Parts, 1, neighbours
@@ -202,6 +213,22 @@ func PredictSplit(in SplitInput) (SplitPrediction, error) {
 	}
 	out.Feasible = in.Parts <= n && (neighbours == 0 || n/in.Parts >= out.Halo)
 	return out, nil
+}
+
+// measuredCosts are a split's costs beyond compute and the link that the measurements found
+// (HostUs, RowCells): the host's work per exchange, and per step RowCells cells for every
+// halo row, at the single device's rate.
+func measuredCosts(in SplitInput, out SplitPrediction) (host, rows float64) {
+	host = float64(out.Exchanges) * in.HostUs * 1e-6
+	if in.RowCells > 0 && out.Halo > 0 && out.Single > 0 {
+		cells := 1.0
+		for _, n := range in.Shape {
+			cells *= float64(n)
+		}
+		rate := cells * float64(in.Steps) / out.Single
+		rows = float64(in.Steps) * in.RowCells * float64(out.Halo) / rate
+	}
+	return host, rows
 }
 
 // WeakScaling prices the same run with the domain grown K-fold along the split axis on K

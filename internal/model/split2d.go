@@ -112,7 +112,8 @@ func predictGrid(in SplitInput) (SplitPrediction, error) {
 	out.Exchange = float64(out.Exchanges) * per
 	// Two-dimensional grids exchange in two phases and are not overlapped (decomp.Layout.Bands).
 	out.Exposed = out.Exchange
-	out.Seconds = out.Compute + out.Exposed
+	out.Host, out.HaloRows = measuredCosts(in, out)
+	out.Seconds = out.Compute + out.Exposed + out.Host + out.HaloRows
 	out.Speedup = out.Single / out.Seconds
 	out.Efficiency = out.Speedup / float64(in.Parts)
 	return out, nil
