@@ -64,24 +64,10 @@ func Generate(p *ir.Program, o Options) (*Output, error) {
 type launchInfo struct {
 	lower.Launch
 	kernel *kir.Kernel
-	// div is, per grid dimension (x, y, z), the axis whose extent it divides (-1: one block)
-	// and the divisor; chunkDim marks the dimension a streaming block's chunk divides.
-	div [3]gridDiv
+	// div is, per grid dimension (x, y, z), how its blocks follow from the size (lowering's
+	// formula, lower.GridDims).
+	div [3]lower.GridDim
 }
-
-type gridDiv struct {
-	axis  int // -1: the dimension is 1
-	by    int // cells per block along axis (0 with chunk)
-	chunk bool
-	times int // blocks per tile of by cells (a thread-block cluster's); 0 means 1
-	// rim: the chunks give the planes near the axis's ends blocks of their own, rimLo and
-	// rimHi planes (plan.RimBlocks, lower.N5DRimBlocks).
-	rim          bool
-	rimLo, rimHi int
-}
-
-// blocks is the launch's blocks along the dimension for tiles ceil(n/by).
-func (dv gridDiv) blocks(tiles int) int { return tiles * max(dv.times, 1) }
 
 // gen holds what every emitter needs.
 type gen struct {
@@ -169,7 +155,7 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 			return nil, fmt.Errorf("internal error: kernel %s takes %d parameters, its launch binds %d", k.Name, len(k.Params), len(l.Args))
 		}
 		li := launchInfo{Launch: l, kernel: k}
-		li.div, err = gridFormula(p, o.Plan, l)
+		li.div, err = lower.GridDims(p, o.Plan, l)
 		if err != nil {
 			return nil, err
 		}
@@ -225,84 +211,17 @@ func wideShape(shape, layers []int) []int {
 	return s
 }
 
-// gridFormula derives, per grid dimension, what lowering divides to get the number of blocks,
-// from the strategy and the plan (lowering keeps the formulas in code, not in the Launch).
-func gridFormula(p *ir.Program, pl plan.Plan, l lower.Launch) ([3]gridDiv, error) {
-	d := p.Dims()
-	var div [3]gridDiv
-	for i := range div {
-		div[i].axis = -1
-	}
-	switch pl.Strategy {
-	case "naive", "tiled":
-		for dim := 0; dim < 3; dim++ {
-			if a := d - 1 - dim; a >= 0 {
-				div[dim] = gridDiv{axis: a, by: l.Block[dim]}
-			}
-		}
-	case "inplane":
-		// Each thread computes an rx x ry tile of outputs.
-		div[0] = gridDiv{axis: 2, by: pl.BX * pl.RX}
-		div[1] = gridDiv{axis: 1, by: pl.BY * pl.RY}
-		div[2] = gridDiv{axis: 0, chunk: true}
-	case "stream25d", "forwardplane":
-		div[0] = gridDiv{axis: d - 1, by: l.Block[0]}
-		if d == 3 {
-			div[1] = gridDiv{axis: 1, by: l.Block[1]}
-		}
-		div[d-1] = gridDiv{axis: 0, chunk: true}
-	case "pyramid":
-		r := p.Reach()
-		for dim := 0; dim < 3; dim++ {
-			if a := d - 1 - dim; a >= 0 {
-				out := l.Block[dim] - 2*r[a]*l.Steps
-				if out < 1 {
-					return div, fmt.Errorf("internal error: pyramid block leaves no output")
-				}
-				div[dim] = gridDiv{axis: a, by: out}
-			}
-		}
-	case "n5d":
-		// In-plane axes overlap by the reach per step like a pyramid (the lowering's layout
-		// says by how much); the slowest axis is streamed in chunks.
-		lay, err := lower.N5DLayoutOf(p, pl, l.Steps)
-		if err != nil {
-			return div, fmt.Errorf("internal error: %v", err)
-		}
-		for a := 1; a < d; a++ {
-			by := lay.Out[a]
-			if a == lay.X {
-				by *= lay.Tiles // a block holds Tiles tiles along x (shfl: one a warp)
-			}
-			div[d-1-a] = gridDiv{axis: a, by: by, times: lay.Cluster[a]}
-		}
-		lo, hi, rim := lower.N5DRimBlocks(p, pl, l.Steps)
-		div[d-1] = gridDiv{axis: 0, chunk: true, rim: rim, rimLo: lo, rimHi: hi}
-	default:
-		return div, fmt.Errorf("gen: plan %s: the host code does not know how strategy %s sizes its launch grid; internal/gen needs the formula", pl, pl.Strategy)
-	}
-	return div, nil
-}
-
-// runtimeChunk is the chunk a streaming launch uses for a slowest-axis extent n0.
-func runtimeChunk(planChunk, n0 int) int {
-	if planChunk <= 0 || planChunk > n0 {
-		return n0
-	}
-	return planChunk
-}
-
 // gridFor evaluates the launch-grid formula for a shape, as the generated host code does.
 func (li launchInfo) gridFor(shape []int, planChunk int) [3]int {
 	var grid [3]int
 	for dim, dv := range li.div {
 		switch {
-		case dv.axis < 0:
+		case dv.Axis < 0:
 			grid[dim] = 1
-		case dv.chunk:
-			grid[dim] = lower.N5DChunks(shape[dv.axis], runtimeChunk(planChunk, shape[0]), dv.rimLo, dv.rimHi, dv.rim)
+		case dv.Chunk:
+			grid[dim] = lower.N5DChunks(shape[dv.Axis], runtimeChunk(planChunk, shape[0]), dv.RimLo, dv.RimHi, dv.Rim)
 		default:
-			grid[dim] = dv.blocks((shape[dv.axis] + dv.by - 1) / dv.by)
+			grid[dim] = dv.Blocks((shape[dv.Axis] + dv.By - 1) / dv.By)
 		}
 	}
 	return grid
@@ -353,7 +272,7 @@ func (g *gen) verify(shape, layers []int) error {
 				return fmt.Errorf("gen: launch %d of plan %s differs between sizes %v and %v", i, g.o.Plan, shape, s)
 			}
 			if got := li.gridFor(s, g.o.Plan.Chunk); got != l.Grid {
-				return fmt.Errorf("gen: internal/gen computes launch grid %v for %s at size %v, lowering %v: update gridFormula", got, l.Kernel, s, l.Grid)
+				return fmt.Errorf("gen: internal/gen computes launch grid %v for %s at size %v, lowering %v: update lower.GridDims", got, l.Kernel, s, l.Grid)
 			}
 			for j, a := range l.Args {
 				b := li.Args[j]
@@ -423,3 +342,11 @@ func cName(s string) string {
 }
 
 func isIdent(s string) bool { return s != "" && cName(s) == s && !cKeywords[s] }
+
+// runtimeChunk is the chunk a streaming launch uses for a slowest-axis extent n0.
+func runtimeChunk(planChunk, n0 int) int {
+	if planChunk <= 0 || planChunk > n0 {
+		return n0
+	}
+	return planChunk
+}

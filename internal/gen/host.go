@@ -629,7 +629,7 @@ func (g *gen) launchFunc(x *w, i int) {
 	x.f("static int launch_%d(%s_ctx *c) {", i, g.name)
 	usesChunk := false
 	for _, dv := range li.div {
-		if dv.chunk {
+		if dv.Chunk {
 			usesChunk = true
 		}
 	}
@@ -650,20 +650,20 @@ func (g *gen) launchFunc(x *w, i int) {
 	}
 	for dim, dv := range li.div {
 		switch {
-		case dv.axis < 0:
+		case dv.Axis < 0:
 			x.f("  grid[%d] = 1;", dim)
-		case dv.chunk && dv.rim:
-			x.f("  if (c->n[%d] > %d) /* blocks of their own for the first %d and the last %d planes */", dv.axis, dv.rimLo+dv.rimHi, dv.rimLo, dv.rimHi)
-			x.f("    grid[%d] = (size_t)(2 + ((int64_t)c->n[%d] - %d + chunk - 1) / chunk);", dim, dv.axis, dv.rimLo+dv.rimHi)
+		case dv.Chunk && dv.Rim:
+			x.f("  if (c->n[%d] > %d) /* blocks of their own for the first %d and the last %d planes */", dv.Axis, dv.RimLo+dv.RimHi, dv.RimLo, dv.RimHi)
+			x.f("    grid[%d] = (size_t)(2 + ((int64_t)c->n[%d] - %d + chunk - 1) / chunk);", dim, dv.Axis, dv.RimLo+dv.RimHi)
 			x.f("  else")
-			x.f("    grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.axis)
-		case dv.chunk:
-			x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.axis)
+			x.f("    grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.Axis)
+		case dv.Chunk:
+			x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.Axis)
 		default:
-			if dv.times > 1 {
-				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d) * %d;", dim, dv.axis, dv.by-1, dv.by, dv.times)
+			if dv.Times > 1 {
+				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d) * %d;", dim, dv.Axis, dv.By-1, dv.By, dv.Times)
 			} else {
-				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d);", dim, dv.axis, dv.by-1, dv.by)
+				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d);", dim, dv.Axis, dv.By-1, dv.By)
 			}
 		}
 	}

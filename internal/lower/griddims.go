@@ -1,0 +1,83 @@
+package lower
+
+import (
+	"fmt"
+
+	"tempest/internal/ir"
+	"tempest/internal/plan"
+)
+
+// GridDim is how a launch's blocks along one grid dimension follow from the domain's size.
+type GridDim struct {
+	Axis  int // the domain axis whose extent it divides; -1: the dimension is 1
+	By    int // cells per block along Axis (0 with Chunk)
+	Chunk bool
+	Times int // blocks per tile of By cells (a thread-block cluster's); 0 means 1
+	// Rim: the chunks give the planes near the axis's ends blocks of their own, RimLo and
+	// RimHi planes (plan.RimBlocks, N5DRimBlocks).
+	Rim          bool
+	RimLo, RimHi int
+}
+
+// Blocks is the launch's blocks along the dimension for tiles ceil(n/By).
+func (g GridDim) Blocks(tiles int) int { return tiles * max(g.Times, 1) }
+
+// GridDims says, per grid dimension (x, y, z), how launch l's block count follows from the
+// domain's size under plan pl: host code written for every size (gen) computes the grid the
+// lowering computed for one.
+func GridDims(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
+	d := p.Dims()
+	var div [3]GridDim
+	for i := range div {
+		div[i].Axis = -1
+	}
+	switch pl.Strategy {
+	case "naive", "tiled":
+		for dim := 0; dim < 3; dim++ {
+			if a := d - 1 - dim; a >= 0 {
+				div[dim] = GridDim{Axis: a, By: l.Block[dim]}
+			}
+		}
+	case "inplane":
+		// Each thread computes an rx x ry tile of outputs.
+		div[0] = GridDim{Axis: 2, By: pl.BX * pl.RX}
+		div[1] = GridDim{Axis: 1, By: pl.BY * pl.RY}
+		div[2] = GridDim{Axis: 0, Chunk: true}
+	case "stream25d", "forwardplane":
+		div[0] = GridDim{Axis: d - 1, By: l.Block[0]}
+		if d == 3 {
+			div[1] = GridDim{Axis: 1, By: l.Block[1]}
+		}
+		div[d-1] = GridDim{Axis: 0, Chunk: true}
+	case "pyramid":
+		r := p.Reach()
+		for dim := 0; dim < 3; dim++ {
+			if a := d - 1 - dim; a >= 0 {
+				out := l.Block[dim] - 2*r[a]*l.Steps
+				if out < 1 {
+					return div, fmt.Errorf("internal error: pyramid block leaves no output")
+				}
+				div[dim] = GridDim{Axis: a, By: out}
+			}
+		}
+	case "n5d":
+		// In-plane axes overlap by the reach per step like a pyramid (the lowering's layout
+		// says by how much); the slowest axis is streamed in chunks.
+		lay, err := N5DLayoutOf(p, pl, l.Steps)
+		if err != nil {
+			return div, fmt.Errorf("internal error: %v", err)
+		}
+		for a := 1; a < d; a++ {
+			by := lay.Out[a]
+			if a == lay.X {
+				by *= lay.Tiles // a block holds Tiles tiles along x (shfl: one a warp)
+			}
+			div[d-1-a] = GridDim{Axis: a, By: by, Times: lay.Cluster[a]}
+		}
+		lo, hi, rim := N5DRimBlocks(p, pl, l.Steps)
+		div[d-1] = GridDim{Axis: 0, Chunk: true, Rim: rim, RimLo: lo, RimHi: hi}
+	default:
+		return div, fmt.Errorf("lower: plan %s: no launch-grid formula for strategy %s", pl, pl.Strategy)
+	}
+	return div, nil
+}
