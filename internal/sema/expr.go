@@ -235,6 +235,9 @@ func (c *checker) name(id syntax.Ident, s *scope) operand {
 		}
 		c.fail(id.Pos, "a binding can use only bindings declared before it", "%s is not available here", id.Name)
 	}
+	if pos, later := c.laterParams[id.Name]; later {
+		c.fail(id.Pos, "move the parameter above this use; a parameter's value can use only parameters declared before it", "parameter %s is declared later, at line %d", id.Name, pos.Line)
+	}
 	if pos, later := c.laterLets[id.Name]; later {
 		c.fail(id.Pos, fmt.Sprintf("move the binding above this use; a binding can use only bindings declared before it"), "binding %s is declared later, at line %d", id.Name, pos.Line)
 	}

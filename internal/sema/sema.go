@@ -58,8 +58,9 @@ type checker struct {
 	checking map[string]string // the keyword that declares it: param or let
 	// bailed says some expression was abandoned after an error: then there must be one.
 	bailed bool
-	// laterLets holds the bindings not yet checked, for a clear message on forward references.
-	laterLets map[string]diag.Pos
+	// laterLets and laterParams hold the bindings and parameters not yet checked, for a clear
+	// message on forward references.
+	laterLets, laterParams map[string]diag.Pos
 	// consts and litType serve ConstValue: named constants, and the type number literals take
 	// (nil: untyped, as in programs).
 	consts  map[string]operand
@@ -190,7 +191,14 @@ func (c *checker) run(f *syntax.File, opt Options) {
 	if opt.DefaultType != nil {
 		c.prog.DefaultType = *opt.DefaultType
 	}
+	c.laterParams = map[string]diag.Pos{}
 	for _, p := range params {
+		if _, dup := c.laterParams[p.Name.Name]; !dup {
+			c.laterParams[p.Name.Name] = p.Name.Pos
+		}
+	}
+	for _, p := range params {
+		delete(c.laterParams, p.Name.Name)
 		c.param(p)
 	}
 	// Grids are declared before any expression is checked so that clauses and updates may name
