@@ -7,15 +7,7 @@ set -u
 T=${1:?tempest binary}; G=${2:?GPUs}; ST=${3:-10000}
 OUT=${OUT:-multi-out}; mkdir -p "$OUT"; W=$(mktemp -d)
 port=29700
-ranks() {
-	local n=$1; shift; port=$((port + 2)); local pids=()
-	for ((r = 1; r < n; r++)); do
-		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet >"$W/rank$r.log" 2>&1 &
-		pids+=($!)
-	done
-	RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet 2>&1
-	for p in "${pids[@]}"; do wait "$p"; done
-}
+source "$(dirname "$0")/ranks.sh"
 rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 CASES=${CASES:-"j2d5pt 16386x16386 4 16 64 128;star3d1r 514x514x514 4 16 32"}  # "auto": no --exchange

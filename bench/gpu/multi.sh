@@ -15,18 +15,7 @@ STEPS=${*:-1000 10000}
 OUT=${OUT:-multi-out}; mkdir -p "$OUT"; W=$(mktemp -d)
 export NCCL_NVLS_ENABLE=0
 port=29600
-# ranks N ARGS...: N processes of one run, torchrun's environment; rank 0's output on stdout.
-ranks() {
-	local n=$1; shift; port=$((port + 2)); local pids=()
-	for ((r = 1; r < n; r++)); do
-		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet >"$W/rank$r.log" 2>&1 &
-		pids+=($!)
-	done
-	RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet 2>&1
-	local rc=$?
-	for p in "${pids[@]}"; do wait "$p" || rc=$?; done
-	return $rc
-}
+source "$(dirname "$0")/ranks.sh"
 rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 

@@ -399,6 +399,92 @@ func (mr *multiRun) onFailure(err error, exit bool, stderr io.Writer) {
 	os.Exit(1)
 }
 
+// join connects this rank to the others and, for --resume, gives it rank 0's checkpoint
+// (o.Resume then names the local copy, which remove deletes).
+func (mr *multiRun) join(o *RunOptions, stderr io.Writer) (remove func(), err error) {
+	m := o.Multi
+	mr.rank = m.Rank
+	jo := decomp.JoinOptions{Timeout: m.Timeout, Secret: m.Secret, RunID: m.RunID,
+		Log:       func(s string) { fmt.Fprintln(stderr, "note: "+s) },
+		OnFailure: func(err error) { mr.onFailure(err, o.Signals, stderr) }}
+	if mr.coord, err = decomp.Connect(m.Coordinator, m.Rank, m.Ranks, jo); err != nil {
+		return nil, err
+	}
+	if o.Resume == "" {
+		return func() {}, nil
+	}
+	resume, remove, err := shareCheckpoint(mr.coord, o.Resume)
+	if err != nil {
+		return nil, err
+	}
+	o.Resume = resume
+	return remove, nil
+}
+
+// choosePlan picks the plan every part runs (rank 0's, in a multi-process run), its deepest
+// launch and the exchange period, and fills res's device and plan (devices only).
+func (mr *multiRun) choosePlan(o RunOptions, pr *Prepared, dev gpu.Device, parts int, res *Result, stderr io.Writer) (pl plan.Plan, depth, period int, err error) {
+	m := o.Multi
+	depth = 1
+	if dev != nil {
+		name := o.Plan
+		if name == "" && m.Rank == 0 {
+			name = ChoosePlanName(dev, pr, o.Tune, o.FastMath, stderr)
+		}
+		if mr.coord != nil {
+			// Every process runs rank 0's plan: tuning caches of other hosts may differ, and
+			// the exchange period follows from the plan.
+			b, err := mr.coord.Broadcast([]byte(name))
+			if err != nil {
+				return pl, 0, 0, fmt.Errorf("sharing the plan: %w", err)
+			}
+			name = string(b)
+		}
+		if pl, err = parsePlan(name, pr.Prog, o.FastMath); err != nil {
+			return pl, 0, 0, fmt.Errorf("--plan: %w", err)
+		}
+		if depth, err = decomp.PlanDepth(pr.State, pl); err != nil {
+			return pl, 0, 0, err
+		}
+		props := dev.Props()
+		res.Backend, res.Device, res.Plan, res.FastMath = props.Backend, props.Name, pl.String(), pl.FastMath
+	}
+	period = depth
+	if m.Exchange > 0 {
+		period = m.Exchange
+	} else if dev != nil && dev.Props().Backend == "cuda" && parts > 1 && m.Subdomains == 0 && (m.Split == "" || m.Split == "1d") {
+		period = exchangePeriod(pr, pl, dev, parts, max(m.GPUs, 1), depth)
+	}
+	return pl, depth, period, nil
+}
+
+// layout lays the parts out: rank 0 (or the only process) decides, and every other rank lays
+// them out as rank 0 does (its device profile decides --split auto).
+func (mr *multiRun) layout(m MultiOptions, pr *Prepared, parts, period int, pl plan.Plan, dev gpu.Device) (l *decomp.Layout, chose string, err error) {
+	link := splitLink(m, dev != nil && dev.Props().Backend == "cuda")
+	if mr.coord == nil || m.Rank == 0 {
+		if l, chose, err = splitLayout(m, pr, parts, period, pl, dev, link); err != nil {
+			return nil, "", err
+		}
+	}
+	if mr.coord != nil {
+		var grid []byte
+		if l != nil {
+			rows, cols := l.Grid()
+			grid = fmt.Appendf(nil, "%dx%d", rows, cols)
+		}
+		b, err := mr.coord.Broadcast(grid)
+		if err != nil {
+			return nil, "", fmt.Errorf("sharing the split: %w", err)
+		}
+		m.Split = string(b)
+		if l, _, err = splitLayout(m, pr, parts, period, pl, dev, link); err != nil {
+			return nil, "", err
+		}
+	}
+	return l, chose, nil
+}
+
 // run is runMulti once the options are checked; its errors end the run on every rank.
 func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	m := o.Multi
@@ -407,21 +493,11 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return nil, err
 	}
 	if m.Ranks > 0 {
-		mr.rank = m.Rank
-		jo := decomp.JoinOptions{Timeout: m.Timeout, Secret: m.Secret, RunID: m.RunID,
-			Log:       func(s string) { fmt.Fprintln(stderr, "note: "+s) },
-			OnFailure: func(err error) { mr.onFailure(err, o.Signals, stderr) }}
-		if mr.coord, err = decomp.Connect(m.Coordinator, m.Rank, m.Ranks, jo); err != nil {
+		remove, err := mr.join(&o, stderr)
+		if err != nil {
 			return nil, err
 		}
-		if o.Resume != "" {
-			resume, remove, err := shareCheckpoint(mr.coord, o.Resume)
-			if err != nil {
-				return nil, err
-			}
-			defer remove()
-			o.Resume = resume
-		}
+		defer remove()
 	}
 	copies := 3.0 // the global state, the parts' states and their engines' buffers
 	if o.Verify {
@@ -465,60 +541,13 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		}
 	}
 	res := &Result{Program: pr.Prog.Name, Size: s.Shape, Steps: steps, StartStep: start, Type: pr.Prog.DefaultType.String(), Backend: "cpu", Device: cpuName(), Plan: "cpu engine"}
-	var pl plan.Plan
-	depth := 1
-	if dev != nil {
-		name := o.Plan
-		if name == "" && m.Rank == 0 {
-			name = ChoosePlanName(dev, pr, o.Tune, o.FastMath, stderr)
-		}
-		if mr.coord != nil {
-			// Every process runs rank 0's plan: tuning caches of other hosts may differ, and
-			// the exchange period follows from the plan.
-			b, err := mr.coord.Broadcast([]byte(name))
-			if err != nil {
-				return nil, fmt.Errorf("sharing the plan: %w", err)
-			}
-			name = string(b)
-		}
-		if pl, err = parsePlan(name, pr.Prog, o.FastMath); err != nil {
-			return nil, fmt.Errorf("--plan: %w", err)
-		}
-		if depth, err = decomp.PlanDepth(s, pl); err != nil {
-			return nil, err
-		}
-		props := dev.Props()
-		res.Backend, res.Device, res.Plan, res.FastMath = props.Backend, props.Name, pl.String(), pl.FastMath
+	pl, depth, period, err := mr.choosePlan(o, pr, dev, parts, res, stderr)
+	if err != nil {
+		return nil, err
 	}
-	period := depth
-	if m.Exchange > 0 {
-		period = m.Exchange
-	} else if dev != nil && dev.Props().Backend == "cuda" && parts > 1 && m.Subdomains == 0 && (m.Split == "" || m.Split == "1d") {
-		period = exchangePeriod(pr, pl, dev, parts, max(m.GPUs, 1), depth)
-	}
-	var l *decomp.Layout
-	var chose string
-	link := splitLink(m, dev != nil && dev.Props().Backend == "cuda")
-	if mr.coord == nil || m.Rank == 0 {
-		if l, chose, err = splitLayout(m, pr, parts, period, pl, dev, link); err != nil {
-			return nil, err
-		}
-	}
-	if mr.coord != nil {
-		// Every process lays the parts out as rank 0 does (its device profile decides auto).
-		var grid []byte
-		if l != nil {
-			rows, cols := l.Grid()
-			grid = fmt.Appendf(nil, "%dx%d", rows, cols)
-		}
-		b, err := mr.coord.Broadcast(grid)
-		if err != nil {
-			return nil, fmt.Errorf("sharing the split: %w", err)
-		}
-		m.Split = string(b)
-		if l, _, err = splitLayout(m, pr, parts, period, pl, dev, link); err != nil {
-			return nil, err
-		}
+	l, chose, err := mr.layout(m, pr, parts, period, pl, dev)
+	if err != nil {
+		return nil, err
 	}
 	if mr.coord != nil {
 		// No message of the run is larger than its state: a longer one is refused.

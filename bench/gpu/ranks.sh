@@ -1,0 +1,15 @@
+# ranks.sh, sourced by the multi-GPU scripts: ranks N ARGS... starts N processes of one
+# `tempest run ARGS...` as torchrun starts them (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+# MASTER_PORT; no multi-process flag), rank 0's output on stdout and the others' in
+# $W/rankR.log. It needs T (the binary), W (a scratch folder) and port (advanced by 2 a run).
+ranks() {
+	local n=$1; shift; port=$((port + 2)); local pids=() rc
+	for ((r = 1; r < n; r++)); do
+		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet >"$W/rank$r.log" 2>&1 &
+		pids+=($!)
+	done
+	RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$T" run "$@" --quiet 2>&1
+	rc=$?
+	for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+	return $rc
+}
