@@ -652,6 +652,9 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 				res.Seconds = max(res.Seconds, math.Float64frombits(binary.LittleEndian.Uint64(x)))
 			}
 		}
+		// That was the ranks' last exchange: what follows (rank 0's verification and files)
+		// is local, and a rank that ends now, however it ends, must not stop it.
+		mr.coord.Close()
 	}
 	cells := UpdatedCells(s) * float64(steps)
 	if res.Seconds > 0 {
