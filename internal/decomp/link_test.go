@@ -244,3 +244,24 @@ func TestLoopbackUnlessHost(t *testing.T) {
 		t.Errorf("bindAddr without a colon: %v", err)
 	}
 }
+
+// FuzzAdmit feeds rank 0's side of the handshake whatever a connection may send: it never
+// panics, never admits a hello without the secret's proof, and answers within its deadline.
+func FuzzAdmit(f *testing.F) {
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add(append(magic[:], make([]byte, 72)...))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, hello []byte) {
+		server, client := net.Pipe()
+		defer server.Close()
+		go func() {
+			io.CopyN(io.Discard, client, 56) // the challenge
+			client.Write(hello)
+			client.Close()
+		}()
+		r, err := admit(server, sha256.Sum256(nil), 4, "secret", 200*time.Millisecond)
+		if err == nil {
+			t.Fatalf("admitted rank %d from %q without the secret's proof", r, hello)
+		}
+	})
+}
