@@ -1747,29 +1747,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		body = rimPieces(body, blockAt(chunkDim), kir.I(fastLo), kir.Bin("-", kir.Id("n0"), kir.I(fastHi)))
 	}
 	if pl.Chain {
-		// Chained launches (plan.Chain): wait for the blocks of the launch before that wrote
-		// what this block reads or read what it overwrites, that is within the reach of bt steps
-		// (plus the planes loaded ahead) of its outputs, then signal this block's own.
-		var pos, dims []kir.Expr
-		var reach []int
-		for i := 0; i < d; i++ {
-			pos = append(pos, blockAt(i))
-			dims = append(dims, &kir.Builtin{D: kir.GridDim, Axis: i})
-			if i == chunkDim {
-				m := bt*R + pl.N5DRound(R) + 1
-				reach = append(reach, n5dChainReach(n5dChunkBounds(shape[0], chunk, rimLo, rimHi, rimBlocks), m))
-				continue
-			}
-			a := d - 1 - i
-			out := outSize[a]
-			if shfl && a == X {
-				out *= tiles
-			}
-			reach = append(reach, max(1, ceilDiv(bt*h[a], out)))
-		}
-		wait := &kir.ChainWait{Flags: "chainflags", Wait: kir.Id("chainwait"), Pos: pos, Dims: dims, Reach: reach}
+		reach := n5dChainReaches(lay, pl, shape[0], chunk, rimLo, rimHi, rimBlocks, chunkDim)
+		wait, signal := n5dChain(d, blockAt, reach)
 		pre = append(pre, wait)
-		body = append(body, &kir.ChainSignal{Flags: "chainflags", Epoch: kir.Id("chainepoch"), Pos: pos, Dims: dims})
+		body = append(body, signal)
 		k.Params = append(k.Params, kir.Param{Name: "chainflags", Type: kir.U32, Pointer: true},
 			kir.Param{Name: "chainepoch", Type: kir.U32}, kir.Param{Name: "chainwait", Type: kir.U32})
 		args = append(args, Arg{Kind: ArgChainFlags}, Arg{Kind: ArgChainEpoch}, Arg{Kind: ArgChainWait})
@@ -1779,14 +1760,9 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
 	}
-	var grid [3]int
-	grid[0], grid[1], grid[2] = 1, 1, 1
+	grid := [3]int{1, 1, 1}
 	for a := 1; a < d; a++ {
-		grid[d-1-a] = ceilDiv(shape[a], outSize[a])
-		if a == X {
-			grid[d-1-a] = ceilDiv(grid[d-1-a], tiles)
-		}
-		grid[d-1-a] *= cd[a] // whole clusters: a tile's blocks
+		grid[d-1-a] = lay.Blocks(a, shape[a])
 	}
 	if clustered {
 		k.Cluster = [3]int{1, 1, 1}
@@ -1797,3 +1773,39 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	grid[chunkDim] = N5DChunks(shape[0], chunk, rimLo, rimHi, rimBlocks)
 	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: bt, Shared: shared, Chain: pl.Chain}}, shared, nil
 }
+
+// n5dChainReaches are, per grid dimension, the blocks of the previous chained launch a block
+// waits for (plan.Chain): those that wrote what it reads or read what it overwrites, within
+// the reach of the kernel's steps of its outputs (along the streamed axis, plus the planes
+// loaded ahead, counted in chunks).
+func n5dChainReaches(lay N5DLayout, pl plan.Plan, n0, chunk, rimLo, rimHi int, rimBlocks bool, chunkDim int) []int {
+	var reach []int
+	bt, R := lay.Steps, lay.Reach[0]
+	for i := 0; i < lay.Dims; i++ {
+		if i == chunkDim {
+			m := bt*R + pl.N5DRound(R) + 1
+			reach = append(reach, n5dChainReach(n5dChunkBounds(n0, chunk, rimLo, rimHi, rimBlocks), m))
+			continue
+		}
+		a := lay.Dims - 1 - i
+		out := lay.Out[a]
+		if pl.Shfl && a == lay.X {
+			out *= lay.Tiles
+		}
+		reach = append(reach, max(1, ceilDiv(lay.Steps*lay.Reach[a], out)))
+	}
+	return reach
+}
+
+// n5dChain is a chained launch's wait, at the kernel's start, for the blocks within reach
+// of the launch before, and its signal, at the end, of this block's own completion.
+func n5dChain(d int, blockAt func(int) kir.Expr, reach []int) (wait, signal kir.Stmt) {
+	var pos, dims []kir.Expr
+	for i := 0; i < d; i++ {
+		pos = append(pos, blockAt(i))
+		dims = append(dims, &kir.Builtin{D: kir.GridDim, Axis: i})
+	}
+	return &kir.ChainWait{Flags: "chainflags", Wait: kir.Id("chainwait"), Pos: pos, Dims: dims, Reach: reach},
+		&kir.ChainSignal{Flags: "chainflags", Epoch: kir.Id("chainepoch"), Pos: pos, Dims: dims}
+}
+
