@@ -1702,30 +1702,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	// The planes a chunk keeps from the streaming axis's ends to run without the rim's checks.
 	fastLo, fastHi := n5dRimMargins(p, pl, bt)
 	if n5dHasFastLoop(p) { // nonzero(rim) && !guard
-		// zb >= fastLo and ze <= n0-fastHi, written as reaches from the rim.
-		planes := and(ge(kir.Bin("-", kir.Id("zb"), kir.I(fastLo-rim[0])), kir.I(rim[0])),
-			&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(fastHi-rim[0])), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
-		inside := planes
-		for a := 1; a < d; a++ {
-			lo := tileLo(a)
-			n := kir.Id(fmt.Sprintf("n%d", a))
-			inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(bsize[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
-		}
-		if VW > 1 {
-			// Vector accesses need rows of a multiple of rx cells and aligned buffers. (The
-			// conditions are chained in this order: grouped otherwise, nvcc compiled j3d27pt's
-			// kernel 7% slower on the H100.)
-			n := kir.Id(fmt.Sprintf("n%d", X))
-			aligned := []kir.Expr{&kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)}}
-			for _, u := range p.Updates {
-				for _, role := range []Role{In0, Out0} {
-					aligned = append(aligned, &kir.Aligned{Ptr: bufName(u.Grid, role), Bytes: VW * u.Grid.Type.Size()})
-				}
-			}
-			for _, c := range aligned {
-				inside, planes = and(inside, c), and(planes, c)
-			}
-		}
+		inside, planes := n5dInside(p, pl, lay, rim, tileLo, fastLo, fastHi)
 		// The few blocks on the rim run one phased loop, to keep the code small.
 		var rest []kir.Stmt = []kir.Stmt{rounds(first, end, n5dChecked, phases)}
 		if edges {
@@ -1807,5 +1784,38 @@ func n5dChain(d int, blockAt func(int) kir.Expr, reach []int) (wait, signal kir.
 	}
 	return &kir.ChainWait{Flags: "chainflags", Wait: kir.Id("chainwait"), Pos: pos, Dims: dims, Reach: reach},
 		&kir.ChainSignal{Flags: "chainflags", Epoch: kir.Id("chainepoch"), Pos: pos, Dims: dims}
+}
+
+// n5dInside is the test that lets a block skip the fixed rim's checks, uniform over the block
+// (so the barriers inside both loops are reached by all of its threads): its planes, zb >=
+// fastLo and ze <= n0-fastHi written as reaches from the rim, and its columns, halos included,
+// lie inside the interior (tileLo gives a tile's first cell along an in-plane axis). planes
+// is the first half alone, for the edge loop. Vector accesses add rows of a multiple of rx
+// cells and aligned buffers to both.
+func n5dInside(p *ir.Program, pl plan.Plan, lay N5DLayout, rim []int, tileLo func(int) kir.Expr, fastLo, fastHi int) (inside, planes kir.Expr) {
+	ge := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: ">=", X: x, Y: y} }
+	planes = and(ge(kir.Bin("-", kir.Id("zb"), kir.I(fastLo-rim[0])), kir.I(rim[0])),
+		&kir.Binary{Op: "<=", X: kir.Add(kir.Id("ze"), kir.I(fastHi-rim[0])), Y: kir.Bin("-", kir.Id("n0"), kir.I(rim[0]))})
+	inside = planes
+	for a := 1; a < lay.Dims; a++ {
+		lo := tileLo(a)
+		n := kir.Id(fmt.Sprintf("n%d", a))
+		inside = and(inside, and(ge(lo, kir.I(rim[a])), &kir.Binary{Op: "<=", X: kir.Add(lo, kir.I(lay.BlockCells[a])), Y: kir.Bin("-", n, kir.I(rim[a]))}))
+	}
+	if lay.VW > 1 {
+		// (The conditions are chained in this order: grouped otherwise, nvcc compiled
+		// j3d27pt's kernel 7% slower on the H100.)
+		n := kir.Id(fmt.Sprintf("n%d", lay.X))
+		aligned := []kir.Expr{&kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)}}
+		for _, u := range p.Updates {
+			for _, role := range []Role{In0, Out0} {
+				aligned = append(aligned, &kir.Aligned{Ptr: bufName(u.Grid, role), Bytes: lay.VW * u.Grid.Type.Size()})
+			}
+		}
+		for _, c := range aligned {
+			inside, planes = and(inside, c), and(planes, c)
+		}
+	}
+	return inside, planes
 }
 
