@@ -1818,4 +1818,3 @@ func n5dInside(p *ir.Program, pl plan.Plan, lay N5DLayout, rim []int, tileLo fun
 	}
 	return inside, planes
 }
-
