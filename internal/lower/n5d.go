@@ -582,64 +582,10 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		}
 		return kir.Add(kir.Mul(kc[a], kir.I(bsize[a])), cellLocal(a, c))
 	}
-	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
-	inPlaneReads := map[*ir.Grid]bool{}
-	offPlaneInPlane := false
-	for _, u := range p.Updates {
-		ir.WalkDeep(u.Value, func(e ir.Expr) {
-			if l, ok := e.(*ir.Load); ok && l.G.Update != nil && nonzero(l.Off[1:]) {
-				inPlaneReads[l.G] = true
-				if l.Off[0] != 0 {
-					offPlaneInPlane = true
-				}
-			}
-		})
-	}
-	// Shared rows hold a thread's RX cells either split or side by side. Split: cell i of
-	// every thread lies in the row's i-th run of TX words, so that a warp's accesses to the
-	// same cell of each of its threads are consecutive words (conflict-free). Side by side,
-	// a first-order stencil's single reads across the thread boundary (x-1 of cell 0, x+1
-	// of the last cell) are RX-way bank conflicts, but a thread's cells can be published with
-	// one vector store and pairs of neighbours read with one vector load, which wins where a
-	// cell reads two or more words of a neighbouring thread: reach 2 and more along x, and 3D
-	// boxes, which read whole row segments of the rows above and below. Measured on the H100
-	// (docs/performance.md): split gains 4-11% on the first-order stencils, loses 3-16% on
-	// those others; plan.Split asks for split on them too.
-	TX := bsize[X] / RX
-	split := RX > 1 && !shfl && (pl.Split || h[X] < 2 && !(d == 3 && offPlaneInPlane))
-	// A row clustered along x has gx ghost places on either side for the neighbours' cells
-	// (split: thread places in each run of RS words; side by side: cells). Ghost rows along y
-	// lie in the plane's pad.
-	gx := 0
-	if cd[X] > 1 {
-		gx = h[X]
-		if split {
-			gx = (h[X] + RX - 1) / RX
-		}
-	}
-	RS := TX + 2*gx
-	rowLen := bsize[X] + 2*gx
-	if split {
-		rowLen = RX * RS
-	}
-	if split && d == 3 && TX < 32 && 32%TX == 0 {
-		// A warp spans 32/TX threads' rows, RY rows apart: those start TX banks apart so that
-		// their runs do not share banks (where RY allows).
-		for n := 0; n < 32 && (RY*rowLen)%32 != TX; n++ {
-			rowLen++
-		}
-		if (RY*rowLen)%32 != TX {
-			rowLen = RX * RS
-		}
-	}
-	tstride := make([]int, d)
-	tstride[d-1] = 1
-	for a := d - 2; a >= 1; a-- {
-		tstride[a] = rowLen
-		if a < d-2 {
-			tstride[a] = tstride[a+1] * bsize[a+1]
-		}
-	}
+	sp := n5dPlanesOf(p, pl, lay)
+	inPlaneReads, offPlaneInPlane := sp.inPlaneReads, sp.offPlaneInPlane
+	TX, split, gx, RS, tstride := sp.tx, sp.split, sp.gx, sp.rs, sp.tstride
+	pad, stride := sp.pad, sp.stride
 	// tid is the thread's word in a shared plane: its row and its place in the row's runs.
 	var tid kir.Expr = kir.Add(&kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(gx))
 	if !split {
@@ -648,17 +594,6 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	for a := X - 1; a >= 1; a-- {
 		tid = kir.Add(kir.Mul(local[a], kir.I(tstride[a])), tid)
 	}
-	plane, pad := 1, 0
-	for a := 1; a < d; a++ {
-		if a == X {
-			plane *= rowLen
-		} else {
-			plane *= bsize[a]
-		}
-		pad += h[a] * tstride[a]
-	}
-	pad = (pad + 3) / 4 * 4
-	stride := plane + 2*pad // a shared plane with room for halo threads' reads on both sides
 	decl("tid", kir.I32, tid)
 	// own_i: cell i's column is one this block stores.
 	own := make([]kir.Expr, NC)
@@ -1817,4 +1752,96 @@ func n5dInside(p *ir.Program, pl plan.Plan, lay N5DLayout, rim []int, tileLo fun
 		}
 	}
 	return inside, planes
+}
+
+// n5dPlanes is the shape of a block's shared planes, derived from the layout alone.
+type n5dPlanes struct {
+	// inPlaneReads says which state grids are read at in-plane offsets at all;
+	// offPlaneInPlane, whether any is read at in-plane offsets on other planes.
+	inPlaneReads    map[*ir.Grid]bool
+	offPlaneInPlane bool
+	tx              int  // threads along x
+	split           bool // a thread's cells lie in separate runs of a row (else side by side)
+	gx, rs, rowLen  int  // ghost places on either side of a clustered row, places per run, row length
+	tstride         []int
+	// plane is the words of one plane, pad the room for halo threads' reads on each side,
+	// stride the words from one plane to the next.
+	plane, pad, stride int
+}
+
+// n5dPlanesOf lays out the shared planes of an n5d kernel with layout lay.
+func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
+	d, h, X, RX, RY, bsize, cd := lay.Dims, lay.Reach, lay.X, lay.RX, lay.RY, lay.BlockCells, lay.Cluster
+	shfl := pl.Shfl
+	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
+	inPlaneReads := map[*ir.Grid]bool{}
+	offPlaneInPlane := false
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && l.G.Update != nil && nonzero(l.Off[1:]) {
+				inPlaneReads[l.G] = true
+				if l.Off[0] != 0 {
+					offPlaneInPlane = true
+				}
+			}
+		})
+	}
+	// Shared rows hold a thread's RX cells either split or side by side. Split: cell i of
+	// every thread lies in the row's i-th run of TX words, so that a warp's accesses to the
+	// same cell of each of its threads are consecutive words (conflict-free). Side by side,
+	// a first-order stencil's single reads across the thread boundary (x-1 of cell 0, x+1
+	// of the last cell) are RX-way bank conflicts, but a thread's cells can be published with
+	// one vector store and pairs of neighbours read with one vector load, which wins where a
+	// cell reads two or more words of a neighbouring thread: reach 2 and more along x, and 3D
+	// boxes, which read whole row segments of the rows above and below. Measured on the H100
+	// (docs/performance.md): split gains 4-11% on the first-order stencils, loses 3-16% on
+	// those others; plan.Split asks for split on them too.
+	TX := bsize[X] / RX
+	split := RX > 1 && !shfl && (pl.Split || h[X] < 2 && !(d == 3 && offPlaneInPlane))
+	// A row clustered along x has gx ghost places on either side for the neighbours' cells
+	// (split: thread places in each run of RS words; side by side: cells). Ghost rows along y
+	// lie in the plane's pad.
+	gx := 0
+	if cd[X] > 1 {
+		gx = h[X]
+		if split {
+			gx = (h[X] + RX - 1) / RX
+		}
+	}
+	RS := TX + 2*gx
+	rowLen := bsize[X] + 2*gx
+	if split {
+		rowLen = RX * RS
+	}
+	if split && d == 3 && TX < 32 && 32%TX == 0 {
+		// A warp spans 32/TX threads' rows, RY rows apart: those start TX banks apart so that
+		// their runs do not share banks (where RY allows).
+		for n := 0; n < 32 && (RY*rowLen)%32 != TX; n++ {
+			rowLen++
+		}
+		if (RY*rowLen)%32 != TX {
+			rowLen = RX * RS
+		}
+	}
+	tstride := make([]int, d)
+	tstride[d-1] = 1
+	for a := d - 2; a >= 1; a-- {
+		tstride[a] = rowLen
+		if a < d-2 {
+			tstride[a] = tstride[a+1] * bsize[a+1]
+		}
+	}
+	plane, pad := 1, 0
+	for a := 1; a < d; a++ {
+		if a == X {
+			plane *= rowLen
+		} else {
+			plane *= bsize[a]
+		}
+		pad += h[a] * tstride[a]
+	}
+	pad = (pad + 3) / 4 * 4
+	stride := plane + 2*pad // a shared plane with room for halo threads' reads on both sides
+	return n5dPlanes{inPlaneReads: inPlaneReads, offPlaneInPlane: offPlaneInPlane, tx: TX, split: split, gx: gx, rs: RS,
+		rowLen: rowLen, tstride: tstride, plane: plane, pad: pad, stride: stride}
 }
