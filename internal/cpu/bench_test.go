@@ -8,9 +8,18 @@ import (
 	"tempest/internal/state"
 )
 
-// benchEngine times the CPU engine on the example at path over shape; one iteration is one
-// step, and the rate counts the cells of the interior of width shape-2*rim.
+// benchEngine times the CPU engine, its Go code and its C code, on the example at path over
+// shape; one iteration is one step, and the rate counts the cells of the interior of width
+// shape-2*rim.
 func benchEngine(b *testing.B, path string, shape []int, rim int) {
+	for _, code := range engineCodes {
+		b.Run(code.name, func(b *testing.B) {
+			withCode(b, code.native, func() { benchCode(b, path, shape, rim) })
+		})
+	}
+}
+
+func benchCode(b *testing.B, path string, shape []int, rim int) {
 	p, err := load.File(path, load.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -93,7 +94,40 @@ update a = (a[x+1] * 3 - a[y-1]) / (a % 4) + abs(a) - max(a, a[x-1]) + (-a)`,
 		[][]int{{5, 6}}, 4},
 }
 
+// engineCodes are the two ways the engine computes a step: its Go closures and, where a C
+// compiler exists, the step compiled to C. CI has a compiler, so there the C code may not be
+// skipped.
+var engineCodes = []struct {
+	name   string
+	native bool
+}{{"go", false}, {"c", true}}
+
+// withCode runs f with the engine set to compute as code says, skipping C where this machine
+// has no compiler.
+func withCode(t testing.TB, native bool, f func()) {
+	if native {
+		if _, err := nativeCompiler(); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI must have a C compiler: %v", err)
+			}
+			t.Skipf("no C code here: %v", err)
+		}
+	}
+	old := UseNative
+	UseNative = native
+	defer func() { UseNative = old }()
+	f()
+}
+
 func TestEngineMatchesReference(t *testing.T) {
+	for _, code := range engineCodes {
+		t.Run(code.name, func(t *testing.T) {
+			withCode(t, code.native, func() { matchReference(t, code.native) })
+		})
+	}
+}
+
+func matchReference(t *testing.T, native bool) {
 	for _, pc := range programs {
 		p, err := load.Source(pc.name+".stencil", pc.src, load.Options{})
 		if err != nil {
@@ -109,6 +143,12 @@ func TestEngineMatchesReference(t *testing.T) {
 			ref.Run(want, pc.steps)
 			got := s.Clone()
 			e := New(got)
+			if native && e.nat == nil {
+				t.Fatalf("%s: the step was not compiled to C: %v", pc.name, e.natErr)
+			}
+			if !native && e.nat != nil {
+				t.Fatalf("%s: the step was compiled to C with UseNative off", pc.name)
+			}
 			e.Run(pc.steps, nil)
 			e.Sync()
 			for _, g := range p.Grids {
@@ -140,4 +180,65 @@ func TestChainsCompile(t *testing.T) {
 		t.Fatal("the 5-point sum did not compile to an accumulation chain")
 	}
 	_ = strings.TrimSpace
+}
+
+// Programs whose steps the C code blocks in time (lower.HostBlockable).
+var blockable = []struct {
+	name, src string
+	shapes    [][]int
+}{
+	{"fixed5pt", programs[0].src, [][]int{{17, 23}, {40, 9}, {3, 3}, {2, 5}, {5, 1}}},
+	{"box3d", programs[8].src, [][]int{{13, 6, 7}, {30, 5, 4}, {3, 3, 3}}},
+	{"two-grids-radius2", `axes y, x
+type f64
+param a = 0.1
+input k init 0.1 + 0.01*f64(x % 7) boundary mirror
+state u init rand() boundary fixed
+state v init rand() boundary fixed
+let l = u[y-2] + u[y+2] + u[x-1] + u[x+1] - 4*u + v[y+1, x-2]
+update u = u + k*l*a + 0.001*f64(step % 3) - 0.01*v[y+1]
+update v = 0.5*v + 0.25*(u[y-1] + u[y+2] + v[x+2, y-2]) * k[x+1] / 3 + min(l, 0.5)`,
+		[][]int{{31, 12}, {9, 40}, {5, 5}}},
+}
+
+// TestBlockedStepsMatchReference runs the C code's temporally blocked sweep at several depths,
+// over step counts that leave a remainder, and compares bitwise with the reference.
+func TestBlockedStepsMatchReference(t *testing.T) {
+	withCode(t, true, func() {
+		for _, pc := range blockable {
+			p, err := load.Source(pc.name+".stencil", pc.src, load.Options{})
+			if err != nil {
+				t.Fatalf("%s: %v", pc.name, err)
+			}
+			for _, shape := range pc.shapes {
+				for _, bt := range []int{2, 3, 5} {
+					s, err := state.New(p, shape, state.DefaultParams(p), 3)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ref.Init(s)
+					const steps = 11
+					want := s.Clone()
+					ref.Run(want, steps)
+					got := s.Clone()
+					e := New(got)
+					if e.nat == nil || e.nat.block == 0 {
+						t.Fatalf("%s: no blocked C code: %v", pc.name, e.natErr)
+					}
+					e.nat.bt = bt
+					e.Run(steps, nil)
+					e.Sync()
+					for _, g := range p.Grids {
+						a, b := want.Cur[g.Index].Float64s(), got.Cur[g.Index].Float64s()
+						for i := range a {
+							if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+								t.Errorf("%s %v bt=%d grid %s: cell %d: cpu %v, reference %v", pc.name, shape, bt, g.Name, i, b[i], a[i])
+								break
+							}
+						}
+					}
+				}
+			}
+		}
+	})
 }

@@ -32,6 +32,21 @@ type Engine struct {
 	updates []*ir.Update
 	obs     []*worker // observation workers, compiled on first use
 	obsFns  [][]fn    // per observation worker, per observable
+	// nat is the step compiled to C (nil: the Go closures run it); natErr says why not.
+	nat    *nativeStep
+	natErr error
+}
+
+// Code says what computes the steps, for reports: the C compiler that built them, or the Go
+// code and why no C was built.
+func (e *Engine) Code() string {
+	if e.nat != nil {
+		return e.nat.desc
+	}
+	if e.natErr == nil {
+		return "Go"
+	}
+	return "Go; " + e.natErr.Error()
 }
 
 // worker holds one goroutine's compiled updates and buffers.
@@ -90,6 +105,9 @@ func New(s *state.State) *Engine {
 			w.fns = append(w.fns, c.compileRoot(u.Value))
 		}
 		e.workers = append(e.workers, w)
+	}
+	if UseNative {
+		e.nat, e.natErr = newNative(e)
 	}
 	return e
 }
@@ -164,12 +182,15 @@ func (e *Engine) Sync() {
 	}
 }
 
-// Run advances the state by steps, calling progress (if not nil) after each step.
+// Run advances the state by steps, calling progress (if not nil) after each step or block of
+// steps with the number done.
 func (e *Engine) Run(steps int, progress func(done int)) {
-	for i := 0; i < steps; i++ {
-		e.step()
+	for done := 0; done < steps; {
+		n := e.blockSteps(steps - done)
+		e.advance(n)
+		done += n
 		if progress != nil {
-			progress(i + 1)
+			progress(done)
 		}
 	}
 }
@@ -192,7 +213,10 @@ func hasRim(g *ir.Grid) bool {
 	return false
 }
 
-func (e *Engine) step() {
+func (e *Engine) step() { e.advance(1) }
+
+// advance computes n steps at once: n > 1 only with the C code's temporal blocking.
+func (e *Engine) advance(n int) {
 	p := e.s.Prog
 	if e.s.Steps > 0 {
 		for _, g := range p.Grids {
@@ -215,6 +239,28 @@ func (e *Engine) step() {
 			copyRange(e.next[u.Grid.Index], 0, e.bufs[u.Grid.Index][0], 0, e.pcells)
 		}
 	}
+	switch {
+	case n > 1:
+		e.nat.runBlock(e, n)
+	case e.nat != nil:
+		e.nat.run(e)
+	default:
+		e.runWorkers()
+	}
+	for _, u := range e.updates {
+		gi := u.Grid.Index
+		b := &e.bufs[gi]
+		if u.Grid.Levels > 1 {
+			b[1], b[0], e.next[gi] = b[0], e.next[gi], b[1]
+		} else {
+			b[0], e.next[gi] = e.next[gi], b[0]
+		}
+	}
+	e.s.Steps += n
+}
+
+// runWorkers computes one step with the Go closures, rows in chunks spread over the workers.
+func (e *Engine) runWorkers() {
 	d := len(e.s.Shape)
 	W := e.s.Shape[d-1]
 	chunks := (W + chunk - 1) / chunk
@@ -233,16 +279,6 @@ func (e *Engine) step() {
 		}(w)
 	}
 	wg.Wait()
-	for _, u := range e.updates {
-		gi := u.Grid.Index
-		b := &e.bufs[gi]
-		if u.Grid.Levels > 1 {
-			b[1], b[0], e.next[gi] = b[0], e.next[gi], b[1]
-		} else {
-			b[0], e.next[gi] = e.next[gi], b[0]
-		}
-	}
-	e.s.Steps++
 }
 
 // run evaluates work units [lo, hi): unit = row*chunks + chunk index.
@@ -382,21 +418,46 @@ func (e *Engine) fillIndexed(g *ir.Grid, buf any, base int) {
 }
 
 // fillGeneral fills every ghost cell exactly as the reference reads out-of-domain cells; it is
-// used for grids with constant or edge boundaries.
+// used for grids with constant or edge boundaries. It visits the ghost cells alone: whole rows
+// outside the domain along a slower axis, and the ends of the rows inside it.
 func (e *Engine) fillGeneral(g *ir.Grid, buf any, base int) {
 	d := len(e.s.Shape)
+	W, H := e.s.Shape[d-1], e.halo[d-1]
 	p := make([]int, d)
-	pc := make([]int, d) // padded coordinates
 	q := make([]int, d)
-	for i := 0; i < e.pcells; i++ {
+	rows := e.pcells / e.pshape[d-1]
+	// A value rule that reads neither the cell's coordinates, its nearest value nor the step
+	// has one value per fill: evaluated once, not per ghost cell.
+	uniform := make([]*ir.Value, d)
+	for a, bc := range g.BC {
+		if bc.Kind != ir.Constant && bc.Kind != ir.Edge {
+			continue
+		}
+		varies := false
+		ir.WalkDeep(bc.Value, func(x ir.Expr) {
+			switch x.(type) {
+			case *ir.Coord, *ir.EdgeValue, *ir.Step, *ir.Load:
+				varies = true
+			}
+		})
+		if !varies {
+			v := ref.EvalAt(e.s, bc.Value, make([]int, d), ir.Value{T: g.Type})
+			uniform[a] = &v
+		}
+	}
+	for r := 0; r < rows; r++ {
+		// Padded row r's coordinates along the slower axes, and whether it lies inside.
 		inside := true
-		for a := 0; a < d; a++ {
-			p[a] = pc[a] - e.halo[a]
+		rest := r
+		for a := d - 2; a >= 0; a-- {
+			p[a] = rest%e.pshape[a] - e.halo[a]
+			rest /= e.pshape[a]
 			if p[a] < 0 || p[a] >= e.s.Shape[a] {
 				inside = false
 			}
 		}
-		if !inside {
+		cell := func(x int) {
+			p[d-1] = x
 			valueAxis := -1
 			copy(q, p)
 			for a, n := range e.s.Shape {
@@ -409,24 +470,33 @@ func (e *Engine) fillGeneral(g *ir.Grid, buf any, base int) {
 					valueAxis = a
 				}
 			}
-			src := base
+			src, dst := base, base
 			for a := range q {
 				src += (min(max(q[a], 0), e.s.Shape[a]-1) + e.halo[a]) * e.pstride[a]
+				dst += (p[a] + e.halo[a]) * e.pstride[a]
 			}
-			if valueAxis < 0 {
-				copyRange(buf, base+i, buf, src, 1)
-			} else {
+			switch {
+			case valueAxis < 0:
+				copyRange(buf, dst, buf, src, 1)
+			case uniform[valueAxis] != nil:
+				setAt(buf, dst, *uniform[valueAxis])
+			default:
 				near := getAt(buf, g.Type, src)
 				v := ref.EvalAt(e.s, g.BC[valueAxis].Value, append([]int(nil), q...), near)
-				setAt(buf, base+i, v)
+				setAt(buf, dst, v)
 			}
 		}
-		for a := d - 1; a >= 0; a-- {
-			pc[a]++
-			if pc[a] < e.pshape[a] {
-				break
+		if !inside {
+			for x := -H; x < W+H; x++ {
+				cell(x)
 			}
-			pc[a] = 0
+			continue
+		}
+		for x := -H; x < 0; x++ {
+			cell(x)
+		}
+		for x := W; x < W+H; x++ {
+			cell(x)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -169,7 +168,7 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 			rep.Notes = append(rep.Notes, "no measured profile of this device: roofline and model use estimated rates (run `tempest probe`)")
 		}
 	} else {
-		rep.Backend, rep.Device, rep.Driver, rep.Compiler = "cpu", cpuName(), "-", "Go "+strings.TrimPrefix(runtime.Version(), "go")
+		rep.Backend, rep.Device, rep.Driver, rep.Compiler = "cpu", cpuName(), "-", cpuCompiler()
 		rep.Notes = append(rep.Notes, "CPU engine: no plans, so no naive comparison, model prediction, roofs, scaling or tuning surface")
 		if o.FastMath {
 			rep.FastMath = false

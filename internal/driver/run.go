@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"tempest/internal/gridio"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/native"
 	"tempest/internal/ref"
 	"tempest/internal/state"
 )
@@ -376,6 +378,18 @@ func openBackend(backend, planText string, stderr io.Writer) (gpu.Device, error)
 	return nil, fmt.Errorf("--backend %q: choose auto, cuda, opencl, cpu or ref", backend)
 }
 
+// cpuCompiler says what builds the CPU engine's steps: the C compiler, or Go and why.
+func cpuCompiler() string {
+	if !cpu.UseNative {
+		return "Go " + strings.TrimPrefix(runtime.Version(), "go")
+	}
+	cc, err := native.Find()
+	if err != nil {
+		return "Go " + strings.TrimPrefix(runtime.Version(), "go") + " (" + err.Error() + ")"
+	}
+	return "C: " + cc.Name() + " " + strings.Join(native.Flags[:3], " ")
+}
+
 // cpuFastMathNote says that --fastmath changes nothing on an engine that computes as written.
 func cpuFastMathNote(o RunOptions, engine string, stderr io.Writer) {
 	if o.FastMath {
@@ -454,9 +468,10 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		l.eng = newRefStepper(s)
 	} else {
 		cpuFastMathNote(o, "the CPU engine", stderr)
-		res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine"
-		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device)
-		l.eng = cpuStepper{cpu.New(s)}
+		eng := cpu.New(s)
+		res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine ("+eng.Code()+")"
+		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device, eng.Code())
+		l.eng = cpuStepper{eng}
 	}
 	ss, err := newSession(o, pr, l, true, stdout, stderr)
 	if err != nil {

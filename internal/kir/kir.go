@@ -107,6 +107,9 @@ type (
 		// constant expression to the compiler's front end, which folds it before anything else
 		// runs (plan.ConstSize's sizes).
 		Const bool
+		// Pointer declares a restrict pointer to Type (C for the host only), to const data
+		// with Const: the row of a grid or scratch buffer that a loop reads or writes.
+		Pointer bool
 	}
 	// ArrayDecl declares a fixed-size array in shared or local memory. Align, when positive,
 	// is the array's alignment in bytes: what a VecStore into it needs.

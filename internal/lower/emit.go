@@ -38,6 +38,9 @@ const (
 	ArgChainFlags
 	ArgChainEpoch
 	ArgChainWait
+	// ArgScratch is the host's per-thread scratch of a state grid: Grid (HostKernel.Block's
+	// rings of intermediate rows, HostRingCells elements).
+	ArgScratch
 )
 
 // Arg is one kernel argument, bound by the runner at launch time.
@@ -137,7 +140,10 @@ type emitter struct {
 	// fast divides by constants with one multiplication by the rounded reciprocal, as fast-math
 	// compilation does, instead of the correctly rounded three-operation form.
 	fast bool
-	tmp  int // temporaries declared so far
+	// plainDiv keeps divisions by constants as divisions: on the host they are cheap, and
+	// correctly rounded for subnormal quotients too.
+	plainDiv bool
+	tmp      int // temporaries declared so far
 }
 
 func (em *emitter) idxType() kir.Type {
@@ -211,7 +217,7 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 		if e.T.IsFloat() && e.Op == "%" {
 			return &kir.Call{Fn: "fmod", T: kir.FromIR(e.T), Args: []kir.Expr{x, y}}
 		}
-		if k, ok := e.Y.(*ir.Const); ok && e.Op == "/" && e.T.IsFloat() && em.out != nil {
+		if k, ok := e.Y.(*ir.Const); ok && e.Op == "/" && e.T.IsFloat() && em.out != nil && !em.plainDiv {
 			if q := em.divByConst(x, k.V); q != nil {
 				return q
 			}

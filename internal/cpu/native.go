@@ -1,0 +1,237 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"tempest/internal/ir"
+	"tempest/internal/kir"
+	"tempest/internal/lower"
+	"tempest/internal/native"
+)
+
+// nativeStep is the engine's step compiled to C (lower.LowerHost): the same padded arrays and
+// halos, the update loops built by a C compiler for this processor.
+type nativeStep struct {
+	fn   native.Func
+	args []lower.Arg
+	desc string
+	// block advances several steps per sweep (lower.HostBlockable programs), with blockArgs;
+	// zero where the program cannot be blocked.
+	block     native.Func
+	blockArgs []lower.Arg
+	bt        int     // steps per sweep chosen for this size (1: no blocking)
+	rings     [][]any // per worker, per state grid: scratch of the blocked sweep
+	ringBT    int     // the bt the rings are sized for
+}
+
+// UseNative says whether New compiles the step to C where a compiler exists; tests of the Go
+// code turn it off.
+var UseNative = true
+
+// newNative compiles e's step, or says why it cannot.
+func newNative(e *Engine) (*nativeStep, error) {
+	cc, err := native.Find()
+	if err != nil {
+		return nil, err
+	}
+	hk := lower.LowerHost(e.s.Prog, e.halo)
+	lib, err := cc.Build(kir.PrintC(hk.Module))
+	if err != nil {
+		return nil, err
+	}
+	fn, err := lib.Func(hk.Step.Name)
+	if err != nil {
+		return nil, err
+	}
+	n := &nativeStep{fn: fn, args: hk.Step.Args, desc: "C, " + cc.Name() + " -O3 -march=native", bt: 1}
+	if hk.Block != nil {
+		if n.block, err = lib.Func(hk.Block.Name); err != nil {
+			return nil, err
+		}
+		n.blockArgs = hk.Block.Args
+		n.bt = chooseBT(e)
+		if n.bt > 1 {
+			n.desc += fmt.Sprintf(", %d steps per sweep", n.bt)
+		}
+	}
+	return n, nil
+}
+
+// bufPtr is the address of a padded buffer's first element.
+func bufPtr(b any) int64 {
+	switch b := b.(type) {
+	case []float32:
+		return int64(uintptr(unsafe.Pointer(&b[0])))
+	case []float64:
+		return int64(uintptr(unsafe.Pointer(&b[0])))
+	case []int32:
+		return int64(uintptr(unsafe.Pointer(&b[0])))
+	case []int64:
+		return int64(uintptr(unsafe.Pointer(&b[0])))
+	}
+	panic("internal error: buffer type")
+}
+
+// slots packs the kernel's arguments for this step, leaving the row range (the last two) to
+// the callers.
+func (n *nativeStep) slots(e *Engine, args []lower.Arg, trailing int) []int64 {
+	s := make([]int64, len(args)+trailing)
+	for i, a := range args {
+		switch a.Kind {
+		case lower.ArgBuffer:
+			switch a.Role {
+			case lower.In0:
+				s[i] = bufPtr(e.bufs[a.Grid][0])
+			case lower.In1:
+				s[i] = bufPtr(e.bufs[a.Grid][1])
+			case lower.Out0:
+				s[i] = bufPtr(e.next[a.Grid])
+			default:
+				panic("internal error: host kernel buffer role")
+			}
+		case lower.ArgSize:
+			s[i] = int64(e.s.Shape[a.Axis])
+		case lower.ArgStep:
+			s[i] = int64(e.s.Steps)
+		case lower.ArgLayers:
+			s[i] = int64(e.layers(e.s.Prog.Grids[a.Grid]))
+		case lower.ArgScratch:
+			// Set per worker (runBlock).
+		case lower.ArgParam:
+			v := e.s.Params[a.Param]
+			switch {
+			case v.T == ir.F32:
+				s[i] = int64(math.Float32bits(float32(v.F)))
+			case v.T.IsFloat():
+				s[i] = int64(math.Float64bits(v.F))
+			case v.T.IsInt():
+				s[i] = v.I
+			default:
+				if v.B {
+					s[i] = 1
+				}
+			}
+		default:
+			panic("internal error: host kernel argument kind")
+		}
+	}
+	return s
+}
+
+// run advances every state grid one step: rows are spread over the engine's workers.
+func (n *nativeStep) run(e *Engine) {
+	base := n.slots(e, n.args, 2)
+	d := len(e.s.Shape)
+	rows := e.s.Cells() / e.s.Shape[d-1]
+	nw := min(len(e.workers), rows)
+	var wg sync.WaitGroup
+	for k := 0; k < nw; k++ {
+		lo, hi := rows*k/nw, rows*(k+1)/nw
+		s := append([]int64(nil), base...)
+		s[len(s)-2], s[len(s)-1] = int64(lo), int64(hi)
+		if k == nw-1 {
+			n.fn.Call(s)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.fn.Call(s)
+		}()
+	}
+	wg.Wait()
+	runtime.KeepAlive(e.bufs)
+	runtime.KeepAlive(e.next)
+}
+
+// nativeCompiler is the compiler the engine would use.
+func nativeCompiler() (*native.Compiler, error) { return native.Find() }
+
+// runBlock advances every state grid bt steps in one sweep per worker: each takes an equal
+// range of the slowest axis's slabs (and computes (bt-1)r more on each side, which its
+// neighbours also compute) with rings of its own.
+func (n *nativeStep) runBlock(e *Engine, bt int) {
+	base := n.slots(e, n.blockArgs, 3)
+	rows := e.s.Shape[0]
+	nw := min(len(e.workers), rows)
+	if n.ringBT < bt || len(n.rings) < nw {
+		n.rings = make([][]any, nw)
+		cells := lower.HostRingCells(e.s.Prog, e.halo, e.s.Shape, bt)
+		for k := range n.rings {
+			n.rings[k] = make([]any, len(e.s.Prog.Grids))
+			for _, u := range e.updates {
+				n.rings[k][u.Grid.Index] = newBuf(u.Grid.Type, cells)
+			}
+		}
+		n.ringBT = bt
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < nw; k++ {
+		lo, hi := rows*k/nw, rows*(k+1)/nw
+		s := append([]int64(nil), base...)
+		for i, a := range n.blockArgs {
+			if a.Kind == lower.ArgScratch {
+				s[i] = bufPtr(n.rings[k][a.Grid])
+			}
+		}
+		s[len(s)-3], s[len(s)-2], s[len(s)-1] = int64(bt), int64(lo), int64(hi)
+		if k == nw-1 {
+			n.block.Call(s)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.block.Call(s)
+		}()
+	}
+	wg.Wait()
+	runtime.KeepAlive(e.bufs)
+	runtime.KeepAlive(e.next)
+	runtime.KeepAlive(n.rings)
+}
+
+// blockSteps is how many steps the next advance of at most left steps computes.
+func (e *Engine) blockSteps(left int) int {
+	if e.nat == nil || e.nat.bt <= 1 {
+		return 1
+	}
+	return min(e.nat.bt, left)
+}
+
+// chooseBT picks the steps per sweep of the blocked kernel: TEMPEST_CPU_BT if set, else 8
+// (j2d5pt 4096^2, star2d2r 4096^2 and star3d1r 256^3 ran fastest at 8 or close to it on the
+// project's 2-core machine, docs/performance.md), fewer where a thread's rings would pass
+// ringBudget bytes or its overlap with its neighbours, (bt-1)r slabs on each side, would pass
+// a tenth of its range. Below 3 steps blocking does not pay for its overlap.
+func chooseBT(e *Engine) int {
+	if v, err := strconv.Atoi(os.Getenv(EnvBT)); err == nil && v >= 1 {
+		return v
+	}
+	p := e.s.Prog
+	r := max(p.Reach()[0], 1)
+	rows := e.s.Shape[0] / max(len(e.workers), 1)
+	bt := 8
+	for ; bt >= 3; bt-- {
+		bytes := 0
+		for _, u := range e.updates {
+			bytes += lower.HostRingCells(p, e.halo, e.s.Shape, bt) * u.Grid.Type.Size()
+		}
+		if bytes <= ringBudget && 2*(bt-1)*r*10 <= rows {
+			return bt
+		}
+	}
+	return 1
+}
+
+// EnvBT sets the CPU engine's steps per sweep (1: no temporal blocking).
+const EnvBT = "TEMPEST_CPU_BT"
+
+// ringBudget bounds a thread's rings: they should stay in cache (the outer levels of it).
+const ringBudget = 16 << 20
