@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 
