@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"tempest/internal/ir"
 	"tempest/internal/kir"
@@ -418,759 +417,43 @@ func N5DEdges(p *ir.Program, pl plan.Plan) bool {
 }
 
 func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name string, sizeOnly bool) (builtKernel, int, error) {
-	lay, err := N5DLayoutOf(p, pl, bt)
+	b, err := newN5DBuilder(p, shape, pl, wide, bt, name)
 	if err != nil {
 		return builtKernel{}, 0, err
 	}
-	d, h, X, Y, RX, RY := lay.Dims, lay.Reach, lay.X, lay.Y, lay.RX, lay.RY
-	R := h[0]
-	NC := RX * RY
-	cx := func(c int) int { return c % RX }
-	cy := func(c int) int { return c / RX }
-	shfl := pl.Shfl // validated by lowerN5D: 2D, whole warps per block
-	tiles, block, cd, clustered := lay.Tiles, lay.Block, lay.Cluster, lay.Clustered
-	bsize, outSize, before, VW := lay.BlockCells, lay.Out, lay.Before, lay.VW
-	ps, args := params(p, readRoles)
-	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
+	b.constSizes()
+	b.coordinates()
+	b.owners()
+	b.liveWarps()
+	b.chunkBounds()
+	b.rimColumns()
+	if err := b.streaming(); err != nil {
+		return builtKernel{}, 0, err
 	}
-	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
-	k := &kir.Kernel{Name: name, Params: ps}
-	if bt < pl.BT || pl.Threads() > 512 {
-		// A shallower remainder kernel can take more registers than the main one (grad's
-		// bt=1 kernel 80 against the bt=3 kernel's 64 or fewer, so 1024-thread blocks could not
-		// launch it): launch bounds keep it within the block. Not on the main kernel of up to
-		// 512 threads: there they override the plan's register cap (maxregs) and measured
-		// slower on star3d1r (514 against 574 GCells/s at 512 threads, H100). Main kernels of
-		// 1024 threads need them: deep ones take more than the 64 registers a thread of such a
-		// block can have (star3d1r at bt=5, 64 x 32 cells: 71 registers, and the launch
-		// failed).
-		k.MaxThreads = pl.Threads()
+	b.storage()
+	if err := b.prefetch(); err != nil {
+		return builtKernel{}, 0, err
 	}
-	var body []kir.Stmt
-	decl := func(name string, t kir.Type, init kir.Expr) kir.Expr {
-		body = append(body, &kir.Decl{Name: name, Type: t, Init: init})
-		return kir.Id(name)
-	}
-	// sizes declares the sizes as constants of the kernel (plan.ConstSize; the arguments stay,
-	// unread), ahead of everything else: the pieces of rimcut read n0 outside the body.
-	var sizes []kir.Stmt
-	if pl.ConstSize {
-		for a := range shape {
-			n := fmt.Sprintf("n%d", a)
-			for j := range k.Params {
-				if k.Params[j].Name == n {
-					k.Params[j].Name = n + "_arg"
-				}
-			}
-			sizes = append(sizes, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(shape[a]), Const: true})
-		}
-	}
-	lt := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }
-	ge := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: ">=", X: x, Y: y} }
-	or := func(x, y kir.Expr) kir.Expr {
-		if x == nil {
-			return y
-		}
-		if y == nil {
-			return x
-		}
-		return &kir.Binary{Op: "||", X: x, Y: y}
-	}
-	clamp := func(x kir.Expr, n kir.Expr) kir.Expr {
-		return kir.Min(kir.Max(x, kir.I(0)), kir.Bin("-", n, kir.I(1)))
-	}
-	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i; likewise
-	// its RY rows along y in 3D.
-	// blockAt is the block's index along launch axis i (0 = x): the launch's own, or with
-	// edgesfirst the place the reordering gives it (declared ahead of everything, pre).
-	var pre []kir.Stmt
-	blockAt := func(i int) kir.Expr { return &kir.Builtin{D: kir.BlockIdx, Axis: i} }
-	if pl.EdgesFirst {
-		var at [3]kir.Expr
-		pre, at = edgesFirstBlocks(d)
-		blockAt = func(i int) kir.Expr { return at[i] }
-	}
-	// tileIdx is the tile's index along in-plane axis a.
-	tileIdx := func(a int) kir.Expr {
-		b := blockAt(d - 1 - a)
-		if shfl && a == X {
-			warp := kir.Bin(">>", &kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(5))
-			b = kir.Add(kir.Mul(b, kir.I(tiles)), warp)
-		}
-		return b
-	}
-	// kc[a] is the block's place in its cluster along a (clustered axes only); tileLo is the
-	// first cell of the block's tile.
-	kc := make([]kir.Expr, d)
-	for a := d - 1; a >= 1; a-- {
-		if cd[a] > 1 {
-			kc[a] = decl(fmt.Sprintf("k%d", a), kir.I32, kir.Bin("%", &kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(cd[a])))
-		}
-	}
-	tileLo := func(a int) kir.Expr {
-		if cd[a] == 1 {
-			return kir.Bin("-", kir.Mul(tileIdx(a), kir.I(outSize[a])), kir.I(before[a]))
-		}
-		cl := kir.Bin("/", &kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(cd[a]))
-		return kir.Add(kir.Bin("-", kir.Mul(cl, kir.I(outSize[a])), kir.I(before[a])), kir.Mul(kc[a], kir.I(bsize[a])))
-	}
-	local := make([]kir.Expr, d)
-	col := make([][]kir.Expr, d)  // col[a][i]: cell i's coordinate along a, possibly outside the domain
-	ccol := make([][]kir.Expr, d) // the same clamped into the domain, for loads
-	for a := d - 1; a >= 1; a-- {
-		dim := d - 1 - a
-		n := kir.Id(fmt.Sprintf("n%d", a))
-		cells := 1
-		if a == X {
-			cells = RX
-		} else if a == Y {
-			cells = RY
-		}
-		var l kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: dim}
-		if shfl && a == X {
-			l = kir.Bin("&", l, kir.I(plan.WarpSize-1)) // the lane
-		}
-		if cells > 1 {
-			l = kir.Mul(l, kir.I(cells))
-		}
-		local[a] = decl(fmt.Sprintf("l%d", a), kir.I32, l)
-		base := decl(fmt.Sprintf("c%d", a), kir.I32, kir.Add(tileLo(a), local[a]))
-		for i := 0; i < cells; i++ {
-			ci := base
-			sfx := ""
-			if cells > 1 {
-				sfx = fmt.Sprintf("_%d", i)
-				ci = decl(fmt.Sprintf("c%d%s", a, sfx), kir.I32, kir.Add(base, kir.I(i)))
-			}
-			col[a] = append(col[a], ci)
-			ccol[a] = append(ccol[a], decl(fmt.Sprintf("cc%d%s", a, sfx), kir.I32, clamp(ci, n)))
-		}
-	}
-	// cellOf is cell c's coordinates from cols (col or ccol).
-	cellOf := func(cols [][]kir.Expr, c int) []kir.Expr {
-		out := make([]kir.Expr, d)
-		for a := 1; a < d; a++ {
-			switch {
-			case a == X:
-				out[a] = cols[a][cx(c)]
-			case a == Y:
-				out[a] = cols[a][cy(c)]
-			default:
-				out[a] = cols[a][0]
-			}
-		}
-		return out
-	}
-	// cellLocal is cell c's local coordinate along a.
-	cellLocal := func(a, c int) kir.Expr {
-		switch {
-		case a == X && cx(c) > 0:
-			return kir.Add(local[a], kir.I(cx(c)))
-		case a == Y && cy(c) > 0:
-			return kir.Add(local[a], kir.I(cy(c)))
-		}
-		return local[a]
-	}
-	// tileLocal is cell c's coordinate along a in the cluster's tile (cellLocal without
-	// clusters).
-	tileLocal := func(a, c int) kir.Expr {
-		if cd[a] == 1 {
-			return cellLocal(a, c)
-		}
-		return kir.Add(kir.Mul(kc[a], kir.I(bsize[a])), cellLocal(a, c))
-	}
-	sp := n5dPlanesOf(p, pl, lay)
-	inPlaneReads, offPlaneInPlane := sp.inPlaneReads, sp.offPlaneInPlane
-	TX, split, gx, RS, tstride := sp.tx, sp.split, sp.gx, sp.rs, sp.tstride
-	pad, stride := sp.pad, sp.stride
-	// tid is the thread's word in a shared plane: its row and its place in the row's runs.
-	var tid kir.Expr = kir.Add(&kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(gx))
-	if !split {
-		tid = kir.Add(local[X], kir.I(gx))
-	}
-	for a := X - 1; a >= 1; a-- {
-		tid = kir.Add(kir.Mul(local[a], kir.I(tstride[a])), tid)
-	}
-	decl("tid", kir.I32, tid)
-	// own_i: cell i's column is one this block stores.
-	own := make([]kir.Expr, NC)
-	for i := 0; i < NC; i++ {
-		cell := cellOf(col, i)
-		var o kir.Expr = &kir.BoolLit{V: true}
-		for a := 1; a < d; a++ {
-			n := kir.Id(fmt.Sprintf("n%d", a))
-			li := tileLocal(a, i)
-			o = and(o, and(and(ge(cell[a], kir.I(0)), lt(cell[a], n)), and(ge(li, kir.I(before[a])), lt(li, kir.I(before[a]+outSize[a])))))
-		}
-		own[i] = decl(fmt.Sprintf("own_%d", i), kir.Bool, o)
-	}
-	// live_t: the thread's warp has cells that feed an output at level t (plan.Shrink);
-	// declared only for the levels that leave some warp idle.
-	liveAt := map[int]kir.Expr{}
-	if pl.Shrink {
-		if live, ok := pl.N5DLiveWarps(d, h, bt); ok {
-			var lin kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
-			if d == 3 {
-				lin = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(pl.BX)), lin)
-			}
-			wid := decl("wid", kir.I32, kir.Bin(">>", lin, kir.I(5)))
-			last := (block[0]*block[1]+plan.WarpSize-1)/plan.WarpSize - 1
-			for t, w := range live {
-				var c kir.Expr = &kir.BoolLit{V: true}
-				if w[0] > 0 {
-					c = ge(wid, kir.I(w[0]))
-				}
-				if w[1] < last {
-					c = and(c, lt(wid, kir.I(w[1]+1)))
-				}
-				if _, all := c.(*kir.BoolLit); !all {
-					liveAt[t+1] = decl(fmt.Sprintf("live_%d", t+1), kir.Bool, c)
-				}
-			}
-		}
-	}
-	chunkDim := d - 1
-	// rimCut: the chunk runs in pieces (rimPieces), this one of planes pb .. pe-1.
-	rimCut := pl.RimCut && n5dHasFastLoop(p)
-	// rimBlocks: where the axis has planes between the margins (n0 > lo+hi, a test the
-	// kernel makes, so that it serves every size), chunk 0 is the planes before lo, the last
-	// chunk those from n0-hi on, and the chunks between start at lo, chunk planes each, the
-	// last of them cut at n0-hi; otherwise the chunks are the usual ones.
-	rimLo, rimHi, rimBlocks := N5DRimBlocks(p, pl, bt)
-	switch {
-	case rimCut:
-		decl("zb", kir.I32, kir.Id("pb"))
-		decl("ze", kir.I32, kir.Id("pe"))
-	case rimBlocks:
-		b := blockAt(chunkDim)
-		eq := func(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "==", X: x, Y: y} }
-		cond := func(c, x, y kir.Expr) kir.Expr { return &kir.Cond{C: c, A: x, B: y} }
-		split := decl("rimsplit", kir.Bool, &kir.Binary{Op: ">", X: kir.Id("n0"), Y: kir.I(rimLo + rimHi)})
-		first := eq(b, kir.I(0))
-		last := eq(b, kir.Bin("-", &kir.Builtin{D: kir.GridDim, Axis: chunkDim}, kir.I(1)))
-		top := kir.Bin("-", kir.Id("n0"), kir.I(rimHi))
-		decl("zb", kir.I32, cond(split, cond(first, kir.I(0), cond(last, top, kir.Add(kir.I(rimLo), kir.Mul(kir.Bin("-", b, kir.I(1)), kir.Id("chunk"))))),
-			kir.Mul(b, kir.Id("chunk"))))
-		decl("ze", kir.I32, cond(split, cond(first, kir.I(rimLo), cond(last, kir.Id("n0"), kir.Min(kir.Add(kir.I(rimLo), kir.Mul(b, kir.Id("chunk"))), top))),
-			kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0"))))
-	default:
-		decl("zb", kir.I32, kir.Mul(blockAt(chunkDim), kir.Id("chunk")))
-		decl("ze", kir.I32, kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")))
-	}
-	// rimc_<g>_i: cell i's column lies in g's fixed rim (or outside the domain).
-	rimCol := map[*ir.Grid][]kir.Expr{}
-	for _, u := range p.Updates {
-		g := u.Grid
-		for i := 0; i < NC; i++ {
-			cell := cellOf(col, i)
-			var rc kir.Expr
-			for a := 1; a < d; a++ {
-				if g.Rim[a] > 0 {
-					n := kir.Id(fmt.Sprintf("n%d", a))
-					rc = or(rc, or(lt(cell[a], kir.I(g.Rim[a])), ge(cell[a], kir.Bin("-", n, kir.I(g.Rim[a])))))
-				}
-			}
-			if rc != nil {
-				rimCol[g] = append(rimCol[g], decl(fmt.Sprintf("rimc_%s_%d", g.Name, i), kir.Bool, rc))
-			}
-		}
-	}
-	rimAt := func(g *ir.Grid, m kir.Expr, i int) kir.Expr {
-		var r kir.Expr
-		if g.Rim[0] > 0 {
-			r = or(lt(m, kir.I(g.Rim[0])), ge(m, kir.Bin("-", kir.Id("n0"), kir.I(g.Rim[0]))))
-		}
-		if rc := rimCol[g]; rc != nil {
-			r = or(rc[i], r)
-		}
-		return r
-	}
-	// newEm is an emitter for cells at coords (step: steps done before the level).
-	newEm := func(coords []kir.Expr, step kir.Expr, out *[]kir.Stmt) *emitter {
-		return &emitter{p: p, wide: wide, fast: pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: out}
-	}
-	em0 := newEm(nil, nil, nil)
-	// inputAt reads plane z of g's input at cell i's column as it is (z inside the domain).
-	inputAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr {
-		pos := cellOf(ccol, i)
-		pos[0] = z
-		return kir.At(bufName(g, In0), em0.linear(pos, nil))
-	}
-	// loadAt reads plane z (clamped into the domain) of g's input at cell i's column.
-	loadAt := func(g *ir.Grid, z kir.Expr, i int) kir.Expr { return inputAt(g, clamp(z, kir.Id("n0")), i) }
-
-	// Guard-free halo threads need every read to come from registers or shared memory.
-	guard := n5dGuarded(p)
-	sums, assoc := n5dAssociative(p)
-	assoc = assoc && n5dPartialSums(p)
-	if N5DRound(p, pl)%2 != 0 && !N5DShortRound(p) {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: %s reads other planes' in-plane neighbours without partial sums, so each level keeps a ring of every plane, which a round of %d planes cannot hold (a plane is refilled while its neighbours still read it); drop unroll", pl, p.Name, N5DRound(p, pl))
-	}
-
-	// One element type for every state grid: all planes live in one dynamic shared array, so
-	// blocks may use the opt-in maximum (227 KB on Hopper) rather than 48 KB of static arrays.
-	var shType ir.Type
-	for i, u := range p.Updates {
-		if i == 0 {
-			shType = u.Grid.Type
-		} else if u.Grid.Type != shType {
-			return builtKernel{}, 0, fmt.Errorf("plan %s: n5d needs state grids of one element type (%s is %s, %s is %s)", pl, p.Updates[0].Grid.Name, shType, u.Grid.Name, u.Grid.Type)
-		}
-	}
-	U := 2*R + 1
-	copies := N5DRound(p, pl)
-	dbl := pl.N5DPlanes(R) // the planes of windows that would be double-buffered
-	// wave: levels run deepest first, each one plane further behind the level below (lag
-	// R+1 instead of R), so that all of them read shared planes published in the previous
-	// copy and one barrier per plane suffices (Schafer and Fey's pipelined wavefront).
-	wave := pl.Wave
-	L := pl.N5DLag(R)
-	// ascend: wave order with the levels lowest first, each R planes behind the level below
-	// and reading the plane it published R copies earlier (plan.Ascend): stars only, whose
-	// levels read in-plane neighbours on the centre plane alone.
-	ascend := wave && pl.Ascend
-	if ascend && offPlaneInPlane {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: ascend reads each level's in-plane neighbours on the centre plane only, R planes after it was published, but %s reads in-plane neighbours on other planes too (a box); drop ascend", pl, p.Name)
-	}
-	dName := func(g *ir.Grid, lv, i int) string { return fmt.Sprintf("d_%s_%d_%d", g.Name, lv, i) }
-	if wave && assoc {
-		for _, u := range p.Updates {
-			for lv := 0; lv < bt; lv++ {
-				for i := 0; i < NC; i++ {
-					decl(dName(u.Grid, lv, i), kir.FromIR(u.Grid.Type), zeroOf(kir.FromIR(u.Grid.Type)))
-				}
-			}
-		}
-	}
-	// Stars with asynchronous copies (async=D) take them straight into level 0's shared
-	// planes: a ring of ringWin planes in the planes' own layout, which level 1 reads for all
-	// its inputs, the column above and below included, so that level 0 keeps no register
-	// queue, stores nothing and reads nothing back. Each thread copies its own cells; level 1
-	// reads them after the plane's barrier (each thread waits for its own copies before it),
-	// and a slot is refilled only once no level reads it in the same copy: D planes ahead of
-	// the newest, behind the oldest that level 1 reads (lag L, reach R), so at least D+L+R+1
-	// planes, and a divisor of the round for static slots. Other stencils, and depths with no
-	// such divisor, copy into a ring of their own (below).
-	ringWin := 0
-	if !assoc && !offPlaneInPlane && !shfl {
-		ringWin = pl.N5DStarRing(R, copies)
-	}
-	type window struct {
-		queue [][]string // queue[k][i]: register k of cell i's queue of U planes (not in assoc mode)
-		sh    int        // element offset of its planes in smem
-		ring  int        // shared planes: 0, dbl (2: double-buffered, or U), the round or ringWin
-		every bool       // the ring holds every plane (the round or ringWin), not only the latest
-	}
-	shElems, shared := 0, 0
-	win := map[[2]int]*window{}
-	for _, u := range p.Updates {
-		g := u.Grid
-		t := kir.FromIR(g.Type)
-		for lv := 0; lv < bt; lv++ {
-			w := &window{}
-			if !assoc && !(lv == 0 && ringWin > 0) {
-				for k := 0; k < U; k++ {
-					var regs []string
-					for i := 0; i < NC; i++ {
-						nm := fmt.Sprintf("q_%s_%d_%d_%d", g.Name, lv, k, i)
-						regs = append(regs, nm)
-						decl(nm, t, zeroOf(t))
-					}
-					w.queue = append(w.queue, regs)
-				}
-			}
-			switch {
-			case lv == 0 && ringWin > 0:
-				w.ring, w.every = ringWin, true
-			case !inPlaneReads[g] || shfl:
-			case assoc:
-				w.ring = dbl
-			case offPlaneInPlane:
-				w.ring, w.every = copies, true
-			default:
-				w.ring = dbl
-			}
-			if w.ring > 0 {
-				w.sh = shElems
-				shElems += w.ring * stride
-				shared += w.ring * stride * g.Type.Size()
-			}
-			win[[2]int{g.Index, lv}] = w
-		}
-	}
-	accName := func(g *ir.Grid, t, k, i int) string { return fmt.Sprintf("acc_%s_%d_%d_%d", g.Name, t, k, i) }
-	if assoc {
-		for _, u := range p.Updates {
-			t := kir.FromIR(u.Value.Type())
-			for lv := 1; lv <= bt; lv++ {
-				for k := 0; k < U; k++ {
-					for i := 0; i < NC; i++ {
-						decl(accName(u.Grid, lv, k, i), t, zeroOf(t))
-					}
-				}
-			}
-		}
-	}
-	// The prefetch: PD planes in flight per cell, plane x in register x mod PD (static, since
-	// PD divides the 2U copies of a round), so a load has PD planes of work to arrive in.
-	PD := n5dPrefetch(pl)
-	if copies%PD != 0 {
-		var fits []string
-		for _, f := range []int{1, 2, 3, 5} {
-			if copies%f == 0 {
-				fits = append(fits, fmt.Sprintf("pf=%d", f))
-			}
-		}
-		return builtKernel{}, 0, fmt.Errorf("plan %s: the prefetch distance pf must divide the %d planes of an unrolled round (reach %d along %s); try %s", pl, copies, R, p.Axes[0], strings.Join(fits, " or "))
-	}
-	pfName := func(g *ir.Grid, k, i int) string {
-		if PD == 1 {
-			return fmt.Sprintf("pf_%s_%d", g.Name, i)
-		}
-		return fmt.Sprintf("pf_%s_%d_%d", g.Name, k, i)
-	}
-	// pushes[i] is where cell i's published values go besides its own word: the ghost words
-	// of each neighbouring block of the cluster that reads the cell (a direction e per
-	// clustered axis, diagonals only where some read is diagonal), under a flag that holds
-	// for the threads within reach of that shared edge.
-	type push struct {
-		flag, base string
-		shift      int // the cell's word in the neighbour's plane, from its own word
-	}
-	pushes := make([][]push, NC)
-	if clustered && shElems > 0 {
-		var offs [][]int
-		for _, u := range p.Updates {
-			ir.WalkDeep(u.Value, func(e ir.Expr) {
-				if l, ok := e.(*ir.Load); ok && l.G.Update != nil && l.Layer == nil && nonzero(l.Off[1:]) {
-					offs = append(offs, l.Off)
-				}
-			})
-		}
-		axes := []int{X}
-		if d == 3 {
-			axes = []int{Y, X}
-		}
-		n := 0
-		for _, e := range pl.ClusterPushes(d, offs) {
-			// The neighbour's rank (x fastest) and where the cell lies in its plane.
-			var rank kir.Expr = kir.I(0)
-			shift := 0
-			for _, a := range axes {
-				if cd[a] == 1 {
-					continue
-				}
-				var ka kir.Expr = kc[a]
-				if e[a] != 0 {
-					ka = kir.Bin("%", kir.Add(kc[a], kir.I(e[a]+cd[a])), kir.I(cd[a]))
-				}
-				if a == X {
-					rank = kir.Add(rank, ka)
-				} else {
-					rank = kir.Add(rank, kir.Mul(ka, kir.I(cd[X])))
-				}
-				switch {
-				case a == X && split:
-					shift -= e[a] * TX
-				case a == X:
-					shift -= e[a] * bsize[X]
-				default:
-					shift -= e[a] * bsize[a] * tstride[a]
-				}
-			}
-			base := fmt.Sprintf("rb_%d", n)
-			decl(base, kir.U32, &kir.ClusterAddr{Rank: rank})
-			for i := 0; i < NC; i++ {
-				var cond kir.Expr = &kir.BoolLit{V: true}
-				possible := true
-				for _, a := range axes {
-					if e[a] == 0 {
-						continue
-					}
-					lo, hi := cx(i), (TX-1)*RX+cx(i)
-					if a != X {
-						lo, hi = cy(i), (block[d-1-a]-1)*RY+cy(i)
-					}
-					li := cellLocal(a, i)
-					if e[a] < 0 {
-						possible = possible && lo < h[a]
-						cond = and(cond, and(&kir.Binary{Op: ">", X: kc[a], Y: kir.I(0)}, lt(li, kir.I(h[a]))))
-					} else {
-						possible = possible && hi >= bsize[a]-h[a]
-						cond = and(cond, and(lt(kc[a], kir.I(cd[a]-1)), ge(li, kir.I(bsize[a]-h[a]))))
-					}
-				}
-				if possible {
-					flag := fmt.Sprintf("push_%d_%d", n, i)
-					decl(flag, kir.Bool, cond)
-					pushes[i] = append(pushes[i], push{flag: flag, base: base, shift: shift})
-				}
-			}
-			n++
-		}
-	}
-	// smemAt addresses the word that cell i's neighbour at in-plane offset off (nil: the
-	// cell itself) has in a window's slot. Cell i + dx of the thread is cell (i+dx) mod RX of
-	// the thread floor((i+dx) / RX) places along: both static, so the address is tid plus a
-	// constant. Reads that leave the row land in the pad or a neighbouring row: only halo
-	// cells, whose results no output uses, make them.
-	smemWord := func(w *window, slot, i int, off []int) int {
-		o := 0
-		j := cx(i)
-		o += cy(i) * tstride[Y] // the cell's row among the thread's RY rows (none in 2D)
-		if off != nil {
-			for a := 1; a < X; a++ {
-				o += off[a] * tstride[a]
-			}
-			j += off[X]
-		}
-		if !split {
-			o += j
-		} else {
-			o += mod(j, RX)*RS + (j-mod(j, RX))/RX
-		}
-		return w.sh + slot*stride + pad + o
-	}
-	// Async: instead of prefetch registers, a ring of S >= D+1 shared planes per state grid
-	// (plan.N5DRing) that asynchronous copies fill D planes ahead. Plane first+x (first: the
-	// loop's first plane) lives in slot x mod S, static since S divides the round. Each thread
-	// copies and
-	// reads only its own cells, so the ring needs no barrier: the thread's own wait makes its
-	// copies visible to it. A slot is refilled at least one copy after it was read (the copy
-	// for plane jr+D goes to the slot of plane jr+D-S), with the plane's barrier between them
-	// where the kernel has shared planes. A thread's cells lie in runs of VW, each run of every thread
-	// side by side, so that a run is one aligned 4-, 8- or 16-byte copy and one vector read
-	// (whole rows of a warp: no bank conflicts beyond the vector's own phases).
-	D, S := pl.Async, pl.N5DRing(copies)
-	if ringWin > 0 {
-		S = ringWin
-	}
-	if D >= copies {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round; use async=%d or less", pl, D, copies, copies-1)
-	}
-	if D > 0 && clustered {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: async and clusters (cx, cy) do not combine; give one of them", pl)
-	}
-	if D > 0 && PD > 1 {
-		return builtKernel{}, 0, fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
-	}
-	windows := shElems > 0           // shared planes that other threads read: barriers
-	private := D > 0 && ringWin == 0 // the copies' own ring
-	// edges: blocks on an in-plane edge whose planes are inside run the edge loop (plan.Edges).
-	edges := pl.Edges && N5DEdges(p, pl)
-	// runOf is the clamped position of the aligned run of VW cells that starts at cell i (edge
-	// loop): a run lies wholly inside or wholly outside the domain (rows of a multiple of VW
-	// cells), so the clamped run is in the domain and aligned.
-	runCol := map[int]kir.Expr{}
-	if edges && VW > 1 {
-		n := kir.Id(fmt.Sprintf("n%d", X))
-		for i := 0; i < RX; i += VW {
-			hi := kir.Bin("-", n, kir.I(VW))
-			runCol[i] = decl(fmt.Sprintf("cv%d_%d", X, i), kir.I32, kir.Min(kir.Max(col[X][i], kir.I(0)), hi))
-		}
-	}
-	runOf := func(i int) []kir.Expr {
-		pos := cellOf(ccol, i)
-		pos[X] = runCol[cx(i)]
-		return pos
-	}
-	// runAt is the position of the aligned run of VW cells that starts at cell i, as a vector
-	// access takes it: as it is in blocks inside the interior, clamped (runOf) in the edge loop.
-	runAt := func(i int, edge bool) []kir.Expr {
-		if edge {
-			return runOf(i)
-		}
-		return cellOf(col, i)
-	}
-	threads := block[0] * block[1]
-	ringPlane := NC * threads
-	ringOf := map[*ir.Grid]int{}
-	for n, u := range p.Updates {
-		ringOf[u.Grid] = n
-	}
-	// ringOff is cell i's element in slot slot of g's ring, past the thread's first one.
-	ringOff := func(g *ir.Grid, slot, i int) int {
-		return ringOf[g]*S*ringPlane + slot*ringPlane + i/VW*threads*VW + i%VW
-	}
-	ringBase := 0
-	ringAt := func(g *ir.Grid, slot, i int) kir.Expr {
-		return kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase+ringOff(g, slot, i)))
-	}
-	if private {
-		// The ring starts 16-byte aligned (the dynamic array is), for 16-byte copies.
-		al := max(16/shType.Size(), 1)
-		shElems = (shElems + al - 1) / al * al
-		ringBase = shElems
-		shElems += len(p.Updates) * S * ringPlane
-		shared = shElems * shType.Size()
-		var tl kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
-		if d == 3 {
-			tl = kir.Add(kir.Mul(&kir.Builtin{D: kir.ThreadIdx, Axis: 1}, kir.I(block[0])), tl)
-		}
-		decl("tlin", kir.I32, tl)
-		// The copies address the ring from the thread's first element: one 32-bit register.
-		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Add(kir.Mul(kir.Id("tlin"), kir.I(VW)), kir.I(ringBase))})
+	b.clusterPushes()
+	if err := b.asyncRing(); err != nil {
+		return builtKernel{}, 0, err
 	}
 	if sizeOnly {
-		return builtKernel{}, shared, nil // nothing below fails or changes the shared memory
+		return builtKernel{}, b.shared, nil // nothing below fails or changes the shared memory
 	}
-	// loadIdx is the element of g's input holding plane z (clamped into the domain) at cell
-	// i's column: clamped for a scalar access (w == 1), the run's position (runAt) for a vector
-	// of w cells.
-	loadIdx := func(z kir.Expr, i, w int, edge bool) kir.Expr {
-		pos := cellOf(ccol, i)
-		if w > 1 {
-			pos = runAt(i, edge)
-		}
-		pos[0] = clamp(z, kir.Id("n0"))
-		return em0.linear(pos, nil)
-	}
-	// asyncPlane copies plane z of every state grid into ring slot slot and commits it as one
-	// group. The edge loop's vector copies take each run from its clamped position, as its
-	// vector loads do: a run outside the domain then copies an in-domain run, whose values
-	// feed only rim cells.
-	asyncPlane := func(z kir.Expr, slot int, vec, edge bool) []kir.Stmt {
-		var out []kir.Stmt
-		for _, u := range p.Updates {
-			g := u.Grid
-			w := 1
-			if vec && private {
-				w = VW
-			}
-			for i := 0; i < NC; i += w {
-				var dst int
-				if private {
-					dst = ringOff(g, slot, i)
-				} else {
-					dst = smemWord(win[[2]int{g.Index, 0}], slot, i, nil)
-				}
-				out = append(out, &kir.AsyncCopy{T: kir.FromIR(g.Type), Width: w, Src: bufName(g, In0), SrcIdx: loadIdx(z, i, w, edge), IdxType: em0.idxType(), DstBase: "sring", DstIdx: kir.I(dst)})
-			}
-		}
-		return append(out, &kir.AsyncCommit{})
-	}
-	if D > 0 && !private {
-		// The copies address level 0's planes from the thread's word in them.
-		body = append(body, &kir.SharedBase{Name: "sring", Idx: kir.Id("tid")})
-	}
-	if D > 0 {
-		for k := 0; k < D; k++ {
-			body = append(body, asyncPlane(kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), k, false, false)...)
-		}
-	} else {
-		for _, u := range p.Updates {
-			for k := 0; k < PD; k++ {
-				for i := 0; i < NC; i++ {
-					decl(pfName(u.Grid, k, i), kir.FromIR(u.Grid.Type), loadAt(u.Grid, kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(R, L, bt)-k)), i))
-				}
-			}
-		}
-	}
-	smemAt := func(w *window, slot, i int, off []int) kir.Expr {
-		return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(smemWord(w, slot, i, off))))
-	}
-	// publish stores cell i's value v of a level into its word of a window's slot and, in a
-	// cluster, into the ghost words of the neighbouring blocks that read it (pushes[i]).
-	publish := func(w *window, slot, i int, v kir.Expr) []kir.Stmt {
-		word := smemWord(w, slot, i, nil)
-		out := []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.Id("tid"), kir.I(word))), v)}
-		for _, ps := range pushes[i] {
-			st := &kir.ClusterStore{Base: kir.Id(ps.base), Idx: kir.Add(kir.Id("tid"), kir.I(word+ps.shift)), T: kir.FromIR(shType), Val: v}
-			out = append(out, &kir.If{Cond: kir.Id(ps.flag), Then: []kir.Stmt{st}})
-		}
-		return out
-	}
-	// inThread says a read at l's in-plane offset from cell i lands on the thread's own cell
-	// i+dx (same row, x offset only), whose value is in a register.
-	inThread := func(l *ir.Load, i int) (int, bool) {
-		jy := cy(i)
-		for a := 1; a < X; a++ {
-			if a == Y {
-				jy += l.Off[a]
-			} else if l.Off[a] != 0 {
-				return 0, false
-			}
-		}
-		j := cx(i) + l.Off[X]
-		return jy*RX + j, j >= 0 && j < RX && jy >= 0 && jy < RY
-	}
-	// read[i] says another thread reads cell i of a state grid's shared plane. Where the
-	// levels keep register queues, a thread reads its own cells from registers, so a cell
-	// no neighbour reaches is never published: with rx = 4 and reach 1 along x, the two
-	// middle cells of a 2D thread (half its shared stores). In a cluster every cell is
-	// published, as its pushes to the neighbours' ghost words are (pushes exist only there).
-	read := make([]bool, NC)
-	for _, u := range p.Updates {
-		ir.WalkDeep(u.Value, func(e ir.Expr) {
-			l, ok := e.(*ir.Load)
-			if !ok || l.G.Update == nil || !nonzero(l.Off[1:]) {
-				return
-			}
-			for i := 0; i < NC; i++ {
-				if _, own := inThread(l, i); own {
-					continue
-				}
-				ty := cy(i)
-				if RY > 1 {
-					ty = mod(ty+l.Off[Y], RY)
-				}
-				read[ty*RX+mod(cx(i)+l.Off[X], RX)] = true
-			}
-		})
-	}
-	for i := range read {
-		read[i] = read[i] || clustered
-	}
-	// enter puts cell i's value v of plane x (its place in the round) of a level into the
-	// level's register queue and, where other threads read it, its shared window: the newest
-	// plane into a ring of every plane (or, with ascend, the plane the level above reads R
-	// copies later); with two double-buffered planes the queue's centre, the plane the level
-	// above computes next (partial sums publish the newest).
-	enter := func(w *window, x, i int, v kir.Expr) []kir.Stmt {
-		var out []kir.Stmt
-		if !assoc {
-			out = append(out, kir.Set(kir.Id(w.queue[mod(x, U)][i]), v))
-		}
-		switch {
-		case w.ring == 0:
-		case ascend:
-			if read[i] {
-				out = append(out, publish(w, mod(x, w.ring), i, v)...)
-			}
-		case w.ring == 2:
-			if assoc {
-				out = append(out, publish(w, mod(x, w.ring), i, v)...)
-			} else if read[i] {
-				out = append(out, publish(w, mod(x-R, w.ring), i, kir.Id(w.queue[mod(x-R, U)][i]))...)
-			}
-		default:
-			out = append(out, publish(w, mod(x, w.ring), i, v)...)
-		}
-		return out
-	}
-	vName := func(g *ir.Grid, t, i int) string { return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i) }
-	// across says which cell of which neighbouring lane a read at l's x offset from cell i
-	// lands on, when not on the thread's own cells (shfl).
-	across := func(l *ir.Load, i int) (cell, lanes int) {
-		j := i + l.Off[X]
-		cell = mod(j, RX)
-		return cell, (j - cell) / RX // floor(j / RX)
-	}
-
-	// Level t's plane m_t is needed for the block's output from zb-R(bt-t) to ze+R(bt-t)-1;
-	// with partial sums its accumulators fill 2R planes ahead of the first output.
-	slack := 0
-	if assoc {
-		slack = 2 * R
-	}
-	// active is level t's condition in the head and tail phases (uniform over the block):
-	// outside it the level's planes feed no output, so it is skipped.
-	active := func(t int, row kir.Expr) kir.Expr {
-		return and(ge(row, kir.Bin("-", kir.Id("zb"), kir.I(R*(bt-t)+slack))), lt(row, kir.Add(kir.Id("ze"), kir.I(R*(bt-t)))))
-	}
+	b.firstLoads()
+	b.readCells()
+	lay, k, args, chunk := b.lay, b.k, b.args, b.chunk
+	d, h, X, Y, R, NC, VW := lay.Dims, lay.Reach, lay.X, lay.Y, b.R, b.NC, lay.VW
+	shfl, block, cd, bsize, clustered := pl.Shfl, lay.Block, lay.Cluster, lay.BlockCells, lay.Clustered
+	cx, cy, cellOf, tileLocal, tileLo, blockAt, newEm, em0 := b.cx, b.cy, b.cellOf, b.tileLocal, b.tileLo, b.blockAt, b.newEm, b.em0
+	col, decl, inputAt, loadAt, liveAt := b.col, b.decl, b.inputAt, b.loadAt, b.liveAt
+	guard, sums, assoc, copies, wave, L, ascend := b.guard, b.sums, b.assoc, b.copies, b.wave, b.L, b.ascend
+	dName, accName, vName, pfName, win, PD := b.dName, b.accName, b.vName, b.pfName, b.win, b.PD
+	smemAt, inThread, enter, across, slack, active := b.smemAt, b.inThread, b.enter, b.across, b.slack(), b.active
+	D, S, ringWin, windows, runAt, ringAt, asyncPlane := b.D, b.S, b.ringWin, b.windows, b.runAt, b.ringAt, b.asyncPlane
+	edges, rimCut, rimLo, rimHi, rimBlocks, chunkDim := b.edges, b.rimCut, b.rimLo, b.rimHi, b.rimBlocks, b.chunkDim()
+	shType, shared, U, shElems := b.shType, b.shared, b.U, b.shElems
 	// bodyAt is copy r of the loop body: plane jr = j + r enters level 0. Plane (j + x) of
 	// any level lives in register x mod U of its queue or accumulators and shared slot
 	// x mod ring, all static because j advances by a multiple of 2U. phased copies run a
@@ -1178,19 +461,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	bodyAt := func(r int, mode n5dMode, phased bool) []kir.Stmt {
 		// Blocks of aligned rows without per-plane checks load and store vectors.
 		vec := mode != n5dChecked && VW > 1
-		rimAt := rimAt
-		switch mode {
-		case n5dFast:
-			rimAt = func(*ir.Grid, kir.Expr, int) kir.Expr { return nil }
-		case n5dEdge:
-			// The block's planes are inside: only the columns' rim is left.
-			rimAt = func(g *ir.Grid, _ kir.Expr, i int) kir.Expr {
-				if rc := rimCol[g]; rc != nil {
-					return rc[i]
-				}
-				return nil
-			}
-		}
+		rimAt := func(g *ir.Grid, m kir.Expr, i int) kir.Expr { return b.rimAt(mode, g, m, i) }
 		var loop []kir.Stmt
 		// late is what clustered wave-order copies run between the arrive and the wait of
 		// their cluster barrier: the next plane's global loads and the deepest level's global
@@ -1632,7 +903,7 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 		// Every block of the cluster must have started before any stores into its shared
 		// memory. (Blocks of a cluster may take different branches below: each runs the same
 		// rounds, so they meet at the same cluster barriers.)
-		body = append(body, &kir.Barrier{Cluster: true})
+		b.body = append(b.body, &kir.Barrier{Cluster: true})
 	}
 	// The planes a chunk keeps from the streaming axis's ends to run without the rim's checks.
 	fastLo, fastHi := n5dRimMargins(p, pl, bt)
@@ -1645,30 +916,30 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 			// AN5D's sizes) run one unguarded loop with selects for their rim columns.
 			rest = []kir.Stmt{&kir.If{Cond: planes, Then: []kir.Stmt{rounds(first, end, n5dEdge, false)}, Else: rest}}
 		}
-		body = append(body, &kir.If{Cond: inside, Then: loop(n5dFast), Else: rest})
+		b.body = append(b.body, &kir.If{Cond: inside, Then: loop(n5dFast), Else: rest})
 	} else {
-		body = append(body, loop(n5dChecked)...)
+		b.body = append(b.body, loop(n5dChecked)...)
 	}
 	if D > 0 {
 		// Nothing may land in shared memory after the block has left it.
-		body = append(body, &kir.AsyncWait{Pending: 0})
+		b.body = append(b.body, &kir.AsyncWait{Pending: 0})
 	}
 	if rimCut {
 		// The pieces' bounds are the first and last planes of a chunk that the test above
 		// lets run without the rim's checks.
-		body = rimPieces(body, blockAt(chunkDim), kir.I(fastLo), kir.Bin("-", kir.Id("n0"), kir.I(fastHi)))
+		b.body = rimPieces(b.body, blockAt(chunkDim), kir.I(fastLo), kir.Bin("-", kir.Id("n0"), kir.I(fastHi)))
 	}
 	if pl.Chain {
 		reach := n5dChainReaches(lay, pl, shape[0], chunk, rimLo, rimHi, rimBlocks, chunkDim)
 		wait, signal := n5dChain(d, blockAt, reach)
-		pre = append(pre, wait)
-		body = append(body, signal)
+		b.pre = append(b.pre, wait)
+		b.body = append(b.body, signal)
 		k.Params = append(k.Params, kir.Param{Name: "chainflags", Type: kir.U32, Pointer: true},
 			kir.Param{Name: "chainepoch", Type: kir.U32}, kir.Param{Name: "chainwait", Type: kir.U32})
 		args = append(args, Arg{Kind: ArgChainFlags}, Arg{Kind: ArgChainEpoch}, Arg{Kind: ArgChainWait})
 		k.Chained = true
 	}
-	k.Body = append(append(sizes, pre...), body...)
+	k.Body = append(append(b.sizes, b.pre...), b.body...)
 	if shElems > 0 {
 		k.DynShared = kir.FromIR(shType)
 	}
