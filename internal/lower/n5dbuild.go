@@ -982,3 +982,143 @@ func (b *n5dBuilder) slack() int {
 func (b *n5dBuilder) active(t int, row kir.Expr) kir.Expr {
 	return and(ge(row, kir.Bin("-", kir.Id("zb"), kir.I(b.R*(b.bt-t)+b.slack()))), lt(row, kir.Add(kir.Id("ze"), kir.I(b.R*(b.bt-t)))))
 }
+
+// first is the loop's first plane. The first plane any output needs is zb-R*bt (level 0's
+// reach over bt levels); in wave order a level lags L = R+1 planes, so level bt's last output
+// comes L*bt planes after the loaded one, but nothing before zb-R*bt is ever needed: the
+// single loop of deep blocks starts there, bt planes later than the lag alone would say
+// (star3d1r +5%, the 2D stencils +2% on the H100). The phased loops of shallow blocks skip
+// inactive levels at the head anyway; starting them later measured 6% slower on the 3D boxes
+// at bt=2 (the same rounds, but the compiler's registers moved), so they keep zb-L*bt.
+func (b *n5dBuilder) first() kir.Expr {
+	return kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(b.R, b.L, b.bt)))
+}
+
+// end is the plane after the loop's last: level bt's last output lags L*bt planes behind.
+func (b *n5dBuilder) end() kir.Expr { return kir.Add(kir.Id("ze"), kir.I(b.L*b.bt)) }
+
+// rounds is a loop over planes from .. to-1 in whole rounds of copies of the loop body.
+func (b *n5dBuilder) rounds(from, to kir.Expr, mode n5dMode, phased bool) kir.Stmt {
+	var round []kir.Stmt
+	for r := 0; r < b.copies; r++ {
+		round = append(round, &kir.Block{Body: append([]kir.Stmt{&kir.Decl{Name: "jr", Type: kir.I32, Init: kir.Add(kir.Id("j"), kir.I(r))}}, b.bodyAt(r, mode, phased)...)})
+	}
+	return &kir.For{Var: "j", From: from, To: to, Step: b.copies, Body: round}
+}
+
+// loop runs planes zb-n5dStart .. ze+L*bt-1 in whole rounds of 2U copies; the last round may
+// run past the end, reading clamped planes and storing nothing. (Copies under a condition
+// would put barriers inside it, which some OpenCL compilers mishandle.) For bt <= 2, three
+// phases: a head whose copies skip the levels that have no needed plane yet, an inner loop of
+// rounds where every level is active, and a tail that skips the levels already past their
+// last needed plane (from jh on and from jt on, loopBounds). Deeper blocks run one loop unless
+// the plan says phased: their unrolled rounds are long, and three of them overflow the
+// instruction cache (measured on the H100: 6-23% slower at bt 3-12 in 2D and 3D, while bt = 2
+// gains 3-5% on the 3D boxes; later star3d1r gained 6% at bt=4, chunk 80, the 2D stencils lost
+// 5-26%).
+func (b *n5dBuilder) loop(mode n5dMode) []kir.Stmt {
+	first, end := b.first(), b.end()
+	if !b.pl.N5DPhased(b.bt) {
+		return []kir.Stmt{b.rounds(first, end, mode, false)}
+	}
+	return []kir.Stmt{
+		b.rounds(first, kir.Min(kir.Id("jh"), end), mode, true),
+		b.rounds(kir.Id("jh"), kir.Id("jt"), mode, false),
+		b.rounds(kir.Id("jt"), end, mode, true),
+	}
+}
+
+// loopBounds declares jh and jt, where the phased loop's inner rounds start and end. Every
+// level is active from plane zb+L*bt-slack on (level bt is the last to start) and up to
+// ze+R*bt+(L-R)-1 (level 1 is the first to stop; all of them at ze+R*bt-1 when L = R).
+func (b *n5dBuilder) loopBounds() {
+	R, L, bt, copies := b.R, b.L, b.bt, b.copies
+	headRounds := (n5dStart(R, L, bt) + L*bt - b.slack() + copies - 1) / copies
+	b.decl("jh", kir.I32, kir.Add(b.first(), kir.I(headRounds*copies)))
+	inner := &kir.Binary{Op: "/", X: kir.Max(kir.Bin("-", kir.Add(kir.Id("ze"), kir.I(R*bt+L-R)), kir.Id("jh")), kir.I(0)), Y: kir.I(copies)}
+	b.decl("jt", kir.I32, kir.Add(kir.Id("jh"), kir.Mul(kir.I(copies), inner)))
+}
+
+// loops builds the block's loops over its planes: blocks whose planes and columns, halos
+// included, all lie inside the interior (nearly all of them) skip the fixed rim's checks: the
+// condition is uniform over the block, so the barriers inside both loops are reached by all
+// of its threads. With rimcut the chunk runs them in pieces.
+func (b *n5dBuilder) loops() {
+	p, pl, bt := b.p, b.pl, b.bt
+	b.loopBounds()
+	rim := make([]int, b.lay.Dims)
+	for _, u := range p.Updates {
+		for a := range rim {
+			rim[a] = max(rim[a], u.Grid.Rim[a])
+		}
+	}
+	if b.lay.Clustered && b.shElems > 0 {
+		// Every block of the cluster must have started before any stores into its shared
+		// memory. (Blocks of a cluster may take different branches below: each runs the same
+		// rounds, so they meet at the same cluster barriers.)
+		b.body = append(b.body, &kir.Barrier{Cluster: true})
+	}
+	// The planes a chunk keeps from the streaming axis's ends to run without the rim's checks.
+	fastLo, fastHi := n5dRimMargins(p, pl, bt)
+	if n5dHasFastLoop(p) { // nonzero(rim) && !guard
+		inside, planes := n5dInside(p, pl, b.lay, rim, b.tileLo, fastLo, fastHi)
+		// The few blocks on the rim run one phased loop, to keep the code small.
+		var rest []kir.Stmt = []kir.Stmt{b.rounds(b.first(), b.end(), n5dChecked, pl.N5DPhased(bt))}
+		if b.edges {
+			// Blocks on an in-plane edge whose planes are inside (a sixth of the 3D tiles at
+			// AN5D's sizes) run one unguarded loop with selects for their rim columns.
+			rest = []kir.Stmt{&kir.If{Cond: planes, Then: []kir.Stmt{b.rounds(b.first(), b.end(), n5dEdge, false)}, Else: rest}}
+		}
+		b.body = append(b.body, &kir.If{Cond: inside, Then: b.loop(n5dFast), Else: rest})
+	} else {
+		b.body = append(b.body, b.loop(n5dChecked)...)
+	}
+	if b.D > 0 {
+		// Nothing may land in shared memory after the block has left it.
+		b.body = append(b.body, &kir.AsyncWait{Pending: 0})
+	}
+	if b.rimCut {
+		// The pieces' bounds are the first and last planes of a chunk that the test above
+		// lets run without the rim's checks.
+		b.body = rimPieces(b.body, b.blockAt(b.chunkDim()), kir.I(fastLo), kir.Bin("-", kir.Id("n0"), kir.I(fastHi)))
+	}
+}
+
+// chain makes the kernel's launches chained ones (plan.Chain): the kernel waits at its start
+// for the blocks within reach of the launch before and signals its own completion at its end,
+// through the chain's three arguments.
+func (b *n5dBuilder) chain() {
+	if !b.pl.Chain {
+		return
+	}
+	reach := n5dChainReaches(b.lay, b.pl, b.shape[0], b.chunk, b.rimLo, b.rimHi, b.rimBlocks, b.chunkDim())
+	wait, signal := n5dChain(b.lay.Dims, b.blockAt, reach)
+	b.pre = append(b.pre, wait)
+	b.body = append(b.body, signal)
+	b.k.Params = append(b.k.Params, kir.Param{Name: "chainflags", Type: kir.U32, Pointer: true},
+		kir.Param{Name: "chainepoch", Type: kir.U32}, kir.Param{Name: "chainwait", Type: kir.U32})
+	b.args = append(b.args, Arg{Kind: ArgChainFlags}, Arg{Kind: ArgChainEpoch}, Arg{Kind: ArgChainWait})
+	b.k.Chained = true
+}
+
+// launch finishes the kernel (its statements, dynamic shared memory and clusters) and its
+// launch over the domain.
+func (b *n5dBuilder) launch() builtKernel {
+	k, lay, d := b.k, b.lay, b.lay.Dims
+	k.Body = append(append(b.sizes, b.pre...), b.body...)
+	if b.shElems > 0 {
+		k.DynShared = kir.FromIR(b.shType)
+	}
+	grid := [3]int{1, 1, 1}
+	for a := 1; a < d; a++ {
+		grid[d-1-a] = lay.Blocks(a, b.shape[a])
+	}
+	if lay.Clustered {
+		k.Cluster = [3]int{1, 1, 1}
+		for a := 1; a < d; a++ {
+			k.Cluster[d-1-a] = lay.Cluster[a]
+		}
+	}
+	grid[b.chunkDim()] = N5DChunks(b.shape[0], b.chunk, b.rimLo, b.rimHi, b.rimBlocks)
+	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Grid: grid, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain}}
+}
