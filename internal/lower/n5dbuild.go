@@ -155,12 +155,13 @@ func (b *n5dBuilder) constSizes() {
 	}
 }
 
-// lt, ge and orKir (nil-aware: nil is no condition) build the n5d kernel's conditions; clamp
-// clamps x into 0 .. n-1.
+// lt is x < y, for the n5d kernel's conditions.
 func lt(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: "<", X: x, Y: y} }
 
+// ge is x >= y.
 func ge(x, y kir.Expr) kir.Expr { return &kir.Binary{Op: ">=", X: x, Y: y} }
 
+// orKir is x || y, where nil is no condition: the rim tests are built up from none.
 func orKir(x, y kir.Expr) kir.Expr {
 	if x == nil {
 		return y
@@ -171,13 +172,15 @@ func orKir(x, y kir.Expr) kir.Expr {
 	return &kir.Binary{Op: "||", X: x, Y: y}
 }
 
+// clamp clamps x into 0 .. n-1, a coordinate into the domain for loads.
 func clamp(x kir.Expr, n kir.Expr) kir.Expr {
 	return kir.Min(kir.Max(x, kir.I(0)), kir.Bin("-", n, kir.I(1)))
 }
 
-// cx and cy are cell c's column along x and row along y among the thread's RX x RY cells.
+// cx is cell c's column along x among the thread's RX x RY cells.
 func (b *n5dBuilder) cx(c int) int { return c % b.lay.RX }
 
+// cy is cell c's row along y among the thread's RX x RY cells.
 func (b *n5dBuilder) cy(c int) int { return c / b.lay.RX }
 
 // blockAt is the block's index along launch axis i (0 = x): the launch's own, or with
@@ -486,21 +489,23 @@ func (b *n5dBuilder) streaming() error {
 	return nil
 }
 
-// dName, accName, vName and pfName name the kernel's registers of grid g: cell i's value
-// of level lv kept from the previous copy (wave order with partial sums), accumulator k of
-// level t, the value of level t just computed, and prefetch register k.
+// dName names the register of grid g's cell i at level lv kept from the previous copy (wave
+// order with partial sums).
 func (b *n5dBuilder) dName(g *ir.Grid, lv, i int) string {
 	return fmt.Sprintf("d_%s_%d_%d", g.Name, lv, i)
 }
 
+// accName names accumulator k of grid g's cell i at level t (partial sums).
 func (b *n5dBuilder) accName(g *ir.Grid, t, k, i int) string {
 	return fmt.Sprintf("acc_%s_%d_%d_%d", g.Name, t, k, i)
 }
 
+// vName names grid g's value of cell i at level t, just computed in a copy.
 func (b *n5dBuilder) vName(g *ir.Grid, t, i int) string {
 	return fmt.Sprintf("v_%s_%d_%d", g.Name, t, i)
 }
 
+// pfName names prefetch register k of grid g's cell i (one per cell where PD is 1).
 func (b *n5dBuilder) pfName(g *ir.Grid, k, i int) string {
 	if b.PD == 1 {
 		return fmt.Sprintf("pf_%s_%d", g.Name, i)
