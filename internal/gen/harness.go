@@ -311,10 +311,27 @@ func (g *gen) updatedCells() string {
 	return fmt.Sprintf("(%s) / %d.0", strings.Join(terms, " + "), len(terms))
 }
 
+// harness is main.c or main.cu, the benchmark and check harness: a head (comment and
+// includes), then the harness's code with the helpers it calls in between: the grids'
+// tables, the CPU loop, utilities, parameters and sizes, and main.
 func (g *gen) harness() string {
+	head := &w{}
+	g.harnessHead(head)
 	x := &w{}
-	n, N := g.name, g.upper
-	d := g.p.Dims()
+	g.harnessGrids(x)
+	g.harnessCPU(x)
+	g.harnessUtils(x)
+	g.harnessParams(x)
+	g.mainArgs(x)
+	g.mainGrids(x)
+	g.mainRun(x)
+	g.mainCheck(x)
+	return head.b.String() + helpersFor(x.b.String()) + x.b.String()
+}
+
+// harnessHead is the harness's comment (usage, raw file layout, timing) and its includes.
+func (g *gen) harnessHead(x *w) {
+	n, d := g.name, g.p.Dims()
 	main := "main.c"
 	if g.cuda() {
 		main = "main.cu"
@@ -351,8 +368,11 @@ func (g *gen) harness() string {
 	x.f("")
 	x.f("#include \"%s.h\"", n)
 	x.f("")
-	head := x
-	x = &w{}
+}
+
+// harnessGrids is init expressions' rand() and the tables of the grids' names, levels, roles
+// and element sizes (and types, with float grids).
+func (g *gen) harnessGrids(x *w) {
 	x.f("/* rand() of init expressions: SplitMix64 of seed, grid, level and cell (ref.Rand). */")
 	x.f("static inline double tempest_rand(uint64_t seed, int grid, int level, int64_t linear, int f32) {")
 	x.f("  uint64_t z = seed * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(grid + 1) * 0xBF58476D1CE4E5B9ULL ^")
@@ -375,6 +395,11 @@ func (g *gen) harness() string {
 		x.f("static const int grid_type[NGRIDS] = { %s };", g.perGrid(func(gr *ir.Grid) string { return fmt.Sprint(typeCode(gr.Type)) }))
 	}
 	x.f("")
+}
+
+// harnessCPU is the plain C loop of the update (state, readers, init and step functions),
+// and with float grids the same loop widened to double.
+func (g *gen) harnessCPU(x *w) {
 	g.cpuState(x)
 	g.readers(x)
 	g.initFuncs(x)
@@ -386,6 +411,12 @@ func (g *gen) harness() string {
 		g.stepFunc(x)
 		g.widen = false
 	}
+}
+
+// harnessUtils are the harness's utilities: errors and usage, the median's comparison,
+// comparing a device result with the CPU's, and allocation.
+func (g *gen) harnessUtils(x *w) {
+	n := g.name
 	x.raw(`static void die(const char *what, int rc) {
   fprintf(stderr, "%s: %s: %s (code %d)\n", "` + n + `", what, ` + n + `_error(rc), rc);
   exit(2);
@@ -458,6 +489,11 @@ static void *alloc(int64_t n, int elem) {
 }
 
 `)
+}
+
+// harnessParams are set_param (-p NAME=VALUE) and parse_size (-s SIZE).
+func (g *gen) harnessParams(x *w) {
+	n, d := g.name, g.p.Dims()
 	x.f("static int set_param(%s_params *p, const char *kv) {", n)
 	x.f("  const char *eq = strchr(kv, '=');")
 	if len(g.p.Params) == 0 {
@@ -492,6 +528,11 @@ static void *alloc(int64_t n, int elem) {
 	x.f("  return a == %d;", d)
 	x.f("}")
 	x.f("")
+}
+
+// mainArgs begins main: its variables, then the command line.
+func (g *gen) mainArgs(x *w) {
+	n, d := g.name, g.p.Dims()
 	x.f("int main(int argc, char **argv) {")
 	x.f("  int sizes[%d] = { %s };", d, strings.Trim(strings.ReplaceAll(fmt.Sprint(g.o.Shape), " ", ", "), "[]"))
 	x.f("  int steps = 100, reps = 5, check = 0, warm = %d, g, r, rc, bad = 0;", g.warmSteps())
@@ -517,6 +558,12 @@ static void *alloc(int64_t n, int elem) {
 	x.f("    default: usage();")
 	x.f("    }")
 	x.f("  }")
+}
+
+// mainGrids allocates the grids' initial and result arrays and fills the initial ones, from
+// the -i file or the init expressions.
+func (g *gen) mainGrids(x *w) {
+	n, d := g.name, g.p.Dims()
 	x.f("  memset(&c, 0, sizeof c);")
 	x.f("  memset(init, 0, sizeof init);")
 	x.f("  memset(res, 0, sizeof res);")
@@ -557,6 +604,12 @@ static void *alloc(int64_t n, int elem) {
 	x.f("    cpu_bind(&c, lv);")
 	x.f("    init_grids(&c);")
 	x.f("  }")
+}
+
+// mainRun runs the program on the device (one warm-up, then the timed repetitions), prints
+// the median time and throughput, and writes the -o file.
+func (g *gen) mainRun(x *w) {
+	n, N, d := g.name, g.upper, g.p.Dims()
 	for _, gr := range g.inputGrids() {
 		x.f("  if ((rc = %s_set_data(\"%s\", init[%d][0])) != %s_OK) die(\"set_data\", rc);", n, cString(gr.Name), gr.Index, N)
 	}
@@ -592,6 +645,11 @@ static void *alloc(int64_t n, int elem) {
 	x.f("        if (fwrite(grid_state[g] ? res[g][r] : init[g][r], (size_t)grid_elem[g], (size_t)c.len[g], f) != (size_t)c.len[g]) { perror(out); return 2; }")
 	x.f("    if (fclose(f) != 0) { perror(out); return 2; }")
 	x.f("  }")
+}
+
+// mainCheck ends main with the -c check: the CPU loop's steps from the same start, compared
+// with the device's result of every state grid.
+func (g *gen) mainCheck(x *w) {
 	x.f("  if (check) {")
 	x.f("    void *lv[NGRIDS][3];")
 	x.f("    for (g = 0; g < NGRIDS; g++) {")
@@ -609,54 +667,7 @@ static void *alloc(int64_t n, int elem) {
 	x.f("    c.step = 0;")
 	x.f("    for (r = 0; r < steps; r++) cpu_step(&c);")
 	x.f("    for (g = 0; g < NGRIDS; g++) drift[g] = 0;")
-	if g.hasF32() {
-		// The same steps in double from the same start: an update that amplifies rounding
-		// differences (gradient2d's 1/sqrt of small sums of squares) drifts far in float
-		// whatever computes it, and the device's rounding (fast math's approximate division
-		// and square root, reordered sums, FMAs) differs from the loop's by a few times the
-		// loop's own. So float grids allow 16 times the loop's largest drift from double.
-		x.f("    {")
-		x.f("      cpuw_t cw;")
-		x.f("      void *lw[NGRIDS][3];")
-		x.f("      int64_t i;")
-		x.f("      memcpy(cw.n, c.n, sizeof cw.n);")
-		x.f("      memcpy(cw.len, c.len, sizeof cw.len);")
-		x.f("      memcpy(cw.layers, c.layers, sizeof cw.layers);")
-		x.f("      cw.cells = c.cells;")
-		x.f("      cw.seed = c.seed;")
-		x.f("      cw.p = c.p;")
-		x.f("      cw.step = 0;")
-		x.f("      for (g = 0; g < NGRIDS; g++) {")
-		x.f("        for (r = 0; r < 3; r++) lw[g][r] = NULL;")
-		x.f("        for (r = 0; r < grid_levels[g] + (grid_state[g] ? 1 : 0); r++) {")
-		x.f("          int wl = r < grid_levels[g] ? r : 2;")
-		x.f("          if (grid_type[g] == 0) {")
-		x.f("            double *dst = (double *)alloc(c.len[g], 8);")
-		x.f("            if (wl < 2)")
-		x.f("              for (i = 0; i < c.len[g]; i++) dst[i] = ((const float *)init[g][r])[i];")
-		x.f("            lw[g][wl] = dst;")
-		x.f("          } else {")
-		x.f("            lw[g][wl] = alloc(c.len[g], grid_elem[g]);")
-		x.f("            if (wl < 2) memcpy(lw[g][wl], init[g][r], (size_t)c.len[g] * grid_elem[g]);")
-		x.f("          }")
-		x.f("        }")
-		x.f("      }")
-		x.f("      cpuw_bind(&cw, lw);")
-		x.f("      for (r = 0; r < steps; r++) cpuw_step(&cw);")
-		for _, gr := range g.stateGrids() {
-			if gr.Type != ir.F32 {
-				continue
-			}
-			for level := 0; level < gr.Levels; level++ {
-				f := g.field(gr, fmt.Sprint(level))
-				x.f("      for (i = 0; i < c.len[%d]; i++) {", gr.Index)
-				x.f("        double e = fabs((double)c.%s[i] - cw.%s[i]);", f, f)
-				x.f("        if (e > drift[%d] && !isnan(e) && !isinf(e)) drift[%d] = e;", gr.Index, gr.Index)
-				x.f("      }")
-			}
-		}
-		x.f("    }")
-	}
+	g.checkDrift(x)
 	for _, gr := range g.stateGrids() {
 		x.f("    bad |= compare(\"%s\", %d, res[%d][0], c.%s, c.len[%d], 16 * drift[%d], &maxerr);", cString(gr.Name), typeCode(gr.Type), gr.Index, g.field(gr, "0"), gr.Index, gr.Index)
 		if gr.Levels > 1 {
@@ -668,10 +679,62 @@ static void *alloc(int64_t n, int elem) {
 	x.f("  }")
 	x.f("  return 0;")
 	x.f("}")
-	return head.b.String() + helpersFor(x.b.String()) + x.b.String()
 }
 
-// warmSteps runs each kernel of the schedule once.
+// checkDrift measures, with float grids, how far the CPU loop drifts in float from the same
+// loop in double (drift[g]), which widens the check's tolerance.
+func (g *gen) checkDrift(x *w) {
+	if !g.hasF32() {
+		return
+	}
+	// The same steps in double from the same start: an update that amplifies rounding
+	// differences (gradient2d's 1/sqrt of small sums of squares) drifts far in float
+	// whatever computes it, and the device's rounding (fast math's approximate division
+	// and square root, reordered sums, FMAs) differs from the loop's by a few times the
+	// loop's own. So float grids allow 16 times the loop's largest drift from double.
+	x.f("    {")
+	x.f("      cpuw_t cw;")
+	x.f("      void *lw[NGRIDS][3];")
+	x.f("      int64_t i;")
+	x.f("      memcpy(cw.n, c.n, sizeof cw.n);")
+	x.f("      memcpy(cw.len, c.len, sizeof cw.len);")
+	x.f("      memcpy(cw.layers, c.layers, sizeof cw.layers);")
+	x.f("      cw.cells = c.cells;")
+	x.f("      cw.seed = c.seed;")
+	x.f("      cw.p = c.p;")
+	x.f("      cw.step = 0;")
+	x.f("      for (g = 0; g < NGRIDS; g++) {")
+	x.f("        for (r = 0; r < 3; r++) lw[g][r] = NULL;")
+	x.f("        for (r = 0; r < grid_levels[g] + (grid_state[g] ? 1 : 0); r++) {")
+	x.f("          int wl = r < grid_levels[g] ? r : 2;")
+	x.f("          if (grid_type[g] == 0) {")
+	x.f("            double *dst = (double *)alloc(c.len[g], 8);")
+	x.f("            if (wl < 2)")
+	x.f("              for (i = 0; i < c.len[g]; i++) dst[i] = ((const float *)init[g][r])[i];")
+	x.f("            lw[g][wl] = dst;")
+	x.f("          } else {")
+	x.f("            lw[g][wl] = alloc(c.len[g], grid_elem[g]);")
+	x.f("            if (wl < 2) memcpy(lw[g][wl], init[g][r], (size_t)c.len[g] * grid_elem[g]);")
+	x.f("          }")
+	x.f("        }")
+	x.f("      }")
+	x.f("      cpuw_bind(&cw, lw);")
+	x.f("      for (r = 0; r < steps; r++) cpuw_step(&cw);")
+	for _, gr := range g.stateGrids() {
+		if gr.Type != ir.F32 {
+			continue
+		}
+		for level := 0; level < gr.Levels; level++ {
+			f := g.field(gr, fmt.Sprint(level))
+			x.f("      for (i = 0; i < c.len[%d]; i++) {", gr.Index)
+			x.f("        double e = fabs((double)c.%s[i] - cw.%s[i]);", f, f)
+			x.f("        if (e > drift[%d] && !isnan(e) && !isinf(e)) drift[%d] = e;", gr.Index, gr.Index)
+			x.f("      }")
+		}
+	}
+	x.f("    }")
+}
+
 // cpuState writes the CPU loop's state (cpu_t, or widened cpuw_t) and cpu_bind, which points it
 // at level arrays.
 func (g *gen) cpuState(x *w) {
@@ -714,6 +777,7 @@ func (g *gen) cpuState(x *w) {
 	x.f("")
 }
 
+// warmSteps runs each kernel of the schedule once.
 func (g *gen) warmSteps() int {
 	s := 0
 	for _, l := range g.launches {

@@ -253,12 +253,43 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 	if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
 		return nil, err
 	}
-	BX, BY, RX, RY := pl.BX, pl.BY, pl.RX, pl.RY
-	TX, TY := BX*RX, BY*RY
-	threads := BX * BY
-	// Split each update by the z offset of its reads.
-	parts := make([]map[int]ir.Expr, len(p.Updates))
-	rz := 0
+	parts, rz, err := inPlaneParts(p, pl)
+	if err != nil {
+		return nil, err
+	}
+	b := newInPlaneBuilder(p, pl, wide, parts, rz)
+	b.planes()
+	if b.shared > staticSharedLimit {
+		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks or register tiles", pl, b.shared, staticSharedLimit)
+	}
+	b.accumulators()
+	loop := b.loads()
+	loop = append(loop, b.sums()...)
+	b.barrier(&loop)
+	loop = append(loop, b.storeAndShift()...)
+	b.body = append(b.body, &kir.For{Var: "pz", From: kir.Bin("-", kir.Id("zbeg"), kir.I(rz)), To: kir.Add(kir.Id("zend"), kir.I(rz)), Step: 1, Body: loop})
+	ps, args := params(p, readRoles)
+	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
+	chunk := pl.Chunk
+	if chunk <= 0 || chunk > shape[0] {
+		chunk = shape[0]
+	}
+	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
+	k := &kir.Kernel{Name: "tempest_inplane", Params: ps, Body: b.body}
+	block := [3]int{pl.BX, pl.BY, 1}
+	grid := [3]int{ceilDiv(shape[2], b.TX), ceilDiv(shape[1], b.TY), ceilDiv(shape[0], chunk)}
+	return &Lowered{
+		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
+		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
+		SharedBytes: b.shared,
+	}, nil
+}
+
+// inPlaneParts splits each update of p by the z offset of its reads (parts[u][kz]: the terms
+// of update u that read plane z+kz), with the widest offset rz, or says why inplane cannot
+// take p.
+func inPlaneParts(p *ir.Program, pl plan.Plan) (parts []map[int]ir.Expr, rz int, err error) {
+	parts = make([]map[int]ir.Expr, len(p.Updates))
 	for i, u := range p.Updates {
 		bad := ""
 		ir.WalkDeep(u.Value, func(e ir.Expr) {
@@ -272,63 +303,95 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 			}
 		})
 		if bad != "" {
-			return nil, fmt.Errorf("plan %s: the update of %s %s; inplane takes sums of coefficient x neighbour terms", pl, u.Grid.Name, bad)
+			return nil, 0, fmt.Errorf("plan %s: the update of %s %s; inplane takes sums of coefficient x neighbour terms", pl, u.Grid.Name, bad)
 		}
 		m, ok := splitZ(inlineLets(u.Value))
 		if !ok {
-			return nil, fmt.Errorf("plan %s: the update of %s is not a sum of terms each reading one plane", pl, u.Grid.Name)
+			return nil, 0, fmt.Errorf("plan %s: the update of %s is not a sum of terms each reading one plane", pl, u.Grid.Name)
 		}
 		parts[i] = m
 		for kz := range m {
 			rz = max(rz, abs(kz))
 		}
 	}
-	ps, args := params(p, readRoles)
-	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
-	}
-	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
-	k := &kir.Kernel{Name: "tempest_inplane", Params: ps}
-	l1, l2, o1, o2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2")
-	body := []kir.Stmt{
+	return parts, rz, nil
+}
+
+// inPlaneBuilder is an inplane kernel under construction (lowerInPlane): the program split by
+// plane, the body so far, and the planes' loads.
+type inPlaneBuilder struct {
+	p       *ir.Program
+	pl      plan.Plan
+	TX, TY  int // the block's tile: BX x RX by BY x RY cells
+	threads int
+	parts   []map[int]ir.Expr // inPlaneParts
+	rz      int
+	// em emits a cell's expressions through the boundary rules, fast those of a block whose
+	// plane lies inside the domain (no rules needed).
+	em, fast *emitter
+	body     []kir.Stmt
+	// The planes: a shared tile per grid level read at an in-plane offset, direct registers
+	// for one read only at (0, 0); their shared bytes, the widest halo along y and x, and
+	// their loads (inside the domain or not, as vectors, and the direct ones), with the
+	// buffers the vector loads need aligned.
+	tiles                                               map[gridLevel]tileInfo
+	direct                                              map[gridLevel]bool
+	shared, H1, H2                                      int
+	fastFill, slowFill, vecFill, fastDirect, slowDirect []kir.Stmt
+	aligned                                             []kir.Expr
+	// ci and cj are the cell of the thread's register tile whose terms the emitter reads.
+	ci, cj int
+}
+
+// The thread's coordinates within the block and the block's origin, along y (1) and x (2).
+var (
+	inPlaneL1, inPlaneL2 = kir.Id("l1"), kir.Id("l2")
+	inPlaneO1, inPlaneO2 = kir.Id("o1"), kir.Id("o2")
+)
+
+// newInPlaneBuilder starts the kernel: the thread's coordinates, the block's origin and its
+// chunk of planes.
+func newInPlaneBuilder(p *ir.Program, pl plan.Plan, wide bool, parts []map[int]ir.Expr, rz int) *inPlaneBuilder {
+	BX, BY, RX, RY := pl.BX, pl.BY, pl.RX, pl.RY
+	b := &inPlaneBuilder{p: p, pl: pl, TX: BX * RX, TY: BY * RY, threads: BX * BY, parts: parts, rz: rz,
+		tiles: map[gridLevel]tileInfo{}, direct: map[gridLevel]bool{}}
+	b.body = []kir.Stmt{
 		&kir.Decl{Name: "l2", Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: 0}},
 		&kir.Decl{Name: "l1", Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: 1}},
-		&kir.Decl{Name: "o2", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 0}, kir.I(TX))},
-		&kir.Decl{Name: "o1", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 1}, kir.I(TY))},
-		&kir.Decl{Name: "tid", Type: kir.I32, Init: kir.Add(kir.Mul(l1, kir.I(BX)), l2)},
+		&kir.Decl{Name: "o2", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 0}, kir.I(b.TX))},
+		&kir.Decl{Name: "o1", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 1}, kir.I(b.TY))},
+		&kir.Decl{Name: "tid", Type: kir.I32, Init: kir.Add(kir.Mul(inPlaneL1, kir.I(BX)), inPlaneL2)},
 		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 2}, kir.Id("chunk"))},
 		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}},
 	}
-	em := &emitter{p: p, wide: wide, coords: []kir.Expr{kir.Id("zo"), nil, nil}, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
-	fast := *em
+	b.em = &emitter{p: p, wide: wide, coords: []kir.Expr{kir.Id("zo"), nil, nil}, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+	fast := *b.em
 	fast.interior = true
+	b.fast = &fast
+	return b
+}
 
-	// A shared plane (with in-plane halo) per grid level read at an in-plane offset; a level
-	// read only at in-plane offset (0, 0) is read straight from global memory instead (direct):
-	// each thread loads its own cells of plane pz, which no other thread needs, so the level
-	// costs no shared memory and no barrier.
+// planes declares a shared plane (with in-plane halo) per grid level read at an in-plane
+// offset and builds its loads; a level read only at in-plane offset (0, 0) is read straight
+// from global memory instead (direct): each thread loads its own cells of plane pz, which no
+// other thread needs, so the level costs no shared memory and no barrier.
+func (b *inPlaneBuilder) planes() {
+	p, pl, RX, RY := b.p, b.pl, b.pl.RX, b.pl.RY
+	l1, l2, o1, o2 := inPlaneL1, inPlaneL2, inPlaneO1, inPlaneO2
 	reachOf, order := footprints(p)
-	tiles := map[gridLevel]tileInfo{}
-	direct := map[gridLevel]bool{}
-	shared := 0
-	H1, H2 := 0, 0
-	var fastFill, slowFill, vecFill, fastDirect, slowDirect []kir.Stmt
-	var aligned []kir.Expr // the buffers the vector fills read are aligned to a vector
 	for _, gl := range order {
 		h := reachOf[gl]
 		g := p.Grids[gl.g]
 		if h[1] == 0 && h[2] == 0 {
-			direct[gl] = true
+			b.direct[gl] = true
 			t := kir.FromIR(g.Type)
 			for cj := 0; cj < RY; cj++ {
 				for ci := 0; ci < RX; ci++ {
 					d := directName(g, gl.level, cj, ci)
-					body = append(body, &kir.Decl{Name: d, Type: t, Init: zeroOf(t)})
-					pos := []kir.Expr{kir.Id("pz"), kir.Add(kir.Add(o1, l1), kir.I(cj*BY)), kir.Add(kir.Add(o2, l2), kir.I(ci*BX))}
-					fastDirect = append(fastDirect, kir.Set(kir.Id(d), fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
-					slowDirect = append(slowDirect, kir.Set(kir.Id(d), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+					b.body = append(b.body, &kir.Decl{Name: d, Type: t, Init: zeroOf(t)})
+					pos := []kir.Expr{kir.Id("pz"), kir.Add(kir.Add(o1, l1), kir.I(cj*pl.BY)), kir.Add(kir.Add(o2, l2), kir.I(ci*pl.BX))}
+					b.fastDirect = append(b.fastDirect, kir.Set(kir.Id(d), b.fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
+					b.slowDirect = append(b.slowDirect, kir.Set(kir.Id(d), b.em.globalReadAt(g, gl.level, nil, pos, nil, true)))
 				}
 			}
 			continue
@@ -337,163 +400,194 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 		// vec divides TX): every aligned vector of the global row then lands on an aligned
 		// vector of the plane, and vectorFill stores it with one vector store.
 		pad, align := h[2], 0
-		if pl.Vec > 1 && TX%pl.Vec == 0 {
+		if pl.Vec > 1 && b.TX%pl.Vec == 0 {
 			pad, align = ceilDiv(h[2], pl.Vec)*pl.Vec, pl.Vec*g.Type.Size()
 		}
-		t := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), []int{1, TY, TX}, []int{0, h[1], pad})
-		tiles[gl] = t
-		H1, H2 = max(H1, h[1]), max(H2, h[2])
-		shared += t.len * g.Type.Size()
-		body = append(body, &kir.ArrayDecl{Name: t.name, Type: kir.FromIR(g.Type), Space: kir.Shared, Len: t.len, Align: align})
-		regs := loadRegions(pl.Load, TY, TX, h[1], h[2], inPlaneDiagonal(p, gl))
-		fastFill = append(fastFill, regionFill(&fast, g, gl.level, t, h[2], regs, pl.Vec, threads, false)...)
-		slowFill = append(slowFill, regionFill(em, g, gl.level, t, h[2], regs, pl.Vec, threads, true)...)
+		t := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), []int{1, b.TY, b.TX}, []int{0, h[1], pad})
+		b.tiles[gl] = t
+		b.H1, b.H2 = max(b.H1, h[1]), max(b.H2, h[2])
+		b.shared += t.len * g.Type.Size()
+		b.body = append(b.body, &kir.ArrayDecl{Name: t.name, Type: kir.FromIR(g.Type), Space: kir.Shared, Len: t.len, Align: align})
+		regs := loadRegions(pl.Load, b.TY, b.TX, h[1], h[2], inPlaneDiagonal(p, gl))
+		b.fastFill = append(b.fastFill, regionFill(b.fast, g, gl.level, t, h[2], regs, pl.Vec, b.threads, false)...)
+		b.slowFill = append(b.slowFill, regionFill(b.em, g, gl.level, t, h[2], regs, pl.Vec, b.threads, true)...)
 		if pl.Vec > 1 {
-			vecFill = append(vecFill, vectorFill(em, g, gl.level, t, h[2], regs, pl.Vec, threads)...)
-			aligned = append(aligned, &kir.Aligned{Ptr: bufName(g, levelRole(gl.level)), Bytes: pl.Vec * g.Type.Size()})
+			b.vecFill = append(b.vecFill, vectorFill(b.em, g, gl.level, t, h[2], regs, pl.Vec, b.threads)...)
+			b.aligned = append(b.aligned, &kir.Aligned{Ptr: bufName(g, levelRole(gl.level)), Bytes: pl.Vec * g.Type.Size()})
 		}
 	}
-	// vecOK says the vector path may run: rows start at multiples of vec (n2 is), the block's
-	// origin column is one (always so when vec divides TX) and every buffer the fills read is
-	// aligned to a vector. It is decided once per block, at run time, so that no size, tile or
-	// allocator can make a vector load misaligned. Without shared planes nothing is loaded as
-	// vectors and there is nothing to decide.
-	var vecOK kir.Expr
-	if pl.Vec > 1 && len(tiles) > 0 {
-		vecOK = &kir.Binary{Op: "==", X: kir.Bin("%", kir.Id("n2"), kir.I(pl.Vec)), Y: kir.I(0)}
-		if TX%pl.Vec != 0 {
-			vecOK = and(vecOK, &kir.Binary{Op: "==", X: kir.Bin("%", o2, kir.I(pl.Vec)), Y: kir.I(0)})
-		}
-		for _, a := range aligned {
-			vecOK = and(vecOK, a)
-		}
-	}
-	if shared > staticSharedLimit {
-		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks or register tiles", pl, shared, staticSharedLimit)
-	}
-	// The plane lies inside the domain: no boundary rules needed for any of its elements.
-	pz := kir.Id("pz")
-	interior := and(and(&kir.Binary{Op: ">=", X: pz, Y: kir.I(0)}, &kir.Binary{Op: "<", X: pz, Y: kir.Id("n0")}),
-		and(and(&kir.Binary{Op: ">=", X: o1, Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(o1, kir.I(TY+H1)), Y: kir.Id("n1")}),
-			and(&kir.Binary{Op: ">=", X: o2, Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(o2, kir.I(TX+H2)), Y: kir.Id("n2")})))
+}
 
-	// Accumulators: acc_<update>_<j>_<i>_<m> holds output z = pz - rz + m.
-	accName := func(u, j, i, m int) string { return fmt.Sprintf("acc%d_%d_%d_%d", u, j, i, m) }
-	for ui, u := range p.Updates {
+// vecOK says the vector path may run: rows start at multiples of vec (n2 is), the block's
+// origin column is one (always so when vec divides TX) and every buffer the fills read is
+// aligned to a vector. It is decided once per block, at run time, so that no size, tile or
+// allocator can make a vector load misaligned. Without shared planes nothing is loaded as
+// vectors and there is nothing to decide (nil).
+func (b *inPlaneBuilder) vecOK() kir.Expr {
+	vec := b.pl.Vec
+	if vec <= 1 || len(b.tiles) == 0 {
+		return nil
+	}
+	var ok kir.Expr = &kir.Binary{Op: "==", X: kir.Bin("%", kir.Id("n2"), kir.I(vec)), Y: kir.I(0)}
+	if b.TX%vec != 0 {
+		ok = and(ok, &kir.Binary{Op: "==", X: kir.Bin("%", inPlaneO2, kir.I(vec)), Y: kir.I(0)})
+	}
+	for _, a := range b.aligned {
+		ok = and(ok, a)
+	}
+	return ok
+}
+
+// interior says the plane lies inside the domain: no boundary rules needed for any of its
+// elements.
+func (b *inPlaneBuilder) interior() kir.Expr {
+	pz, o1, o2 := kir.Id("pz"), inPlaneO1, inPlaneO2
+	return and(and(&kir.Binary{Op: ">=", X: pz, Y: kir.I(0)}, &kir.Binary{Op: "<", X: pz, Y: kir.Id("n0")}),
+		and(and(&kir.Binary{Op: ">=", X: o1, Y: kir.I(b.H1)}, &kir.Binary{Op: "<=", X: kir.Add(o1, kir.I(b.TY+b.H1)), Y: kir.Id("n1")}),
+			and(&kir.Binary{Op: ">=", X: o2, Y: kir.I(b.H2)}, &kir.Binary{Op: "<=", X: kir.Add(o2, kir.I(b.TX+b.H2)), Y: kir.Id("n2")})))
+}
+
+// inPlaneAcc names an accumulator: acc<u>_<j>_<i>_<m> holds update u's output z = pz - rz + m
+// of the thread's cell (j, i).
+func inPlaneAcc(u, j, i, m int) string { return fmt.Sprintf("acc%d_%d_%d_%d", u, j, i, m) }
+
+// accumulators declares the accumulators of the 2rz+1 pending outputs of every cell.
+func (b *inPlaneBuilder) accumulators() {
+	for ui, u := range b.p.Updates {
 		t := kir.FromIR(u.Value.Type())
-		for j := 0; j < RY; j++ {
-			for i := 0; i < RX; i++ {
-				for m := 0; m <= 2*rz; m++ {
-					body = append(body, &kir.Decl{Name: accName(ui, j, i, m), Type: t, Init: zeroOf(t)})
+		for j := 0; j < b.pl.RY; j++ {
+			for i := 0; i < b.pl.RX; i++ {
+				for m := 0; m <= 2*b.rz; m++ {
+					b.body = append(b.body, &kir.Decl{Name: inPlaneAcc(ui, j, i, m), Type: t, Init: zeroOf(t)})
 				}
 			}
 		}
 	}
+}
+
+// barrier appends a barrier to loop, where the kernel has shared planes: without them no
+// thread reads what another loaded.
+func (b *inPlaneBuilder) barrier(loop *[]kir.Stmt) {
+	if len(b.tiles) > 0 {
+		*loop = append(*loop, &kir.Barrier{})
+	}
+}
+
+// loads begins the loop's body with plane pz's loads, then a barrier: inside the domain
+// without boundary rules (as vectors where vec_ok), the others through them.
+func (b *inPlaneBuilder) loads() []kir.Stmt {
 	var loop []kir.Stmt
-	if vecOK != nil {
-		body = append(body, &kir.Decl{Name: "vec_ok", Type: kir.Bool, Init: vecOK})
-		fastFill = []kir.Stmt{&kir.If{Cond: kir.Id("vec_ok"), Then: vecFill, Else: fastFill}}
+	fastFill := b.fastFill
+	if vecOK := b.vecOK(); vecOK != nil {
+		b.body = append(b.body, &kir.Decl{Name: "vec_ok", Type: kir.Bool, Init: vecOK})
+		fastFill = []kir.Stmt{&kir.If{Cond: kir.Id("vec_ok"), Then: b.vecFill, Else: fastFill}}
 	}
 	// Direct reads go first: their loads are in flight while the shared planes fill.
-	fastLoads, slowLoads := append(fastDirect, fastFill...), append(slowDirect, slowFill...)
+	fastLoads, slowLoads := append(b.fastDirect, fastFill...), append(b.slowDirect, b.slowFill...)
 	if len(fastLoads) > 0 || len(slowLoads) > 0 {
-		loop = append(loop, &kir.If{Cond: interior, Then: fastLoads, Else: slowLoads})
+		loop = append(loop, &kir.If{Cond: b.interior(), Then: fastLoads, Else: slowLoads})
 	}
-	// Without shared planes no thread reads what another loaded: no barriers.
-	barrier := func() {
-		if len(tiles) > 0 {
-			loop = append(loop, &kir.Barrier{})
+	b.barrier(&loop)
+	return loop
+}
+
+// read is how the kernel reads a grid level at the cell (cj, ci) of the thread's register
+// tile: from its direct registers or its shared plane.
+func (b *inPlaneBuilder) read(em *emitter, l *ir.Load) kir.Expr {
+	gl := gridLevel{l.G.Index, l.Level}
+	if b.direct[gl] {
+		if l.Off[1] != 0 || l.Off[2] != 0 {
+			panic(fmt.Sprintf("internal error: inplane reads %s at in-plane offset (%d, %d) from its direct registers", l.G.Name, l.Off[1], l.Off[2]))
 		}
+		return kir.Id(directName(l.G, l.Level, b.cj, b.ci))
 	}
-	barrier()
-	var ci, cj int
-	em.read = func(em *emitter, l *ir.Load) kir.Expr {
-		gl := gridLevel{l.G.Index, l.Level}
-		if direct[gl] {
-			if l.Off[1] != 0 || l.Off[2] != 0 {
-				panic(fmt.Sprintf("internal error: inplane reads %s at in-plane offset (%d, %d) from its direct registers", l.G.Name, l.Off[1], l.Off[2]))
-			}
-			return kir.Id(directName(l.G, l.Level, cj, ci))
-		}
-		t, ok := tiles[gl]
-		if !ok {
-			panic("internal error: inplane reads " + l.G.Name + ", which has neither a shared plane nor direct registers")
-		}
-		row := kir.Add(l1, kir.I(cj*BY+t.halo[1]+l.Off[1]))
-		col := kir.Add(l2, kir.I(ci*BX+t.halo[2]+l.Off[2]))
-		return kir.At(t.name, kir.Add(kir.Mul(row, kir.I(t.dims[2])), col))
+	t, ok := b.tiles[gl]
+	if !ok {
+		panic("internal error: inplane reads " + l.G.Name + ", which has neither a shared plane nor direct registers")
 	}
-	// Partial sums: output z = pz - kz takes the terms reading plane pz (offset kz).
-	for ui := range p.Updates {
-		keys := make([]int, 0, len(parts[ui]))
-		for kz := range parts[ui] {
+	row := kir.Add(inPlaneL1, kir.I(b.cj*b.pl.BY+t.halo[1]+l.Off[1]))
+	col := kir.Add(inPlaneL2, kir.I(b.ci*b.pl.BX+t.halo[2]+l.Off[2]))
+	return kir.At(t.name, kir.Add(kir.Mul(row, kir.I(t.dims[2])), col))
+}
+
+// sums are the partial sums: output z = pz - kz takes the terms reading plane pz (offset kz).
+func (b *inPlaneBuilder) sums() []kir.Stmt {
+	var loop []kir.Stmt
+	b.em.read = b.read
+	for ui := range b.p.Updates {
+		keys := make([]int, 0, len(b.parts[ui]))
+		for kz := range b.parts[ui] {
 			keys = append(keys, kz)
 		}
 		sort.Ints(keys)
-		for cj = 0; cj < RY; cj++ {
-			for ci = 0; ci < RX; ci++ {
+		for b.cj = 0; b.cj < b.pl.RY; b.cj++ {
+			for b.ci = 0; b.ci < b.pl.RX; b.ci++ {
 				for _, kz := range keys {
-					m := rz - kz
+					m := b.rz - kz
 					var stmts []kir.Stmt
-					em.out = &stmts
-					v := em.expr(parts[ui][kz])
-					acc := kir.Id(accName(ui, cj, ci, m))
+					b.em.out = &stmts
+					v := b.em.expr(b.parts[ui][kz])
+					acc := kir.Id(inPlaneAcc(ui, b.cj, b.ci, m))
 					loop = append(loop, stmts...)
 					loop = append(loop, kir.Set(acc, kir.Add(acc, v)))
 				}
 			}
 		}
 	}
-	barrier()
-	// Output z = pz - rz is complete: write it, then shift the queues.
+	return loop
+}
+
+// storeAndShift writes output z = pz - rz, which is complete (rim cells keep their values),
+// then shifts the accumulators' queues.
+func (b *inPlaneBuilder) storeAndShift() []kir.Stmt {
 	var store []kir.Stmt
-	for cj := 0; cj < RY; cj++ {
-		for ci := 0; ci < RX; ci++ {
-			y := kir.Add(kir.Add(o1, l1), kir.I(cj*BY))
-			x := kir.Add(kir.Add(o2, l2), kir.I(ci*BX))
-			yn, xn := fmt.Sprintf("y%d_%d", cj, ci), fmt.Sprintf("x%d_%d", cj, ci)
-			coords := []kir.Expr{kir.Id("zo"), kir.Id(yn), kir.Id(xn)}
-			var st []kir.Stmt
-			in := "idx" + fmt.Sprint(cj, "_", ci)
-			st = append(st, &kir.Decl{Name: in, Type: em.idxType(), Init: em.linear(coords, nil)})
-			for ui, u := range p.Updates {
-				g := u.Grid
-				set := kir.Set(kir.At(bufName(g, Out0), kir.Id(in)), kir.Id(accName(ui, cj, ci, 0)))
-				if rim := inRim(g, coords); rim != nil {
-					keep := kir.Set(kir.At(bufName(g, Out0), kir.Id(in)), kir.At(bufName(g, In0), kir.Id(in)))
-					st = append(st, &kir.If{Cond: rim, Then: []kir.Stmt{keep}, Else: []kir.Stmt{set}})
-				} else {
-					st = append(st, set)
-				}
-			}
-			store = append(store,
-				&kir.Decl{Name: yn, Type: kir.I32, Init: y},
-				&kir.Decl{Name: xn, Type: kir.I32, Init: x},
-				&kir.If{Cond: and(&kir.Binary{Op: "<", X: kir.Id(yn), Y: kir.Id("n1")}, &kir.Binary{Op: "<", X: kir.Id(xn), Y: kir.Id("n2")}), Then: st})
+	for cj := 0; cj < b.pl.RY; cj++ {
+		for ci := 0; ci < b.pl.RX; ci++ {
+			store = append(store, b.storeCell(cj, ci)...)
 		}
 	}
-	loop = append(loop, &kir.Decl{Name: "zo", Type: kir.I32, Init: kir.Bin("-", pz, kir.I(rz))})
-	loop = append(loop, &kir.If{Cond: &kir.Binary{Op: ">=", X: kir.Id("zo"), Y: kir.Id("zbeg")}, Then: store})
-	for ui, u := range p.Updates {
+	loop := []kir.Stmt{
+		&kir.Decl{Name: "zo", Type: kir.I32, Init: kir.Bin("-", kir.Id("pz"), kir.I(b.rz))},
+		&kir.If{Cond: &kir.Binary{Op: ">=", X: kir.Id("zo"), Y: kir.Id("zbeg")}, Then: store},
+	}
+	for ui, u := range b.p.Updates {
 		t := kir.FromIR(u.Value.Type())
-		for j := 0; j < RY; j++ {
-			for i := 0; i < RX; i++ {
-				for m := 0; m < 2*rz; m++ {
-					loop = append(loop, kir.Set(kir.Id(accName(ui, j, i, m)), kir.Id(accName(ui, j, i, m+1))))
+		for j := 0; j < b.pl.RY; j++ {
+			for i := 0; i < b.pl.RX; i++ {
+				for m := 0; m < 2*b.rz; m++ {
+					loop = append(loop, kir.Set(kir.Id(inPlaneAcc(ui, j, i, m)), kir.Id(inPlaneAcc(ui, j, i, m+1))))
 				}
-				loop = append(loop, kir.Set(kir.Id(accName(ui, j, i, 2*rz)), zeroOf(t)))
+				loop = append(loop, kir.Set(kir.Id(inPlaneAcc(ui, j, i, 2*b.rz)), zeroOf(t)))
 			}
 		}
 	}
-	body = append(body, &kir.For{Var: "pz", From: kir.Bin("-", kir.Id("zbeg"), kir.I(rz)), To: kir.Add(kir.Id("zend"), kir.I(rz)), Step: 1, Body: loop})
-	k.Body = body
-	block := [3]int{BX, BY, 1}
-	grid := [3]int{ceilDiv(shape[2], TX), ceilDiv(shape[1], TY), ceilDiv(shape[0], chunk)}
-	return &Lowered{
-		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
-		SharedBytes: shared,
-	}, nil
+	return loop
+}
+
+// storeCell writes output z = zo of the thread's cell (cj, ci) where it lies in the domain.
+func (b *inPlaneBuilder) storeCell(cj, ci int) []kir.Stmt {
+	y := kir.Add(kir.Add(inPlaneO1, inPlaneL1), kir.I(cj*b.pl.BY))
+	x := kir.Add(kir.Add(inPlaneO2, inPlaneL2), kir.I(ci*b.pl.BX))
+	yn, xn := fmt.Sprintf("y%d_%d", cj, ci), fmt.Sprintf("x%d_%d", cj, ci)
+	coords := []kir.Expr{kir.Id("zo"), kir.Id(yn), kir.Id(xn)}
+	var st []kir.Stmt
+	in := "idx" + fmt.Sprint(cj, "_", ci)
+	st = append(st, &kir.Decl{Name: in, Type: b.em.idxType(), Init: b.em.linear(coords, nil)})
+	for ui, u := range b.p.Updates {
+		g := u.Grid
+		set := kir.Set(kir.At(bufName(g, Out0), kir.Id(in)), kir.Id(inPlaneAcc(ui, cj, ci, 0)))
+		if rim := inRim(g, coords); rim != nil {
+			keep := kir.Set(kir.At(bufName(g, Out0), kir.Id(in)), kir.At(bufName(g, In0), kir.Id(in)))
+			st = append(st, &kir.If{Cond: rim, Then: []kir.Stmt{keep}, Else: []kir.Stmt{set}})
+		} else {
+			st = append(st, set)
+		}
+	}
+	return []kir.Stmt{
+		&kir.Decl{Name: yn, Type: kir.I32, Init: y},
+		&kir.Decl{Name: xn, Type: kir.I32, Init: x},
+		&kir.If{Cond: and(&kir.Binary{Op: "<", X: kir.Id(yn), Y: kir.Id("n1")}, &kir.Binary{Op: "<", X: kir.Id(xn), Y: kir.Id("n2")}), Then: st},
+	}
 }
 
 // directName is the register that holds a direct grid level's cell (cj, ci) of the thread's
