@@ -177,7 +177,7 @@ performance models of tempest tune and tempest run --tune read it.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda or opencl")
+	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda, opencl or cpu (the host's memory bandwidth, the CPU engine's roof)")
 	f.BoolVar(&o.JSON, "json", false, "print the profile as JSON")
 	f.BoolVar(&o.Quick, "quick", false, "small sizes (automatic on CPU OpenCL devices)")
 	f.IntVar(&o.Reps, "reps", 0, "timed repetitions per benchmark (default 7, quick 5)")
@@ -223,7 +223,7 @@ tempest run uses the cached plan (--tune cached, the default when the cache has 
 	f.StringArrayVar(&o.Params, "param", nil, "set a parameter: name=value, the value a constant expression such as 0.25, 1/10, 2*pi or sqrt(2)/2, which may name parameters (repeatable)")
 	f.StringVar(&o.Type, "type", "", "element type replacing the program's default type: f32, f64, i32 or i64")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed for initial values and for breaking ties in the ranking")
-	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda or opencl")
+	f.StringVar(&o.Backend, "backend", "auto", "device: auto (CUDA, then OpenCL), cuda, opencl or cpu (the CPU engine: its steps per sweep)")
 	f.StringVar(&o.Mode, "mode", "topk", "search: topk, beta, topk+beta (the k best and every plan within beta percent) or exhaustive")
 	f.IntVar(&o.K, "k", 5, "topk: how many of the best predictions to time")
 	f.Float64Var(&o.Beta, "beta", 5, "beta: time every plan predicted within this percentage of the best")

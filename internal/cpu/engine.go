@@ -6,6 +6,7 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -32,14 +33,32 @@ type Engine struct {
 	updates []*ir.Update
 	obs     []*worker // observation workers, compiled on first use
 	obsFns  [][]fn    // per observation worker, per observable
+	// readsHalo says, per grid, whether an update reads its ghost cells: not where every read
+	// stays within the fixed rim of the grid updated (AN5D's stencils), whose halos then need
+	// no refill between steps.
+	readsHalo []bool
 	// nat is the step compiled to C (nil: the Go closures run it); natErr says why not.
 	nat    *nativeStep
 	natErr error
 }
 
+// Label is Code in a few characters, for tables: "c, bt 8", "c" or "go".
+func (e *Engine) Label() string {
+	switch {
+	case e.nat == nil:
+		return "go"
+	case e.nat.bt > 1:
+		return fmt.Sprintf("c, bt %d", e.nat.bt)
+	}
+	return "c"
+}
+
 // Code says what computes the steps, for reports: the C compiler that built them, or the Go
 // code and why no C was built.
 func (e *Engine) Code() string {
+	if e.nat != nil && e.nat.bt > 1 {
+		return fmt.Sprintf("%s, %d steps per sweep", e.nat.desc, e.nat.bt)
+	}
 	if e.nat != nil {
 		return e.nat.desc
 	}
@@ -106,10 +125,29 @@ func New(s *state.State) *Engine {
 		}
 		e.workers = append(e.workers, w)
 	}
+	e.readsHalo = make([]bool, len(p.Grids))
+	for _, u := range p.Updates {
+		ir.WalkDeep(u.Value, func(x ir.Expr) {
+			if l, ok := x.(*ir.Load); ok {
+				for a, o := range l.Off {
+					if abs(o) > u.Grid.Rim[a] {
+						e.readsHalo[l.G.Index] = true
+					}
+				}
+			}
+		})
+	}
 	if UseNative {
 		e.nat, e.natErr = newNative(e)
 	}
 	return e
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 func (e *Engine) layers(g *ir.Grid) int { return max(e.s.Layers[g.Index], 1) }
@@ -220,6 +258,9 @@ func (e *Engine) advance(n int) {
 	p := e.s.Prog
 	if e.s.Steps > 0 {
 		for _, g := range p.Grids {
+			if !e.readsHalo[g.Index] {
+				continue // the updates never read its ghost cells (observables refill them)
+			}
 			// Current levels changed last step; edge values may depend on the step number.
 			if g.Update != nil {
 				e.fillHalo(g, 0)

@@ -56,9 +56,6 @@ func newNative(e *Engine) (*nativeStep, error) {
 		}
 		n.blockArgs = hk.Block.Args
 		n.bt = chooseBT(e)
-		if n.bt > 1 {
-			n.desc += fmt.Sprintf(", %d steps per sweep", n.bt)
-		}
 	}
 	return n, nil
 }
@@ -235,3 +232,46 @@ const EnvBT = "TEMPEST_CPU_BT"
 
 // ringBudget bounds a thread's rings: they should stay in cache (the outer levels of it).
 const ringBudget = 16 << 20
+
+// StepsPerSweep is the steps the engine computes per sweep (1: not blocked in time).
+func (e *Engine) StepsPerSweep() int {
+	if e.nat == nil {
+		return 1
+	}
+	return e.nat.bt
+}
+
+// Blockable says whether the engine can block this program's steps in time.
+func (e *Engine) Blockable() bool { return e.nat != nil && e.nat.block != 0 }
+
+// SetStepsPerSweep sets the steps per sweep (a tuned value); the engine must be Blockable for
+// more than 1.
+func (e *Engine) SetStepsPerSweep(bt int) error {
+	switch {
+	case bt < 1:
+		return fmt.Errorf("steps per sweep %d: at least 1", bt)
+	case bt > 1 && !e.Blockable():
+		return fmt.Errorf("steps per sweep %d: this program's steps are not blocked in time on the CPU (%s)", bt, e.Code())
+	}
+	if e.nat != nil {
+		e.nat.bt = bt
+	}
+	return nil
+}
+
+// SweepDepths are the steps per sweep worth timing for this engine's program and size: 1, and
+// where it blocks, the depths whose overlap stays within a tenth of a thread's range.
+func (e *Engine) SweepDepths() []int {
+	out := []int{1}
+	if !e.Blockable() {
+		return out
+	}
+	r := max(e.s.Prog.Reach()[0], 1)
+	rows := e.s.Shape[0] / max(len(e.workers), 1)
+	for _, bt := range []int{2, 3, 4, 6, 8, 12, 16, 24} {
+		if 2*(bt-1)*r*10 <= rows {
+			out = append(out, bt)
+		}
+	}
+	return out
+}

@@ -95,6 +95,8 @@ type bencher struct {
 	// overlap says whether split runs (--gpus) overlap exchanges with interiors, why says why.
 	overlap bool
 	why     string
+	// cpuLabel is what computed the CPU engine's last timed run (cpu.Engine.Label).
+	cpuLabel string
 }
 
 // selectSuites are the suites of --suite, each with --type replacing its element type.
@@ -169,7 +171,10 @@ func Bench(o BenchOptions, stdout, stderr io.Writer) (*bench.Report, error) {
 		}
 	} else {
 		rep.Backend, rep.Device, rep.Driver, rep.Compiler = "cpu", cpuName(), "-", cpuCompiler()
-		rep.Notes = append(rep.Notes, "CPU engine: no plans, so no naive comparison, model prediction, roofs, scaling or tuning surface")
+		rep.Notes = append(rep.Notes, "CPU engine: no plans, so no naive comparison, model prediction, scaling or tuning surface; % roof is of the memory bandwidth (tempest probe --backend cpu), above 100% where steps are blocked in time")
+		if b.prof = hostProfile(stderr); b.prof != nil {
+			rep.Profile = &bench.Profile{DRAMGBs: b.prof.DRAMCopyGBs}
+		}
 		if o.FastMath {
 			rep.FastMath = false
 			rep.Notes = append(rep.Notes, "--fastmath has no effect on the CPU engine, which computes exactly")
@@ -320,6 +325,7 @@ func (b *bencher) timeIt(pr *Prepared, pl *plan.Plan, steps, reps int) ([]float6
 		if pl == nil {
 			st := init.Clone()
 			eng := cpu.New(st)
+			b.cpuLabel = eng.Label()
 			start := time.Now()
 			eng.Run(steps, nil)
 			sec = time.Since(start).Seconds()
@@ -381,6 +387,9 @@ func (b *bencher) one(su bench.Suite, file, name string, p *ir.Program, interior
 		res.Plan = "cpu engine"
 	}
 	samples, kernels, err := b.timeIt(pr, pl, steps, b.o.Reps)
+	if pl == nil {
+		res.Plan = "cpu engine (" + b.cpuLabel + ")"
+	}
 	if err != nil {
 		res.Error = err.Error()
 		b.dev.releaseIf()

@@ -21,6 +21,9 @@ type ProbeOptions struct {
 // Probe carries out `tempest probe`: micro-benchmarks of the device, saved as its profile in
 // the cache directory and printed as a table (or JSON).
 func Probe(o ProbeOptions, stdout, stderr io.Writer) error {
+	if o.Backend == "cpu" {
+		return probeHost(o, stdout, stderr)
+	}
 	dev, err := openGPUBackend(o.Backend)
 	if err != nil {
 		return err
@@ -91,4 +94,48 @@ func loadDeviceProfile(dev gpu.Device, measure bool, log io.Writer) *probe.Profi
 		}
 	}
 	return probe.Estimate(props)
+}
+
+// probeHost measures the host processor's memory for the CPU engine's profile.
+func probeHost(o ProbeOptions, stdout, stderr io.Writer) error {
+	var log io.Writer
+	if !o.Quiet {
+		log = stderr
+		fmt.Fprintf(stderr, "probing %s (cpu)...\n", probe.HostProps().Name)
+	}
+	pr, err := probe.RunHost(probe.Options{Quick: o.Quick, Reps: o.Reps, Log: log})
+	if err != nil {
+		return err
+	}
+	path, err := probe.Save(pr, "")
+	if err != nil {
+		return fmt.Errorf("saving the host profile: %w", err)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(pr)
+	}
+	fmt.Fprint(stdout, pr.Table())
+	fmt.Fprintf(stdout, "\nsaved %s\n", path)
+	return nil
+}
+
+// hostProfile is the host's saved profile, measured now when there is none (a few seconds;
+// quick sizes would fit large last-level caches and overstate the memory).
+func hostProfile(log io.Writer) *probe.Profile {
+	if pr, err := probe.Load(probe.HostProps(), ""); err == nil && !pr.Quick {
+		return pr
+	}
+	if log != nil {
+		fmt.Fprintf(log, "no profile of this processor yet: measuring its memory (tempest probe --backend cpu)...\n")
+	}
+	pr, err := probe.RunHost(probe.Options{Reps: 3})
+	if err != nil {
+		return nil
+	}
+	if _, err := probe.Save(pr, ""); err != nil && log != nil {
+		fmt.Fprintf(log, "note: could not save the host profile: %v\n", err)
+	}
+	return pr
 }

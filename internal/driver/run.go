@@ -469,6 +469,11 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	} else {
 		cpuFastMathNote(o, "the CPU engine", stderr)
 		eng := cpu.New(s)
+		if (o.Tune == "" || o.Tune == "cached") && os.Getenv(cpu.EnvBT) == "" {
+			if bt := tunedSweep(pr.Prog, s.Shape); bt > 0 && eng.SetStepsPerSweep(bt) != nil {
+				fmt.Fprintf(stderr, "note: the tuned steps per sweep (%d) do not apply here; the model's pick runs\n", bt)
+			}
+		}
 		res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine ("+eng.Code()+")"
 		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device, eng.Code())
 		l.eng = cpuStepper{eng}

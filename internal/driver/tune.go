@@ -59,6 +59,9 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--mode: %w", err)
 	}
+	if o.Backend == "cpu" {
+		return tuneCPU(o, stdout, stderr)
+	}
 	dev, err := openGPUBackend(o.Backend)
 	if err != nil {
 		return err

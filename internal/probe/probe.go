@@ -464,8 +464,14 @@ func (pr *Profile) Table() string {
 	if d.Backend == "opencl" && d.Platform != "" {
 		fmt.Fprintf(&b, ", %s", d.Platform)
 	}
-	fmt.Fprintf(&b, "), %d SMs\n", d.SMs)
-	fmt.Fprintf(&b, "driver   %s; compiler %s\n", d.Driver, d.Compiler)
+	host := d.Backend == "cpu"
+	if host {
+		fmt.Fprintf(&b, "), %d threads\n", d.SMs)
+		fmt.Fprintf(&b, "system   %s\n", d.Driver)
+	} else {
+		fmt.Fprintf(&b, "), %d SMs\n", d.SMs)
+		fmt.Fprintf(&b, "driver   %s; compiler %s\n", d.Driver, d.Compiler)
+	}
 	what := "measured"
 	switch {
 	case pr.Estimated:
@@ -477,6 +483,9 @@ func (pr *Profile) Table() string {
 	}
 	fmt.Fprintf(&b, "profile  %s (key %s)\n\n", what, pr.Key)
 	row := func(name string, v float64, unit, size string) {
+		if host && v == 0 {
+			return // the host profile measures memory alone
+		}
 		val := "-"
 		if v > 0 {
 			val = fmt.Sprintf("%.1f %s", v, unit)
