@@ -30,6 +30,7 @@ func benchCode(b *testing.B, path string, shape []int, rim int) {
 	}
 	ref.Init(s)
 	e := New(s)
+	e.WaitNative()
 	b.ResetTimer()
 	e.Run(b.N, nil)
 	e.Sync()

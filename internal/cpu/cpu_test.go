@@ -143,6 +143,7 @@ func matchReference(t *testing.T, native bool) {
 			ref.Run(want, pc.steps)
 			got := s.Clone()
 			e := New(got)
+			e.WaitNative()
 			if native && e.nat == nil {
 				t.Fatalf("%s: the step was not compiled to C: %v", pc.name, e.natErr)
 			}
@@ -222,10 +223,12 @@ func TestBlockedStepsMatchReference(t *testing.T) {
 					ref.Run(want, steps)
 					got := s.Clone()
 					e := New(got)
-					if e.nat == nil || e.nat.block == 0 {
+					if err := e.SetStepsPerSweep(bt); err != nil {
+						t.Fatalf("%s: %v", pc.name, err)
+					}
+					if e.nat == nil || e.nat.block == 0 || e.StepsPerSweep() != bt {
 						t.Fatalf("%s: no blocked C code: %v", pc.name, e.natErr)
 					}
-					e.nat.bt = bt
 					e.Run(steps, nil)
 					e.Sync()
 					for _, g := range p.Grids {
@@ -237,6 +240,51 @@ func TestBlockedStepsMatchReference(t *testing.T) {
 							}
 						}
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestCTakesOverMidRun starts the Go code while the C builds (an empty cache, no wait), lets
+// the C take over after two steps, and compares the result bitwise with the reference.
+func TestCTakesOverMidRun(t *testing.T) {
+	withCode(t, true, func() {
+		t.Setenv("TEMPEST_CACHE_DIR", t.TempDir())
+		old := NativeWait
+		NativeWait = 0
+		defer func() { NativeWait = old }()
+		p, err := load.Source("x.stencil", programs[1].src, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := state.New(p, []int{13, 600}, state.DefaultParams(p), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.Init(s)
+		want := s.Clone()
+		ref.Run(want, 5)
+		got := s.Clone()
+		e := New(got)
+		if e.pending == nil {
+			t.Skip("the C was built within no wait at all")
+		}
+		if !strings.HasPrefix(e.Code(), "Go while") {
+			t.Errorf("Code() = %q while the C builds", e.Code())
+		}
+		e.Run(2, nil)
+		e.WaitNative()
+		e.Run(3, nil)
+		e.Sync()
+		if at, ok := e.TookOver(); !ok || at != 2 || e.nat == nil {
+			t.Fatalf("TookOver() = %d, %v (C code %v, %v)", at, ok, e.nat != nil, e.natErr)
+		}
+		for _, g := range p.Grids {
+			a, b := want.Cur[g.Index].Float64s(), got.Cur[g.Index].Float64s()
+			for i := range a {
+				if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+					t.Fatalf("grid %s: cell %d: cpu %v, reference %v", g.Name, i, b[i], a[i])
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"tempest/internal/gridio"
 	"tempest/internal/ir"
+	"tempest/internal/native"
 	"tempest/internal/ref"
 	"tempest/internal/state"
 )
@@ -40,6 +41,13 @@ type Engine struct {
 	// nat is the step compiled to C (nil: the Go closures run it); natErr says why not.
 	nat    *nativeStep
 	natErr error
+	// pending, while the C code builds in the background, closes when pendNat and pendErr
+	// hold the outcome; tookOver is the step at which it was adopted (-1: not yet, 0: from
+	// the start).
+	pending  chan struct{}
+	pendNat  *nativeStep
+	pendErr  error
+	tookOver int
 }
 
 // Label is Code in a few characters, for tables: "c, bt 8", "c" or "go".
@@ -56,6 +64,13 @@ func (e *Engine) Label() string {
 // Code says what computes the steps, for reports: the C compiler that built them, or the Go
 // code and why no C was built.
 func (e *Engine) Code() string {
+	if e.pending != nil {
+		name := "the C compiler"
+		if cc, err := native.Find(); err == nil {
+			name = cc.Name()
+		}
+		return "Go while " + name + " builds its C, which takes over when ready"
+	}
 	if e.nat != nil && e.nat.bt > 1 {
 		return fmt.Sprintf("%s, %d steps per sweep", e.nat.desc, e.nat.bt)
 	}
@@ -138,7 +153,7 @@ func New(s *state.State) *Engine {
 		})
 	}
 	if UseNative {
-		e.nat, e.natErr = newNative(e)
+		e.startNative()
 	}
 	return e
 }
@@ -224,6 +239,7 @@ func (e *Engine) Sync() {
 // steps with the number done.
 func (e *Engine) Run(steps int, progress func(done int)) {
 	for done := 0; done < steps; {
+		e.poll()
 		n := e.blockSteps(steps - done)
 		e.advance(n)
 		done += n
@@ -255,6 +271,7 @@ func (e *Engine) step() { e.advance(1) }
 
 // advance computes n steps at once: n > 1 only with the C code's temporal blocking.
 func (e *Engine) advance(n int) {
+	e.poll()
 	p := e.s.Prog
 	if e.s.Steps > 0 {
 		for _, g := range p.Grids {

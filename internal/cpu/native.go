@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"tempest/internal/ir"
@@ -21,44 +22,115 @@ type nativeStep struct {
 	fn   native.Func
 	args []lower.Arg
 	desc string
-	// block advances several steps per sweep (lower.HostBlockable programs), with blockArgs;
-	// zero where the program cannot be blocked.
-	block     native.Func
-	blockArgs []lower.Arg
-	bt        int     // steps per sweep chosen for this size (1: no blocking)
-	rings     [][]any // per worker, per state grid: scratch of the blocked sweep
-	ringBT    int     // the bt the rings are sized for
+	cc   *native.Compiler
+	// blockEntry is the kernel that advances several steps per sweep (lower.HostBlockable
+	// programs; nil otherwise), built into block with blockArgs when a run blocks.
+	blockEntry *lower.HostEntry
+	block      native.Func
+	blockArgs  []lower.Arg
+	bt         int     // steps per sweep (1: no blocking)
+	rings      [][]any // per worker, per state grid: scratch of the blocked sweep
+	ringBT     int     // the bt the rings are sized for
 }
 
 // UseNative says whether New compiles the step to C where a compiler exists; tests of the Go
 // code turn it off.
 var UseNative = true
 
-// newNative compiles e's step, or says why it cannot.
+// NativeWait is how long New waits for the C compiler before it lets the Go code start; the C
+// takes over between steps once built (large updates take the compiler most of a minute).
+var NativeWait = 3 * time.Second
+
+// buildEntry compiles one host module (or finds it in the cache) and looks up its kernel.
+func buildEntry(cc *native.Compiler, en *lower.HostEntry) (native.Func, error) {
+	lib, err := cc.Build(kir.PrintC(en.Module))
+	if err != nil {
+		return 0, err
+	}
+	return lib.Func(en.Name)
+}
+
+// newNative compiles e's step, and its blocked sweep where e would block, or says why not.
 func newNative(e *Engine) (*nativeStep, error) {
 	cc, err := native.Find()
 	if err != nil {
 		return nil, err
 	}
 	hk := lower.LowerHost(e.s.Prog, e.halo)
-	lib, err := cc.Build(kir.PrintC(hk.Module))
+	fn, err := buildEntry(cc, &hk.Step)
 	if err != nil {
 		return nil, err
 	}
-	fn, err := lib.Func(hk.Step.Name)
-	if err != nil {
-		return nil, err
-	}
-	n := &nativeStep{fn: fn, args: hk.Step.Args, desc: "C, " + cc.Name() + " -O3 -march=native", bt: 1}
+	n := &nativeStep{fn: fn, args: hk.Step.Args, desc: "C, " + cc.Name() + " -O3 -march=native", cc: cc, blockEntry: hk.Block, bt: 1}
 	if hk.Block != nil {
-		if n.block, err = lib.Func(hk.Block.Name); err != nil {
-			return nil, err
+		if bt := chooseBT(e); bt > 1 && n.buildBlock() == nil {
+			n.bt = bt
 		}
-		n.blockArgs = hk.Block.Args
-		n.bt = chooseBT(e)
 	}
 	return n, nil
 }
+
+// buildBlock builds the blocked sweep's module once.
+func (n *nativeStep) buildBlock() error {
+	if n.block != 0 {
+		return nil
+	}
+	f, err := buildEntry(n.cc, n.blockEntry)
+	if err != nil {
+		return err
+	}
+	n.block, n.blockArgs = f, n.blockEntry.Args
+	return nil
+}
+
+// startNative builds the C code in the background, waiting NativeWait for it: a cached
+// module loads at once, a new one of a small program builds in well under a second.
+func (e *Engine) startNative() {
+	done := make(chan struct{})
+	go func() {
+		e.pendNat, e.pendErr = newNative(e)
+		close(done)
+	}()
+	select {
+	case <-done:
+		e.adopt()
+	case <-time.After(NativeWait):
+		e.pending = done
+		e.tookOver = -1
+	}
+}
+
+// adopt takes the built C code (or the reason there is none) from the background build.
+func (e *Engine) adopt() {
+	e.nat, e.natErr, e.pending = e.pendNat, e.pendErr, nil
+	if e.tookOver == -1 && e.nat != nil {
+		e.tookOver = e.s.Steps
+	}
+}
+
+// poll adopts the C code if its build has finished since.
+func (e *Engine) poll() {
+	if e.pending == nil {
+		return
+	}
+	select {
+	case <-e.pending:
+		e.adopt()
+	default:
+	}
+}
+
+// WaitNative waits for the C code's build, for callers that time the engine or test it.
+func (e *Engine) WaitNative() {
+	if e.pending != nil {
+		<-e.pending
+		e.adopt()
+	}
+}
+
+// TookOver says at which step the C code took over from the Go code that ran while the
+// compiler built it (false: one of them ran from the start).
+func (e *Engine) TookOver() (int, bool) { return e.tookOver, e.tookOver > 0 }
 
 // bufPtr is the address of a padded buffer's first element.
 func bufPtr(b any) int64 {
@@ -242,16 +314,24 @@ func (e *Engine) StepsPerSweep() int {
 }
 
 // Blockable says whether the engine can block this program's steps in time.
-func (e *Engine) Blockable() bool { return e.nat != nil && e.nat.block != 0 }
+func (e *Engine) Blockable() bool {
+	e.WaitNative()
+	return e.nat != nil && e.nat.blockEntry != nil
+}
 
 // SetStepsPerSweep sets the steps per sweep (a tuned value); the engine must be Blockable for
 // more than 1.
 func (e *Engine) SetStepsPerSweep(bt int) error {
+	e.WaitNative()
 	switch {
 	case bt < 1:
 		return fmt.Errorf("steps per sweep %d: at least 1", bt)
 	case bt > 1 && !e.Blockable():
 		return fmt.Errorf("steps per sweep %d: this program's steps are not blocked in time on the CPU (%s)", bt, e.Code())
+	case bt > 1:
+		if err := e.nat.buildBlock(); err != nil {
+			return err
+		}
 	}
 	if e.nat != nil {
 		e.nat.bt = bt

@@ -325,6 +325,7 @@ func (b *bencher) timeIt(pr *Prepared, pl *plan.Plan, steps, reps int) ([]float6
 		if pl == nil {
 			st := init.Clone()
 			eng := cpu.New(st)
+			eng.WaitNative()
 			b.cpuLabel = eng.Label()
 			start := time.Now()
 			eng.Run(steps, nil)

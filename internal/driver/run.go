@@ -454,6 +454,7 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		from = fmt.Sprintf(" (from step %d of a checkpoint)", start)
 	}
 	l := &loop{s: s, target: o.Steps}
+	var cpuEng *cpu.Engine
 	if dev != nil {
 		r, err := startGPU(dev, o, pr, res, stdout, stderr, steps, from)
 		if err != nil {
@@ -476,7 +477,7 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		}
 		res.Backend, res.Device, res.Plan = "cpu", cpuName(), "cpu engine ("+eng.Code()+")"
 		fmt.Fprintf(stdout, "%s: %s, %s, %d steps%s, cpu engine on %s (%s)\n", pr.Prog.Name, sizeString(s.Shape), res.Type, steps, from, res.Device, eng.Code())
-		l.eng = cpuStepper{eng}
+		l.eng, cpuEng = cpuStepper{eng}, eng
 	}
 	ss, err := newSession(o, pr, l, true, stdout, stderr)
 	if err != nil {
@@ -497,6 +498,11 @@ func Run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 		res.GFLOPPerS = cells * float64(pr.Summary.FLOPs) / res.Seconds / 1e9
 	}
 	fmt.Fprintf(stdout, "time %.3f s, %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
+	if cpuEng != nil {
+		if at, ok := cpuEng.TookOver(); ok {
+			fmt.Fprintf(stdout, "the C code took over from the Go code at step %d (%s); later runs load it from the cache\n", at, cpuEng.Code())
+		}
+	}
 	warnNonFinite(s, stderr)
 	ss.obs.warnNonFinite(stderr)
 

@@ -5,7 +5,6 @@
 package native
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -172,37 +171,37 @@ func (c *Compiler) Build(src string) (*Library, error) {
 	return l, nil
 }
 
-// compile builds src into so through a temporary file renamed into place, so that processes
-// sharing the cache never load a half-written module.
+// compile builds src into so through a temporary directory whose module the shell renames
+// into place, so that processes sharing the cache never load a half-written module, and a build
+// outlives a short run that ends first (the CPU engine's Go code runs meanwhile): the next run
+// finds the module in the cache.
 func (c *Compiler) compile(src, dir, so string) error {
 	tmp, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return fmt.Errorf("native cache: %w", err)
 	}
-	defer os.RemoveAll(tmp)
 	cfile := filepath.Join(tmp, "module.c")
 	if err := os.WriteFile(cfile, []byte(src), 0o644); err != nil {
+		os.RemoveAll(tmp)
 		return fmt.Errorf("native cache: %w", err)
 	}
 	out := filepath.Join(tmp, "module.so")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	args := append(append([]string{}, Flags...), cfile, "-o", out, "-lm")
-	cmd := exec.CommandContext(ctx, c.Path, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "..."
-		}
-		return fmt.Errorf("%s failed on generated C (%v): %s", c.Name(), err, msg)
-	}
 	// The source stays beside the module, for whoever wants to read what runs.
-	if err := os.Rename(cfile, strings.TrimSuffix(so, ".so")+".c"); err != nil {
-		return fmt.Errorf("native cache: %w", err)
+	script := `"$@" 2>"$T/err" && mv -f "$T/module.c" "$C" && mv -f "$T/module.so" "$S" && rm -rf "$T"`
+	args := append([]string{"-c", script, "sh", c.Path}, Flags...)
+	args = append(args, cfile, "-o", out, "-lm")
+	cmd := exec.Command("/bin/sh", args...)
+	cmd.Env = append(os.Environ(), "T="+tmp, "C="+strings.TrimSuffix(so, ".so")+".c", "S="+so)
+	if err := cmd.Run(); err != nil {
+		msg, _ := os.ReadFile(filepath.Join(tmp, "err"))
+		os.RemoveAll(tmp)
+		text := strings.TrimSpace(string(msg))
+		if len(text) > 2000 {
+			text = text[:2000] + "..."
+		}
+		return fmt.Errorf("%s failed on generated C (%v): %s", c.Name(), err, text)
 	}
-	return os.Rename(out, so)
+	return nil
 }
 
 // Func looks up an entry point.
