@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -226,8 +227,9 @@ func nativeCompiler() (*native.Compiler, error) { return native.Find() }
 // range of the slowest axis's slabs (and computes (bt-1)r more on each side, which its
 // neighbours also compute) with rings of its own.
 func (n *nativeStep) runBlock(e *Engine, bt int) {
-	base := n.slots(e, n.blockArgs, 3)
+	base := n.slots(e, n.blockArgs, 5)
 	rows := e.s.Shape[0]
+	tile := n.tileRows(e, bt)
 	nw := min(len(e.workers), rows)
 	if n.ringBT < bt || len(n.rings) < nw {
 		n.rings = make([][]any, nw)
@@ -249,21 +251,76 @@ func (n *nativeStep) runBlock(e *Engine, bt int) {
 				s[i] = bufPtr(n.rings[k][a.Grid])
 			}
 		}
-		s[len(s)-3], s[len(s)-2], s[len(s)-1] = int64(bt), int64(lo), int64(hi)
+		s[len(s)-5], s[len(s)-2], s[len(s)-1] = int64(bt), int64(lo), int64(hi)
+		sweep := func() {
+			// 3D: the second axis in tiles, one sweep each (2D: one tile, the whole row).
+			n1 := 1
+			if len(e.s.Shape) == 3 {
+				n1 = e.s.Shape[1]
+			}
+			for t := 0; t < n1; t += tile {
+				s[len(s)-4], s[len(s)-3] = int64(t), int64(min(t+tile, n1))
+				n.block.Call(s)
+			}
+		}
 		if k == nw-1 {
-			n.block.Call(s)
+			sweep()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.block.Call(s)
+			sweep()
 		}()
 	}
 	wg.Wait()
 	runtime.KeepAlive(e.bufs)
 	runtime.KeepAlive(e.next)
 	runtime.KeepAlive(n.rings)
+}
+
+// tileRows is, for 3D programs, how many rows of the second axis a blocked sweep covers at
+// once: as many as keep its rings (bt-1 of 2r+1 partial planes per state grid, each row
+// widened by what later steps need) within half the L2 cache of a core; TEMPEST_CPU_TILE
+// sets it. 2D sweeps take whole rows.
+func (n *nativeStep) tileRows(e *Engine, bt int) int {
+	if len(e.s.Shape) != 3 {
+		return 1
+	}
+	n1 := e.s.Shape[1]
+	if v, err := strconv.Atoi(os.Getenv("TEMPEST_CPU_TILE")); err == nil && v >= 1 {
+		return min(v, n1)
+	}
+	p := e.s.Prog
+	reach := p.Reach()
+	rowBytes := 0
+	for _, u := range e.updates {
+		rowBytes += (e.s.Shape[2] + 2*e.halo[2]) * u.Grid.Type.Size()
+	}
+	perRow := (bt - 1) * (2*reach[0] + 1) * rowBytes
+	rows := l2Bytes()/2/max(perRow, 1) - 2*(bt-1)*reach[1]
+	return min(max(rows, 8), n1)
+}
+
+// l2Bytes is a core's L2 cache as Linux reports it (1 MiB where it does not).
+func l2Bytes() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cache/index2/size")
+	if err != nil {
+		return 1 << 20
+	}
+	t := strings.TrimSpace(string(b))
+	mul := 1
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mul, t = 1<<10, strings.TrimSuffix(t, "K")
+	case strings.HasSuffix(t, "M"):
+		mul, t = 1<<20, strings.TrimSuffix(t, "M")
+	}
+	v, err := strconv.Atoi(t)
+	if err != nil || v <= 0 {
+		return 1 << 20
+	}
+	return v * mul
 }
 
 // blockSteps is how many steps the next advance of at most left steps computes.

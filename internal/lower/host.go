@@ -233,7 +233,7 @@ func HostRingCells(p *ir.Program, halo, shape []int, bt int) int {
 }
 
 // lowerHostBlock is the kernel that advances the slabs [row_lo, row_hi) of the slowest axis bt
-// steps in one sweep (N.5D blocking on the host: AN5D's idea, with the processor's cache in
+// steps in one sweep (in 3D, the rows [tile_lo, tile_hi) of the second axis of them) (N.5D blocking on the host: AN5D's idea, with the processor's cache in
 // the role of shared memory). Sweeping i upwards, it computes slab i of step 1, slab i-r of
 // step 2, ..., slab i-(bt-1)r of step bt, so that step k reads the 2r+1 slabs of step k-1
 // that it needs from a ring in cache; only step 0 comes from memory and only step bt goes
@@ -248,7 +248,8 @@ func lowerHostBlock(p *ir.Program, halo []int) (*kir.Kernel, []Arg) {
 		ps = append(ps, kir.Param{Name: "ring_" + u.Grid.Name, Type: kir.FromIR(u.Grid.Type), Pointer: true})
 		args = append(args, Arg{Kind: ArgScratch, Grid: u.Grid.Index})
 	}
-	ps = append(ps, kir.Param{Name: "bt", Type: kir.I32}, kir.Param{Name: "row_lo", Type: kir.I32}, kir.Param{Name: "row_hi", Type: kir.I32})
+	ps = append(ps, kir.Param{Name: "bt", Type: kir.I32}, kir.Param{Name: "tile_lo", Type: kir.I32}, kir.Param{Name: "tile_hi", Type: kir.I32},
+		kir.Param{Name: "row_lo", Type: kir.I32}, kir.Param{Name: "row_hi", Type: kir.I32})
 	k := &kir.Kernel{Name: HostBlockName, Params: ps}
 	n := func(a int) kir.Expr { return kir.Id(fmt.Sprintf("n%d", a)) }
 	stride := func(a int) kir.Expr { return kir.Id(fmt.Sprintf("s%d", a)) }
@@ -378,9 +379,36 @@ func lowerHostBlock(p *ir.Program, halo []int) (*kir.Kernel, []Arg) {
 	for _, u := range p.Updates {
 		inner = append(inner, kir.Set(&kir.Index{Array: kir.Id("dst_" + u.Grid.Name), Idx: kir.Id("idx")}, em.expr(u.Value)))
 	}
+	// In 3D, the second axis is tiled too ([tile_lo, tile_hi) plus what later steps need of
+	// it), so that a ring's slabs are rows of planes that stay in cache.
+	lo := func(a int) kir.Expr { return kir.I(0) }
+	hi := func(a int) kir.Expr { return n(a) }
+	if d == 3 {
+		need1 := kir.Mul(kir.Bin("-", kir.Id("bt"), kir.Id("k")), kir.I(reach[1]))
+		slab = append(slab,
+			&kir.Decl{Name: "y_lo", Type: kir.I32, Init: &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{kir.I(0), kir.Bin("-", kir.Id("tile_lo"), need1)}}},
+			&kir.Decl{Name: "y_hi", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{n(1), kir.Add(kir.Id("tile_hi"), need1)}}})
+		lo = func(a int) kir.Expr {
+			if a == 1 {
+				return kir.Id("y_lo")
+			}
+			return kir.I(0)
+		}
+		hi = func(a int) kir.Expr {
+			if a == 1 {
+				return kir.Id("y_hi")
+			}
+			return n(a)
+		}
+	}
 	loops := inner
 	for a := d - 1; a >= 1; a-- {
-		loops = []kir.Stmt{&kir.For{Var: fmt.Sprintf("c%d", a), From: kir.I(rim[a]), To: kir.Bin("-", n(a), kir.I(rim[a])), Step: 1, Body: loops}}
+		from, to := kir.Expr(kir.I(rim[a])), kir.Bin("-", n(a), kir.I(rim[a]))
+		if d == 3 && a == 1 {
+			from = &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{from, lo(a)}}
+			to = &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{to, hi(a)}}
+		}
+		loops = []kir.Stmt{&kir.For{Var: fmt.Sprintf("c%d", a), From: from, To: to, Step: 1, Body: loops}}
 	}
 	slab = append(slab, loops...)
 	// A ring slab also needs the fixed rim of the faster axes, which step k+1 reads: copied
@@ -388,7 +416,7 @@ func lowerHostBlock(p *ir.Program, halo []int) (*kir.Kernel, []Arg) {
 	var rimCopy []kir.Stmt
 	for _, u := range p.Updates {
 		g := u.Grid
-		rimCopy = append(rimCopy, hostRimCopy(g, d, rim, halo, coords, stride, n)...)
+		rimCopy = append(rimCopy, hostRimCopy(g, d, rim, halo, coords, stride, n, lo, hi)...)
 	}
 	if len(rimCopy) > 0 {
 		slab = append(slab, &kir.If{Cond: &kir.Binary{Op: "<", X: kir.Id("k"), Y: kir.Id("bt")}, Then: append([]kir.Stmt{
@@ -405,7 +433,7 @@ func lowerHostBlock(p *ir.Program, halo []int) (*kir.Kernel, []Arg) {
 // hostRimCopy copies grid g's rim cells of the slab at padded offset row (the fixed cells of
 // the faster axes) from its array into dst_g: for each faster axis, its rim with every cell of
 // the axes after it, and its interior with their rims.
-func hostRimCopy(g *ir.Grid, d int, rim, halo []int, coords []kir.Expr, stride func(int) kir.Expr, n func(int) kir.Expr) []kir.Stmt {
+func hostRimCopy(g *ir.Grid, d int, rim, halo []int, coords []kir.Expr, stride func(int) kir.Expr, n, lo, hi func(int) kir.Expr) []kir.Stmt {
 	var idx kir.Expr = &kir.Int{V: int64(halo[d-1]), T: kir.I64}
 	for a := 1; a < d; a++ {
 		t := kir.Expr(&kir.Cast{T: kir.I64, From: kir.I32, X: coords[a]})
@@ -418,12 +446,20 @@ func hostRimCopy(g *ir.Grid, d int, rim, halo []int, coords []kir.Expr, stride f
 	loop := func(a int, from, to kir.Expr, body []kir.Stmt) kir.Stmt {
 		return &kir.For{Var: fmt.Sprintf("c%d", a), From: from, To: to, Step: 1, Body: body}
 	}
+	// Ranges within [lo(a), hi(a)), the part of axis a the sweep covers.
+	clipped := func(a int, from, to kir.Expr) (kir.Expr, kir.Expr) {
+		if l, ok := lo(a).(*kir.Int); ok && l.V == 0 {
+			return from, to // the whole axis
+		}
+		return &kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{from, lo(a)}}, &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{to, hi(a)}}
+	}
 	var full func(a int) []kir.Stmt
 	full = func(a int) []kir.Stmt {
 		if a == d {
 			return []kir.Stmt{cp}
 		}
-		return []kir.Stmt{loop(a, kir.I(0), n(a), full(a+1))}
+		from, to := clipped(a, kir.I(0), n(a))
+		return []kir.Stmt{loop(a, from, to, full(a+1))}
 	}
 	var rims func(a int) []kir.Stmt
 	rims = func(a int) []kir.Stmt {
@@ -432,10 +468,13 @@ func hostRimCopy(g *ir.Grid, d int, rim, halo []int, coords []kir.Expr, stride f
 		}
 		var out []kir.Stmt
 		if rim[a] > 0 {
-			out = append(out, loop(a, kir.I(0), kir.I(rim[a]), full(a+1)), loop(a, kir.Bin("-", n(a), kir.I(rim[a])), n(a), full(a+1)))
+			f1, t1 := clipped(a, kir.I(0), kir.I(rim[a]))
+			f2, t2 := clipped(a, kir.Bin("-", n(a), kir.I(rim[a])), n(a))
+			out = append(out, loop(a, f1, t1, full(a+1)), loop(a, f2, t2, full(a+1)))
 		}
 		if inner := rims(a + 1); len(inner) > 0 {
-			out = append(out, loop(a, kir.I(rim[a]), kir.Bin("-", n(a), kir.I(rim[a])), inner))
+			f, t := clipped(a, kir.I(rim[a]), kir.Bin("-", n(a), kir.I(rim[a])))
+			out = append(out, loop(a, f, t, inner))
 		}
 		return out
 	}

@@ -73,7 +73,7 @@ static inline float tempest_powf(float a, float b) { return (float)pow((double)a
 static inline float tempest_slotf(int64_t v) { union { int32_t i; float f; } u; u.i = (int32_t)v; return u.f; }
 static inline double tempest_slotd(int64_t v) { union { int64_t i; double f; } u; u.i = v; return u.f; }
 
-static void tempest_host_block_body(const float* restrict in0_u, float* restrict out0_u, int n0, int n1, int n2, int step0, float* restrict ring_u, int bt, int row_lo, int row_hi) {
+static void tempest_host_block_body(const float* restrict in0_u, float* restrict out0_u, int n0, int n1, int n2, int step0, float* restrict ring_u, int bt, int tile_lo, int tile_hi, int row_lo, int row_hi) {
   long long s2 = 1LL;
   long long s1 = s2 * (long long)(n2 + 2);
   long long s0 = s1 * (long long)(n1 + 2);
@@ -86,7 +86,9 @@ static void tempest_host_block_body(const float* restrict in0_u, float* restrict
         const float* restrict src_u_0 = k == 1 || (c0 < 1 || c0 >= n0 - 1) ? in0_u + (long long)(c0 + 1) * s0 : ring_u + ((long long)(k - 2) * 3LL + (long long)(c0 % 3)) * s0;
         const float* restrict src_u_1 = k == 1 || (c0 + 1 < 1 || c0 + 1 >= n0 - 1) ? in0_u + (long long)(c0 + 1 + 1) * s0 : ring_u + ((long long)(k - 2) * 3LL + (long long)((c0 + 1) % 3)) * s0;
         float* restrict dst_u = k == bt ? out0_u + (long long)(c0 + 1) * s0 : ring_u + ((long long)(k - 1) * 3LL + (long long)(c0 % 3)) * s0;
-        for (int c1 = 1; c1 < n1 - 1; ++c1) {
+        int y_lo = tempest_maxi(0, tile_lo - (bt - k));
+        int y_hi = tempest_mini(n1, tile_hi + (bt - k));
+        for (int c1 = tempest_maxi(1, y_lo); c1 < tempest_mini(n1 - 1, y_hi); ++c1) {
           for (int c2 = 1; c2 < n2 - 1; ++c2) {
             long long idx = 1LL + (long long)(c1 + 1) * s1 + (long long)c2;
             dst_u[idx] = 3.6796298e-02f * src_u_m1[idx + (-1LL * s1 + -1LL)] + 3.6814816e-02f * src_u_m1[idx + -1LL * s1] + 3.6833335e-02f * src_u_m1[idx + (-1LL * s1 + 1LL)] + 3.6851853e-02f * src_u_m1[idx + -1LL] + 3.687037e-02f * src_u_m1[idx] + 3.688889e-02f * src_u_m1[idx + 1LL] + 3.690741e-02f * src_u_m1[idx + (s1 + -1LL)] + 3.6925927e-02f * src_u_m1[idx + s1] + 3.6944445e-02f * src_u_m1[idx + (s1 + 1LL)] + 3.6962964e-02f * src_u_0[idx + (-1LL * s1 + -1LL)] + 3.6981482e-02f * src_u_0[idx + -1LL * s1] + 3.7e-02f * src_u_0[idx + (-1LL * s1 + 1LL)] + 3.701852e-02f * src_u_0[idx + -1LL] + 3.7037037e-02f * src_u_0[idx] + 3.7055556e-02f * src_u_0[idx + 1LL] + 3.7074074e-02f * src_u_0[idx + (s1 + -1LL)] + 3.7092593e-02f * src_u_0[idx + s1] + 3.711111e-02f * src_u_0[idx + (s1 + 1LL)] + 3.712963e-02f * src_u_1[idx + (-1LL * s1 + -1LL)] + 3.7148148e-02f * src_u_1[idx + -1LL * s1] + 3.7166666e-02f * src_u_1[idx + (-1LL * s1 + 1LL)] + 3.7185185e-02f * src_u_1[idx + -1LL] + 3.7203703e-02f * src_u_1[idx] + 3.722222e-02f * src_u_1[idx + 1LL] + 3.724074e-02f * src_u_1[idx + (s1 + -1LL)] + 3.725926e-02f * src_u_1[idx + s1] + 3.7277777e-02f * src_u_1[idx + (s1 + 1LL)];
@@ -94,17 +96,17 @@ static void tempest_host_block_body(const float* restrict in0_u, float* restrict
         }
         if (k < bt) {
           long long row = (long long)(c0 + 1) * s0;
-          for (int c1 = 0; c1 < 1; ++c1) {
+          for (int c1 = tempest_maxi(0, y_lo); c1 < tempest_mini(1, y_hi); ++c1) {
             for (int c2 = 0; c2 < n2; ++c2) {
               dst_u[1LL + (long long)(c1 + 1) * s1 + (long long)c2] = in0_u[row + (1LL + (long long)(c1 + 1) * s1 + (long long)c2)];
             }
           }
-          for (int c1 = n1 - 1; c1 < n1; ++c1) {
+          for (int c1 = tempest_maxi(n1 - 1, y_lo); c1 < tempest_mini(n1, y_hi); ++c1) {
             for (int c2 = 0; c2 < n2; ++c2) {
               dst_u[1LL + (long long)(c1 + 1) * s1 + (long long)c2] = in0_u[row + (1LL + (long long)(c1 + 1) * s1 + (long long)c2)];
             }
           }
-          for (int c1 = 1; c1 < n1 - 1; ++c1) {
+          for (int c1 = tempest_maxi(1, y_lo); c1 < tempest_mini(n1 - 1, y_hi); ++c1) {
             for (int c2 = 0; c2 < 1; ++c2) {
               dst_u[1LL + (long long)(c1 + 1) * s1 + (long long)c2] = in0_u[row + (1LL + (long long)(c1 + 1) * s1 + (long long)c2)];
             }
@@ -119,5 +121,5 @@ static void tempest_host_block_body(const float* restrict in0_u, float* restrict
 }
 
 void tempest_host_block(const int64_t* a) {
-  tempest_host_block_body((const float*)(intptr_t)a[0], (float*)(intptr_t)a[1], (int)a[2], (int)a[3], (int)a[4], (int)a[5], (float*)(intptr_t)a[6], (int)a[7], (int)a[8], (int)a[9]);
+  tempest_host_block_body((const float*)(intptr_t)a[0], (float*)(intptr_t)a[1], (int)a[2], (int)a[3], (int)a[4], (int)a[5], (float*)(intptr_t)a[6], (int)a[7], (int)a[8], (int)a[9], (int)a[10], (int)a[11]);
 }

@@ -71,7 +71,7 @@ static inline float tempest_powf(float a, float b) { return (float)pow((double)a
 static inline float tempest_slotf(int64_t v) { union { int32_t i; float f; } u; u.i = (int32_t)v; return u.f; }
 static inline double tempest_slotd(int64_t v) { union { int64_t i; double f; } u; u.i = v; return u.f; }
 
-static void tempest_host_block_body(const float* restrict in0_u, float* restrict out0_u, int n0, int n1, int step0, float* restrict ring_u, int bt, int row_lo, int row_hi) {
+static void tempest_host_block_body(const float* restrict in0_u, float* restrict out0_u, int n0, int n1, int step0, float* restrict ring_u, int bt, int tile_lo, int tile_hi, int row_lo, int row_hi) {
   long long s1 = 1LL;
   long long s0 = s1 * (long long)(n1 + 2);
   for (int i = row_lo - (bt - 1); i < row_hi + (bt - 1); ++i) {
@@ -102,5 +102,5 @@ static void tempest_host_block_body(const float* restrict in0_u, float* restrict
 }
 
 void tempest_host_block(const int64_t* a) {
-  tempest_host_block_body((const float*)(intptr_t)a[0], (float*)(intptr_t)a[1], (int)a[2], (int)a[3], (int)a[4], (float*)(intptr_t)a[5], (int)a[6], (int)a[7], (int)a[8]);
+  tempest_host_block_body((const float*)(intptr_t)a[0], (float*)(intptr_t)a[1], (int)a[2], (int)a[3], (int)a[4], (float*)(intptr_t)a[5], (int)a[6], (int)a[7], (int)a[8], (int)a[9], (int)a[10]);
 }
