@@ -132,10 +132,7 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 	b.body = append(b.body, &kir.For{Var: "pz", From: kir.Bin("-", kir.Id("zbeg"), kir.I(rz)), To: kir.Add(kir.Id("zend"), kir.I(rz)), Step: 1, Body: loop})
 	ps, args := params(p, readRoles)
 	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
-	}
+	chunk := pl.ChunkOf(shape[0])
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
 	k := &kir.Kernel{Name: "tempest_inplane", Params: ps, Body: b.body}
 	block := [3]int{pl.BX, pl.BY, 1}

@@ -84,10 +84,7 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: s.loop()})
 	k.Body = s.body
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
-	}
+	chunk := pl.ChunkOf(shape[0])
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
 	d := s.d
 	var grid [3]int

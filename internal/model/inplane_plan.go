@@ -148,10 +148,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		return hide(n, r.WarpBlk, warpSM)*tLat + smoothMax(float64(n)*tBytes, float64(n)*tcBlk)
 	}
 	perPlane := stage(r.ActBlks)*float64(r.Stages-1) + stage(r.RemBlks)
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > in.Shape[0] {
-		chunk = in.Shape[0]
-	}
+	chunk := pl.ChunkOf(in.Shape[0])
 	planes := float64(in.Shape[0]) * float64(chunk+2*f.reach[0]) / float64(chunk)
 	t := math.Max(float64(in.Steps)*planes*perPlane, float64(in.Steps)*dev.LaunchSeconds())
 	pr := Prediction{Model: m.strategy + ": " + m.Name(), Seconds: t, Launches: in.Steps,

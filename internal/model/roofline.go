@@ -180,10 +180,7 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 		if d < 2 {
 			return Prediction{}, fmt.Errorf("stream25d needs a 2D or 3D grid")
 		}
-		chunk := pl.Chunk
-		if chunk <= 0 || chunk > shape[0] {
-			chunk = shape[0]
-		}
+		chunk := pl.ChunkOf(shape[0])
 		sb := append([]int(nil), b...)
 		sb[0] = 1 // a block is one plane thick and walks the streaming axis
 		if d == 2 {

@@ -533,6 +533,16 @@ type Limits struct {
 	SM int
 }
 
+// ChunkOf is the planes of a slowest axis of n0 planes that one streaming block covers: Chunk,
+// or the whole axis where Chunk is 0 or longer. The lowering, the models and gen's host code
+// all clamp the chunk so.
+func (pl Plan) ChunkOf(n0 int) int {
+	if pl.Chunk <= 0 || pl.Chunk > n0 {
+		return n0
+	}
+	return pl.Chunk
+}
+
 // Threads is the number of threads per block.
 func (pl Plan) Threads() int { return pl.BX * max(pl.BY, 1) * max(pl.BZ, 1) }
 
