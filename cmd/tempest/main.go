@@ -245,6 +245,8 @@ func genCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "gen FILE --target cuda|opencl -o DIR",
 		Short: "Write standalone CUDA or OpenCL code with a C API (and a benchmark harness)",
+		Long: "Write standalone CUDA or OpenCL code with a C API (and a benchmark harness).\n\nPlans (--plan name:key=value,...):\n" +
+			driver.PlanGuide(),
 		Example: `  tempest gen examples/an5d/j2d5pt.stencil --target cuda --plan pyramid -o j2d5pt_cuda --harness
   tempest gen examples/demos/grayscott.stencil --target opencl --size 256x256 -o gs --harness`,
 		Args: cobra.ExactArgs(1),

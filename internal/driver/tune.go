@@ -322,3 +322,7 @@ func TuneStrategies() []string { return tune.Strategies() }
 
 // PlanHelp is --plan's help: the plans and the keys each takes (plan.Params).
 func PlanHelp() string { return plan.Help() }
+
+// PlanGuide is the strategies, one a line with what each does, for the long help of the
+// commands that take --plan (plan.Registry).
+func PlanGuide() string { return plan.Guide() }

@@ -343,10 +343,6 @@ func cName(s string) string {
 
 func isIdent(s string) bool { return s != "" && cName(s) == s && !cKeywords[s] }
 
-// runtimeChunk is the chunk a streaming launch uses for a slowest-axis extent n0.
-func runtimeChunk(planChunk, n0 int) int {
-	if planChunk <= 0 || planChunk > n0 {
-		return n0
-	}
-	return planChunk
-}
+// runtimeChunk is the chunk a streaming launch uses for a slowest-axis extent n0
+// (plan.ChunkOf; the host code's C copy is launchFunc's).
+func runtimeChunk(planChunk, n0 int) int { return plan.Plan{Chunk: planChunk}.ChunkOf(n0) }

@@ -26,58 +26,89 @@ func (g GridDim) Blocks(tiles int) int { return tiles * max(g.Times, 1) }
 // domain's size under plan pl: host code written for every size (gen) computes the grid the
 // lowering computed for one.
 func GridDims(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
-	d := p.Dims()
+	s, err := loweringOf(pl)
+	if err != nil {
+		return [3]GridDim{}, fmt.Errorf("lower: plan %s: no launch-grid formula for strategy %s", pl, pl.Strategy)
+	}
+	return s.grid(p, pl, l)
+}
+
+// noGrid is a launch grid of dimension 1 everywhere, which the strategies' grids fill in.
+func noGrid() [3]GridDim {
 	var div [3]GridDim
 	for i := range div {
 		div[i].Axis = -1
 	}
-	switch pl.Strategy {
-	case "naive", "tiled":
-		for dim := 0; dim < 3; dim++ {
-			if a := d - 1 - dim; a >= 0 {
-				div[dim] = GridDim{Axis: a, By: l.Block[dim]}
-			}
+	return div
+}
+
+// cellGrid is the grid of blocks of one thread a cell (naive, tiled): every axis divided by
+// the block.
+func cellGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
+	d, div := p.Dims(), noGrid()
+	for dim := 0; dim < 3; dim++ {
+		if a := d - 1 - dim; a >= 0 {
+			div[dim] = GridDim{Axis: a, By: l.Block[dim]}
 		}
-	case "inplane":
-		// Each thread computes an rx x ry tile of outputs.
-		div[0] = GridDim{Axis: 2, By: pl.BX * pl.RX}
-		div[1] = GridDim{Axis: 1, By: pl.BY * pl.RY}
-		div[2] = GridDim{Axis: 0, Chunk: true}
-	case "stream25d", "forwardplane":
-		div[0] = GridDim{Axis: d - 1, By: l.Block[0]}
-		if d == 3 {
-			div[1] = GridDim{Axis: 1, By: l.Block[1]}
-		}
-		div[d-1] = GridDim{Axis: 0, Chunk: true}
-	case "pyramid":
-		r := p.Reach()
-		for dim := 0; dim < 3; dim++ {
-			if a := d - 1 - dim; a >= 0 {
-				out := l.Block[dim] - 2*r[a]*l.Steps
-				if out < 1 {
-					return div, fmt.Errorf("internal error: pyramid block leaves no output")
-				}
-				div[dim] = GridDim{Axis: a, By: out}
-			}
-		}
-	case "n5d":
-		// In-plane axes overlap by the reach per step like a pyramid (the lowering's layout
-		// says by how much); the slowest axis is streamed in chunks.
-		lay, err := N5DLayoutOf(p, pl, l.Steps)
-		if err != nil {
-			return div, fmt.Errorf("internal error: %v", err)
-		}
-		for a := 1; a < d; a++ {
-			by := lay.Out[a]
-			if a == lay.X {
-				by *= lay.Tiles // a block holds Tiles tiles along x (shfl: one a warp)
-			}
-			div[d-1-a] = GridDim{Axis: a, By: by, Times: lay.Cluster[a]}
-		}
-		lo, hi, rim := N5DRimBlocks(p, pl, l.Steps)
-		div[d-1] = GridDim{Axis: 0, Chunk: true, Rim: rim, RimLo: lo, RimHi: hi}
-	default:
-		return div, fmt.Errorf("lower: plan %s: no launch-grid formula for strategy %s", pl, pl.Strategy)
 	}
+	return div, nil
+}
+
+// inplaneGrid is the in-plane method's grid: each thread computes an rx x ry tile of outputs,
+// and z is streamed in chunks.
+func inplaneGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
+	div := noGrid()
+	div[0] = GridDim{Axis: 2, By: pl.BX * pl.RX}
+	div[1] = GridDim{Axis: 1, By: pl.BY * pl.RY}
+	div[2] = GridDim{Axis: 0, Chunk: true}
+	return div, nil
+}
+
+// streamGrid is the grid of blocks one plane thick (stream25d, forwardplane): the in-plane
+// axes divided by the block, the slowest axis streamed in chunks.
+func streamGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
+	d, div := p.Dims(), noGrid()
+	div[0] = GridDim{Axis: d - 1, By: l.Block[0]}
+	if d == 3 {
+		div[1] = GridDim{Axis: 1, By: l.Block[1]}
+	}
+	div[d-1] = GridDim{Axis: 0, Chunk: true}
+	return div, nil
+}
+
+// pyramidGrid is the pyramid's grid: each axis divided by the cells a block keeps after the
+// launch's steps.
+func pyramidGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
+	d, div := p.Dims(), noGrid()
+	r := p.Reach()
+	for dim := 0; dim < 3; dim++ {
+		if a := d - 1 - dim; a >= 0 {
+			out := l.Block[dim] - 2*r[a]*l.Steps
+			if out < 1 {
+				return div, fmt.Errorf("internal error: pyramid block leaves no output")
+			}
+			div[dim] = GridDim{Axis: a, By: out}
+		}
+	}
+	return div, nil
+}
+
+// n5dGrid is n5d's grid: in-plane axes overlap by the reach per step like a pyramid (the
+// lowering's layout says by how much); the slowest axis is streamed in chunks.
+func n5dGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
+	d, div := p.Dims(), noGrid()
+	lay, err := N5DLayoutOf(p, pl, l.Steps)
+	if err != nil {
+		return div, fmt.Errorf("internal error: %v", err)
+	}
+	for a := 1; a < d; a++ {
+		by := lay.Out[a]
+		if a == lay.X {
+			by *= lay.Tiles // a block holds Tiles tiles along x (shfl: one a warp)
+		}
+		div[d-1-a] = GridDim{Axis: a, By: by, Times: lay.Cluster[a]}
+	}
+	lo, hi, rim := N5DRimBlocks(p, pl, l.Steps)
+	div[d-1] = GridDim{Axis: 0, Chunk: true, Rim: rim, RimLo: lo, RimHi: hi}
 	return div, nil
 }

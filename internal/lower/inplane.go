@@ -22,148 +22,10 @@ import (
 // Blocks whose columns and halos lie inside the domain at the current z load the queues and
 // halos without boundary handling.
 func lowerForwardPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
-	d := p.Dims()
-	if d != 3 {
+	if p.Dims() != 3 {
 		return nil, fmt.Errorf("plan %s: forwardplane needs a 3D grid", pl)
 	}
-	ps, args := params(p, readRoles)
-	k := &kir.Kernel{Name: "tempest_forwardplane", Params: ps}
-	var body []kir.Stmt
-	block := [3]int{pl.BX, pl.BY, 1}
-	bsize := []int{1, pl.BY, pl.BX}
-	local := []kir.Expr{kir.I(0), kir.Id("l1"), kir.Id("l2")}
-	origin := []kir.Expr{nil, kir.Id("o1"), kir.Id("o2")}
-	coords := []kir.Expr{kir.Id("c0"), kir.Id("c1"), kir.Id("c2")}
-	for a := 2; a >= 1; a-- {
-		dim := 2 - a
-		body = append(body,
-			&kir.Decl{Name: fmt.Sprintf("l%d", a), Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: dim}},
-			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(block[dim]))},
-			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(origin[a], local[a])})
-	}
-	inside := and(&kir.Binary{Op: "<", X: kir.Id("c1"), Y: kir.Id("n1")}, &kir.Binary{Op: "<", X: kir.Id("c2"), Y: kir.Id("n2")})
-	threads := pl.BX * pl.BY
-	body = append(body, &kir.Decl{Name: "tid", Type: kir.I32, Init: kir.Add(kir.Mul(kir.Id("l1"), kir.I(pl.BX)), kir.Id("l2"))})
-	body = append(body,
-		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 2}, kir.Id("chunk"))},
-		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}})
-
-	em := &emitter{p: p, wide: wide, coords: coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
-	reach, order := footprints(p)
-	type window struct {
-		tile  tileInfo
-		ring  int
-		queue []string
-		rz    int
-	}
-	wins := map[gridLevel]*window{}
-	shared := 0
-	var prime, advance, fills []kir.Stmt
-	// The queue levels' loads without boundary handling, for blocks whose columns and halos
-	// lie inside the domain at this z.
-	var fastAdvance, fastFills, ringFills []kir.Stmt
-	fast := *em
-	fast.interior = true
-	H0, H1, H2 := 0, 0, 0
-	for _, gl := range order {
-		h := reach[gl]
-		if !nonzero(h) {
-			continue
-		}
-		g := p.Grids[gl.g]
-		t := kir.FromIR(g.Type)
-		w := &window{rz: h[0]}
-		inPlane := []int{0, h[1], h[2]}
-		plane := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), bsize, inPlane)
-		w.tile = plane
-		if columnOnly(p, gl) {
-			w.ring = 1
-			for i := 0; i <= 2*w.rz; i++ {
-				w.queue = append(w.queue, fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i))
-			}
-			for i, q := range w.queue {
-				body = append(body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
-				if i >= 1 {
-					pos := []kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(1+w.rz-i)), coords[1], coords[2]}
-					prime = append(prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-				}
-			}
-			for i := 0; i < len(w.queue)-1; i++ {
-				advance = append(advance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
-				fastAdvance = append(fastAdvance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
-			}
-			pos := []kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz)), coords[1], coords[2]}
-			advance = append(advance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-			fastAdvance = append(fastAdvance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
-			H0, H1, H2 = max(H0, w.rz), max(H1, h[1]), max(H2, h[2])
-			if nonzero(inPlane) {
-				body = append(body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len})
-				shared += plane.len * g.Type.Size()
-				fills = append(fills, edgeFill(em, g, gl.level, plane, kir.Id(w.queue[w.rz]), pl, inPlaneDiagonal(p, gl), true)...)
-				fastFills = append(fastFills, edgeFill(&fast, g, gl.level, plane, kir.Id(w.queue[w.rz]), pl, inPlaneDiagonal(p, gl), false)...)
-			}
-		} else {
-			w.ring = 2*w.rz + 1
-			body = append(body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len * w.ring})
-			shared += plane.len * w.ring * g.Type.Size()
-			for dz := -w.rz; dz < w.rz; dz++ {
-				zpos := kir.Add(kir.Id("zbeg"), kir.I(dz))
-				prime = append(prime, planeFill(em, g, gl.level, plane, origin, zpos, slotOf(zpos, w.ring, plane.len), threads)...)
-			}
-			zpos := kir.Add(kir.Id("z"), kir.I(w.rz))
-			ringFills = append(ringFills, planeFill(em, g, gl.level, plane, origin, zpos, slotOf(zpos, w.ring, plane.len), threads)...)
-		}
-		wins[gl] = w
-	}
-	if shared > staticSharedLimit {
-		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, shared, staticSharedLimit)
-	}
-	em.read = func(em *emitter, l *ir.Load) kir.Expr {
-		w, ok := wins[gridLevel{l.G.Index, l.Level}]
-		if !ok || l.Layer != nil {
-			return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
-		}
-		if w.queue != nil {
-			if !nonzero(l.Off[1:]) {
-				return kir.Id(w.queue[w.rz+l.Off[0]])
-			}
-			return w.tile.at(local, []int{0, l.Off[1], l.Off[2]})
-		}
-		zpos := kir.Add(kir.Id("z"), kir.I(l.Off[0]))
-		return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(local, []int{0, l.Off[1], l.Off[2]}).(*kir.Index).Idx)}
-	}
-	body = append(body, prime...)
-	var loop []kir.Stmt
-	loop = append(loop, kir.Set(kir.Id("c0"), kir.Id("z")))
-	if len(advance) > 0 {
-		z := kir.Id("z")
-		interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(H0)), Y: kir.Id("n0")}),
-			and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(pl.BY+H1)), Y: kir.Id("n1")}),
-				and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(pl.BX+H2)), Y: kir.Id("n2")})))
-		loop = append(loop, &kir.If{Cond: interior, Then: append(fastAdvance, fastFills...), Else: append(advance, fills...)})
-	}
-	loop = append(loop, ringFills...)
-	loop = append(loop, &kir.Barrier{})
-	var compute []kir.Stmt
-	compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(coords, nil)})
-	compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
-	loop = append(loop, &kir.If{Cond: inside, Then: compute})
-	loop = append(loop, &kir.Barrier{})
-	body = append(body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
-	body = append(body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: loop})
-	k.Body = body
-	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
-	}
-	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
-	grid := [3]int{ceilDiv(shape[2], block[0]), ceilDiv(shape[1], block[1]), ceilDiv(shape[0], chunk)}
-	return &Lowered{
-		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
-		SharedBytes: shared,
-	}, nil
+	return lowerStreaming(p, shape, pl, wide, true)
 }
 
 // inPlaneDiagonal reports whether a grid level is read at offsets on both in-plane axes at
@@ -270,10 +132,7 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 	b.body = append(b.body, &kir.For{Var: "pz", From: kir.Bin("-", kir.Id("zbeg"), kir.I(rz)), To: kir.Add(kir.Id("zend"), kir.I(rz)), Step: 1, Body: loop})
 	ps, args := params(p, readRoles)
 	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
-	}
+	chunk := pl.ChunkOf(shape[0])
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
 	k := &kir.Kernel{Name: "tempest_inplane", Params: ps, Body: b.body}
 	block := [3]int{pl.BX, pl.BY, 1}

@@ -105,10 +105,7 @@ func newN5DBuilder(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, 
 	b := &n5dBuilder{p: p, shape: shape, pl: pl, wide: wide, bt: bt, lay: lay, R: lay.Reach[0], NC: lay.RX * lay.RY}
 	ps, args := params(p, readRoles)
 	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
-	b.chunk = pl.Chunk
-	if b.chunk <= 0 || b.chunk > shape[0] {
-		b.chunk = shape[0]
-	}
+	b.chunk = pl.ChunkOf(shape[0])
 	b.args = append(args, Arg{Kind: ArgConst, Value: int64(b.chunk)})
 	b.k = &kir.Kernel{Name: name, Params: ps}
 	if bt < pl.BT || pl.Threads() > 512 {

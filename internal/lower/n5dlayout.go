@@ -60,9 +60,13 @@ func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 	l.BlockCells[0] = 1
 	// Along x the outputs start at a multiple of rx (2 or 4, unless vec=1) and are a multiple
 	// of it wide, so that where the row length is one too, a thread's rx cells are one aligned
-	// vector in global memory (VW elements per access, at most 16 bytes).
+	// vector in global memory (VW elements per access, at most 16 bytes or vecbytes).
+	most := 16
+	if pl.VecBytes > 0 {
+		most = pl.VecBytes
+	}
 	l.VW = pl.N5DAlign()
-	for l.VW > 1 && l.VW*p.Updates[0].Grid.Type.Size() > 16 {
+	for l.VW > 1 && l.VW*p.Updates[0].Grid.Type.Size() > most {
 		l.VW /= 2
 	}
 	for a := 1; a < d; a++ {

@@ -188,21 +188,9 @@ func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bo
 		}
 		p = fastMath(p)
 	}
-	switch pl.Strategy {
-	case "naive":
-		return lowerNaive(p, shape, pl, wide)
-	case "tiled":
-		return lowerTiled(p, shape, pl, wide)
-	case "stream25d":
-		return lowerStream25D(p, shape, pl, wide)
-	case "pyramid":
-		return lowerPyramid(p, shape, pl, wide)
-	case "n5d":
-		return lowerN5D(p, shape, pl, wide, sizeOnly)
-	case "forwardplane":
-		return lowerForwardPlane(p, shape, pl, wide)
-	case "inplane":
-		return lowerInPlane(p, shape, pl, wide)
+	s, err := loweringOf(pl)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("plan %s is not implemented yet", pl.Strategy)
+	return s.lower(p, shape, pl, wide, sizeOnly)
 }

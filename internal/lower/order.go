@@ -16,9 +16,15 @@ import (
 // arithmetic within each part, so that verify still checks them, within fast math's looser
 // bound. Every other plan evaluates the program as written, and p itself is returned.
 func EvaluationOrder(p *ir.Program, pl plan.Plan) *ir.Program {
-	if pl.Strategy != "n5d" {
-		return p
+	if s, err := loweringOf(pl); err == nil && s.order != nil {
+		return s.order(p, pl)
 	}
+	return p
+}
+
+// n5dEvaluationOrder is EvaluationOrder of n5d's kernels: the parts of each plane of the
+// streaming axis summed plane by plane where the lowering takes partial sums.
+func n5dEvaluationOrder(p *ir.Program, pl plan.Plan) *ir.Program {
 	q := orderSquares(p)
 	sums, assoc := n5dAssociative(q)
 	if !assoc || !n5dPartialSums(q) {

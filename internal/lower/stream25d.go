@@ -14,164 +14,273 @@ import (
 // current plane in shared memory; any other grid level read at offsets keeps a rolling window
 // of 2r+1 planes in shared memory (the cached plane sweep).
 func lowerStream25D(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
-	d := p.Dims()
-	if d < 2 {
+	if p.Dims() < 2 {
 		return nil, fmt.Errorf("plan %s: streaming needs a 2D or 3D grid", pl)
 	}
-	ps, args := params(p, readRoles)
-	k := &kir.Kernel{Name: "tempest_stream25d", Params: ps}
-	var body []kir.Stmt
-	// In-plane axes 1..d-1 map to threads (x fastest); axis 0 is streamed.
-	block := [3]int{pl.BX, 1, 1}
-	if d == 3 {
-		block[1] = pl.BY
+	return lowerStreaming(p, shape, pl, wide, false)
+}
+
+// streamer builds the kernel of a plan whose one-plane-thick blocks walk the slowest axis:
+// stream25d, or with forward the forward-plane plan (lowerForwardPlane), which differs in
+// how a register-queue level's current plane reaches shared memory (edgeFill) and in the loads
+// without boundary handling of blocks inside the domain.
+type streamer struct {
+	p       *ir.Program
+	pl      plan.Plan
+	forward bool
+	d       int
+	block   [3]int
+	bsize   []int
+	// local, origin and coords are the thread's index in the block, the block's origin and
+	// the cell's coordinates per axis (axis 0 streamed).
+	local, origin, coords []kir.Expr
+	inside                kir.Expr // the cell lies in the domain
+	threads               int
+	body                  []kir.Stmt
+	em                    *emitter
+	wins                  map[gridLevel]*streamWindow
+	shared                int
+	prime, advance, fills []kir.Stmt
+	// forward only: the queue levels' loads without boundary handling, for blocks whose
+	// columns and halos lie inside the domain at this z (fast), the widest reach per axis
+	// of the queue levels, and the ring levels' fills after them.
+	fast                              *emitter
+	fastAdvance, fastFills, ringFills []kir.Stmt
+	H                                 [3]int
+}
+
+// streamWindow is what a streamed grid level keeps of the planes around the current one.
+type streamWindow struct {
+	tile  tileInfo // one plane (axis 0 extent 1)
+	ring  int      // planes kept: 2r+1 (1 for a register-queue level)
+	queue []string // register names, value at z - r + k
+	rz    int
+}
+
+// lowerStreaming is the streaming kernel as the streamer's stages: its thread geometry, the
+// windows of its grid levels, the reads from them, and the plane loop.
+func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool) (*Lowered, error) {
+	name := "tempest_stream25d"
+	if forward {
+		name = "tempest_forwardplane"
 	}
-	bsize := make([]int, d)
-	local := make([]kir.Expr, d)
-	origin := make([]kir.Expr, d)
-	coords := make([]kir.Expr, d)
-	bsize[0] = 1
-	local[0] = kir.I(0)
-	coords[0] = kir.Id("c0")
-	var inside kir.Expr
+	ps, args := params(p, readRoles)
+	k := &kir.Kernel{Name: name, Params: ps}
+	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims()}
+	s.geometry()
+	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+	if forward {
+		fast := *s.em
+		fast.interior = true
+		s.fast = &fast
+	}
+	s.windows()
+	if s.shared > staticSharedLimit {
+		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, s.shared, staticSharedLimit)
+	}
+	s.em.read = s.read
+	s.body = append(s.body, s.prime...)
+	s.body = append(s.body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
+	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: s.loop()})
+	k.Body = s.body
+	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
+	chunk := pl.ChunkOf(shape[0])
+	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
+	d := s.d
+	var grid [3]int
+	grid[0] = ceilDiv(shape[d-1], s.block[0])
+	grid[1], grid[2] = 1, 1
+	if d == 3 {
+		grid[1] = ceilDiv(shape[1], s.block[1])
+	}
+	grid[d-1] = ceilDiv(shape[0], chunk)
+	return &Lowered{
+		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
+		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: s.block, Args: args, Steps: 1}},
+		SharedBytes: s.shared,
+	}, nil
+}
+
+// geometry declares the thread's place: in-plane axes 1..d-1 map to threads (x fastest),
+// axis 0 is streamed in chunks of the chunk parameter.
+func (s *streamer) geometry() {
+	d, pl := s.d, s.pl
+	s.block = [3]int{pl.BX, 1, 1}
+	if d == 3 {
+		s.block[1] = pl.BY
+	}
+	s.bsize = make([]int, d)
+	s.local = make([]kir.Expr, d)
+	s.origin = make([]kir.Expr, d)
+	s.coords = make([]kir.Expr, d)
+	s.bsize[0] = 1
+	s.local[0] = kir.I(0)
+	s.coords[0] = kir.Id("c0")
 	for a := d - 1; a >= 1; a-- {
 		dim := d - 1 - a
-		bsize[a] = block[dim]
-		local[a] = kir.Id(fmt.Sprintf("l%d", a))
-		origin[a] = kir.Id(fmt.Sprintf("o%d", a))
-		coords[a] = kir.Id(fmt.Sprintf("c%d", a))
-		body = append(body,
+		s.bsize[a] = s.block[dim]
+		s.local[a] = kir.Id(fmt.Sprintf("l%d", a))
+		s.origin[a] = kir.Id(fmt.Sprintf("o%d", a))
+		s.coords[a] = kir.Id(fmt.Sprintf("c%d", a))
+		s.body = append(s.body,
 			&kir.Decl{Name: fmt.Sprintf("l%d", a), Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: dim}},
-			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(block[dim]))},
-			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(origin[a], local[a])})
-		in := &kir.Binary{Op: "<", X: coords[a], Y: kir.Id(fmt.Sprintf("n%d", a))}
-		if inside == nil {
-			inside = in
-		} else {
-			inside = &kir.Binary{Op: "&&", X: inside, Y: in}
+			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(s.block[dim]))},
+			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(s.origin[a], s.local[a])})
+		in := &kir.Binary{Op: "<", X: s.coords[a], Y: kir.Id(fmt.Sprintf("n%d", a))}
+		switch {
+		case s.inside == nil:
+			s.inside = in
+		case s.forward:
+			s.inside = and(in, s.inside) // the forward plane's order: y's test first
+		default:
+			s.inside = &kir.Binary{Op: "&&", X: s.inside, Y: in}
 		}
 	}
-	threads := block[0] * block[1]
+	s.threads = s.block[0] * s.block[1]
 	tid := kir.Expr(kir.Id("l1"))
 	for a := 2; a < d; a++ {
-		tid = kir.Add(kir.Mul(tid, kir.I(bsize[a])), local[a])
+		tid = kir.Add(kir.Mul(tid, kir.I(s.bsize[a])), s.local[a])
 	}
-	body = append(body, &kir.Decl{Name: "tid", Type: kir.I32, Init: tid})
+	s.body = append(s.body, &kir.Decl{Name: "tid", Type: kir.I32, Init: tid})
 	// The chunk of the streaming axis this block covers.
 	chunkDim := d - 1
-	body = append(body,
+	s.body = append(s.body,
 		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk"))},
 		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}})
+}
 
-	em := &emitter{p: p, wide: wide, coords: coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
-	reach, order := footprints(p)
-	type window struct {
-		tile  tileInfo // one plane (axis 0 extent 1)
-		ring  int      // planes kept: 2r+1 (1 for a register-queue level)
-		queue []string // register names, value at z - r + k
-		rz    int
-	}
-	wins := map[gridLevel]*window{}
-	shared := 0
-	var prime, advance, fills []kir.Stmt
+// windows gives every grid level read at an offset its window: a register queue along the
+// streaming axis with the current plane in shared memory where every off-plane read lies
+// straight along it (columnOnly), else a ring of 2r+1 shared planes.
+func (s *streamer) windows() {
+	reach, order := footprints(s.p)
+	s.wins = map[gridLevel]*streamWindow{}
 	for _, gl := range order {
 		h := reach[gl]
 		if !nonzero(h) {
 			continue
 		}
-		g := p.Grids[gl.g]
-		t := kir.FromIR(g.Type)
-		w := &window{rz: h[0]}
+		g := s.p.Grids[gl.g]
+		w := &streamWindow{rz: h[0]}
 		inPlane := append([]int{0}, h[1:]...)
-		plane := newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), bsize, inPlane)
-		w.tile = plane
-		if columnOnly(p, gl) {
-			// Register queue along the streaming axis, current plane in shared memory.
-			w.ring = 1
-			for i := 0; i <= 2*w.rz; i++ {
-				w.queue = append(w.queue, fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i))
-			}
-			for i, q := range w.queue {
-				body = append(body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
-				if i >= 1 {
-					// Value at zbeg - 1 - r + i.
-					pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(1+w.rz-i))}, coords[1:]...)
-					prime = append(prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-				}
-			}
-			for i := 0; i < len(w.queue)-1; i++ {
-				advance = append(advance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
-			}
-			pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz))}, coords[1:]...)
-			advance = append(advance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-			if nonzero(inPlane) {
-				body = append(body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len})
-				shared += plane.len * g.Type.Size()
-				fills = append(fills, planeFill(em, g, gl.level, plane, origin, kir.Id("z"), kir.I(0), threads)...)
-			}
+		w.tile = newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), s.bsize, inPlane)
+		if columnOnly(s.p, gl) {
+			s.queueWindow(gl, g, w, h)
 		} else {
-			w.ring = 2*w.rz + 1
-			body = append(body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len * w.ring})
-			shared += plane.len * w.ring * g.Type.Size()
-			// Prime planes zbeg-r .. zbeg+r-1, then each step loads plane z+r.
-			for dz := -w.rz; dz < w.rz; dz++ {
-				zpos := kir.Add(kir.Id("zbeg"), kir.I(dz))
-				prime = append(prime, planeFill(em, g, gl.level, plane, origin, zpos, slotOf(zpos, w.ring, plane.len), threads)...)
-			}
-			zpos := kir.Add(kir.Id("z"), kir.I(w.rz))
-			fills = append(fills, planeFill(em, g, gl.level, plane, origin, zpos, slotOf(zpos, w.ring, plane.len), threads)...)
+			s.ringWindow(gl, g, w)
 		}
-		wins[gl] = w
+		s.wins[gl] = w
 	}
-	if shared > staticSharedLimit {
-		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, shared, staticSharedLimit)
+}
+
+// queueWindow keeps level gl's column in a register queue, primed with the planes before the
+// chunk and advanced a plane a step, and its current plane (where read in-plane) in shared
+// memory.
+func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []int) {
+	em, coords, plane := s.em, s.coords, w.tile
+	t := kir.FromIR(g.Type)
+	w.ring = 1
+	for i := 0; i <= 2*w.rz; i++ {
+		w.queue = append(w.queue, fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i))
 	}
-	em.read = func(em *emitter, l *ir.Load) kir.Expr {
-		w, ok := wins[gridLevel{l.G.Index, l.Level}]
-		if !ok || l.Layer != nil {
-			return em.globalRead(l.G, l.Level, l.Layer, coords, l.Off)
+	for i, q := range w.queue {
+		s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
+		if i >= 1 {
+			// Value at zbeg - 1 - r + i.
+			pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(1+w.rz-i))}, coords[1:]...)
+			s.prime = append(s.prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
 		}
-		if w.queue != nil {
-			if !nonzero(l.Off[1:]) {
-				return kir.Id(w.queue[w.rz+l.Off[0]])
-			}
-			return w.tile.at(local, append([]int{0}, l.Off[1:]...))
-		}
-		zpos := kir.Add(kir.Id("z"), kir.I(l.Off[0]))
-		return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index).Idx)}
 	}
-	body = append(body, prime...)
+	for i := 0; i < len(w.queue)-1; i++ {
+		s.advance = append(s.advance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
+		if s.forward {
+			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
+		}
+	}
+	pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz))}, coords[1:]...)
+	s.advance = append(s.advance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+	if s.forward {
+		s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), s.fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
+		s.H = [3]int{max(s.H[0], w.rz), max(s.H[1], h[1]), max(s.H[2], h[2])}
+	}
+	if !nonzero(h[1:]) {
+		return // read straight along the streaming axis only: no shared plane
+	}
+	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len})
+	s.shared += plane.len * g.Type.Size()
+	if !s.forward {
+		s.fills = append(s.fills, planeFill(em, g, gl.level, plane, s.origin, kir.Id("z"), kir.I(0), s.threads)...)
+		return
+	}
+	centre := kir.Id(w.queue[w.rz])
+	s.fills = append(s.fills, edgeFill(em, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), true)...)
+	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), false)...)
+}
+
+// ringWindow keeps level gl's planes z-r .. z+r in a ring of shared planes, primed with
+// the planes zbeg-r .. zbeg+r-1, each step loading plane z+r.
+func (s *streamer) ringWindow(gl gridLevel, g *ir.Grid, w *streamWindow) {
+	plane := w.tile
+	w.ring = 2*w.rz + 1
+	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: kir.FromIR(g.Type), Space: kir.Shared, Len: plane.len * w.ring})
+	s.shared += plane.len * w.ring * g.Type.Size()
+	for dz := -w.rz; dz < w.rz; dz++ {
+		zpos := kir.Add(kir.Id("zbeg"), kir.I(dz))
+		s.prime = append(s.prime, planeFill(s.em, g, gl.level, plane, s.origin, zpos, slotOf(zpos, w.ring, plane.len), s.threads)...)
+	}
+	zpos := kir.Add(kir.Id("z"), kir.I(w.rz))
+	fill := planeFill(s.em, g, gl.level, plane, s.origin, zpos, slotOf(zpos, w.ring, plane.len), s.threads)
+	if s.forward {
+		s.ringFills = append(s.ringFills, fill...)
+	} else {
+		s.fills = append(s.fills, fill...)
+	}
+}
+
+// read is a load of the update: from a level's queue or shared planes where it has a window.
+func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
+	w, ok := s.wins[gridLevel{l.G.Index, l.Level}]
+	if !ok || l.Layer != nil {
+		return em.globalRead(l.G, l.Level, l.Layer, s.coords, l.Off)
+	}
+	if w.queue != nil {
+		if !nonzero(l.Off[1:]) {
+			return kir.Id(w.queue[w.rz+l.Off[0]])
+		}
+		return w.tile.at(s.local, append([]int{0}, l.Off[1:]...))
+	}
+	zpos := kir.Add(kir.Id("z"), kir.I(l.Off[0]))
+	return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(s.local, append([]int{0}, l.Off[1:]...)).(*kir.Index).Idx)}
+}
+
+// loop is one plane's step: advance the windows, then (between barriers) the updates of the
+// cells in the domain. The forward plane advances its queues without boundary handling where
+// the block's columns and halos lie inside the domain at this z.
+func (s *streamer) loop() []kir.Stmt {
+	pl := s.pl
 	var loop []kir.Stmt
 	loop = append(loop, kir.Set(kir.Id("c0"), kir.Id("z")))
-	loop = append(loop, advance...)
-	loop = append(loop, fills...)
+	if !s.forward {
+		loop = append(loop, s.advance...)
+		loop = append(loop, s.fills...)
+	} else {
+		if len(s.advance) > 0 {
+			z := kir.Id("z")
+			H0, H1, H2 := s.H[0], s.H[1], s.H[2]
+			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(H0)), Y: kir.Id("n0")}),
+				and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(pl.BY+H1)), Y: kir.Id("n1")}),
+					and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(pl.BX+H2)), Y: kir.Id("n2")})))
+			loop = append(loop, &kir.If{Cond: interior, Then: append(s.fastAdvance, s.fastFills...), Else: append(s.advance, s.fills...)})
+		}
+		loop = append(loop, s.ringFills...)
+	}
 	loop = append(loop, &kir.Barrier{})
 	var compute []kir.Stmt
-	compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(coords, nil)})
-	compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
-	loop = append(loop, &kir.If{Cond: inside, Then: compute})
+	compute = append(compute, &kir.Decl{Name: "idx", Type: s.em.idxType(), Init: s.em.linear(s.coords, nil)})
+	compute = append(compute, storeUpdatesSplit(s.em, kir.Id("idx"))...)
+	loop = append(loop, &kir.If{Cond: s.inside, Then: compute})
 	loop = append(loop, &kir.Barrier{})
-	body = append(body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
-	body = append(body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: loop})
-	k.Body = body
-	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
-	}
-	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
-	var grid [3]int
-	grid[0] = ceilDiv(shape[d-1], block[0])
-	grid[1], grid[2] = 1, 1
-	if d == 3 {
-		grid[1] = ceilDiv(shape[1], block[1])
-	}
-	grid[chunkDim] = ceilDiv(shape[0], chunk)
-	return &Lowered{
-		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
-		SharedBytes: shared,
-	}, nil
+	return loop
 }
 
 // columnOnly reports whether every read of a grid level off the current plane lies straight

@@ -16,7 +16,11 @@ import (
 // vector loads where the region is aligned, idle lanes of partial iterations, edge threads
 // that load halos alone) and where register tiling pays (fewer threads for the same loads,
 // index arithmetic shared by a thread's outputs).
-type inplaneModel struct{ strategy string }
+type inplaneModel struct {
+	strategy string // the name its predictions carry
+	// forward: the forward-plane plan (one output a thread, scalar loads) rather than inplane.
+	forward bool
+}
 
 func (m inplaneModel) Name() string {
 	return "in-plane (equations 6-14 of the in-plane paper; load instructions per variant)"
@@ -39,7 +43,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	}
 	f := factsOf(p, in.Sum)
 	pl := in.Plan
-	fp := m.strategy == "forwardplane"
+	fp := m.forward
 	rx, ry, vec := max(pl.RX, 1), max(pl.RY, 1), max(pl.Vec, 1)
 	if fp {
 		rx, ry, vec = 1, 1, 1
@@ -144,10 +148,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		return hide(n, r.WarpBlk, warpSM)*tLat + smoothMax(float64(n)*tBytes, float64(n)*tcBlk)
 	}
 	perPlane := stage(r.ActBlks)*float64(r.Stages-1) + stage(r.RemBlks)
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > in.Shape[0] {
-		chunk = in.Shape[0]
-	}
+	chunk := pl.ChunkOf(in.Shape[0])
 	planes := float64(in.Shape[0]) * float64(chunk+2*f.reach[0]) / float64(chunk)
 	t := math.Max(float64(in.Steps)*planes*perPlane, float64(in.Steps)*dev.LaunchSeconds())
 	pr := Prediction{Model: m.strategy + ": " + m.Name(), Seconds: t, Launches: in.Steps,

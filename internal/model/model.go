@@ -104,14 +104,16 @@ func For(strategy string) (Model, bool) {
 	return m, ok
 }
 
+// init registers the model of every strategy: the model package's one table of strategies
+// (plan.Registry names them all).
 func init() {
-	for _, s := range []string{"naive", "tiled", "stream25d", "pyramid"} {
-		Register(s, roofline{strategy: s})
-	}
-	Register("n5d", n5dModel{})
-	for _, s := range []string{"forwardplane", "inplane"} {
-		Register(s, inplaneModel{strategy: s})
-	}
+	Register(plan.Naive, roofline{strategy: plan.Naive, kind: rooflineCells})
+	Register(plan.Tiled, roofline{strategy: plan.Tiled, kind: rooflineTiles})
+	Register(plan.Stream25D, roofline{strategy: plan.Stream25D, kind: rooflineStream})
+	Register(plan.Pyramid, roofline{strategy: plan.Pyramid, kind: rooflinePyramid})
+	Register(plan.N5D, n5dModel{})
+	Register(plan.ForwardPlane, inplaneModel{strategy: plan.ForwardPlane, forward: true})
+	Register(plan.InPlane, inplaneModel{strategy: plan.InPlane})
 }
 
 // Predict runs the model of the plan's strategy.
@@ -158,9 +160,9 @@ func Predict(in Input) (Prediction, error) {
 // 1.2-2x faster than they run. The in-plane model (forward-plane and in-plane plans) is
 // checked against its own measurements and has no factor.
 var Efficiency = map[string][2]float64{
-	"naive":     {1.25, 1.41},
-	"tiled":     {1.47, 2.02},
-	"stream25d": {1.27, 1.79},
+	plan.Naive:     {1.25, 1.41},
+	plan.Tiled:     {1.47, 2.02},
+	plan.Stream25D: {1.27, 1.79},
 }
 
 // ALUOps is an update's floating-point work per cell mapped onto instructions as AN5D maps it:

@@ -308,10 +308,7 @@ func n5dGeometryOf(p *ir.Program, f *n5dFacts, pl plan.Plan, shape []int, b int)
 	for a := 1; a < f.d; a++ {
 		nb *= lay.Blocks(a, shape[a])
 	}
-	chunk := pl.Chunk
-	if chunk <= 0 || chunk > shape[0] {
-		chunk = shape[0]
-	}
+	chunk := pl.ChunkOf(shape[0])
 	copies := pl.N5DRound(f.R)
 	ns := ceilDiv(shape[0], chunk)
 	total := 0

@@ -21,15 +21,32 @@ import (
 //
 // The kernel time is max(compute, shared, DRAM, L2) divided by AN5D's SM efficiency and an
 // occupancy factor, at least the launch interval; launches of a run add up.
-type roofline struct{ strategy string }
+type roofline struct {
+	strategy string // the name its predictions carry
+	kind     rooflineKind
+}
+
+// rooflineKind is which plan family a roofline prices: what its blocks read and stage.
+type rooflineKind int
+
+const (
+	// rooflineCells: a thread a cell, every read from global memory through L2 (naive).
+	rooflineCells rooflineKind = iota
+	// rooflineTiles: a thread a cell, each block's tile and halo staged in shared memory (tiled).
+	rooflineTiles
+	// rooflineStream: one-plane-thick blocks stream the slowest axis in chunks (stream25d).
+	rooflineStream
+	// rooflinePyramid: several steps a launch, the halo recomputed (pyramid).
+	rooflinePyramid
+)
 
 func (r roofline) Name() string {
-	switch r.strategy {
-	case "pyramid":
+	switch r.kind {
+	case rooflinePyramid:
 		return "roofline with redundant pyramid computation (SL pyramid height, calibrated from PH=1/PH=2 when measured)"
-	case "stream25d":
+	case rooflineStream:
 		return "roofline with stream-chunk and plane-halo overhead"
-	case "tiled":
+	case rooflineTiles:
 		return "roofline with tile-halo overhead and shared-memory traffic"
 	}
 	return "roofline (compulsory DRAM traffic, halo reads through L2)"
@@ -114,8 +131,8 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 		points += float64(lv.points)
 	}
 	directLoads := f.globalOnly / float64(f.word)
-	switch r.strategy {
-	case "naive", "tiled":
+	switch r.kind {
+	case rooflineCells, rooflineTiles:
 		blocks := 1
 		for a := 0; a < d; a++ {
 			blocks *= ceilDiv(shape[a], b[a])
@@ -126,14 +143,14 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 		fill, iters := 0.0, 0
 		for _, lv := range f.levels {
 			h := haloFactor(b, lv.reach, allAxes(d))
-			if r.strategy == "naive" {
+			if r.kind == rooflineCells {
 				// Naive threads read only the stencil's points: for a star the block's
 				// cells and its arms, not the corners of the halo box.
 				l.l2 += cells * float64(lv.bytes) * footprint(b, lv, allAxes(d))
 			} else {
 				l.l2 += cells * float64(lv.bytes) * h
 			}
-			if r.strategy == "tiled" {
+			if r.kind == rooflineTiles {
 				l.smem += cells * float64(lv.bytes) * (h + float64(lv.points))
 				fill += h
 				tile := 1
@@ -146,7 +163,7 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 				}
 			}
 		}
-		if r.strategy == "naive" {
+		if r.kind == rooflineCells {
 			l.instr = cells * (base + points + directLoads + stores + ovNaive)
 			l.mlp = math.Min(8, points+directLoads)
 		} else {
@@ -159,14 +176,11 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 		}
 		return combine(name, in, f, []launchCost{l}), nil
 
-	case "stream25d":
+	case rooflineStream:
 		if d < 2 {
 			return Prediction{}, fmt.Errorf("stream25d needs a 2D or 3D grid")
 		}
-		chunk := pl.Chunk
-		if chunk <= 0 || chunk > shape[0] {
-			chunk = shape[0]
-		}
+		chunk := pl.ChunkOf(shape[0])
 		sb := append([]int(nil), b...)
 		sb[0] = 1 // a block is one plane thick and walks the streaming axis
 		if d == 2 {
@@ -212,7 +226,7 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 		l.blockCycles = float64(chunk) * (dramLatencyCycles + 2*barrierCycles + chainCycles*(base+lds))
 		return combine(name, in, f, []launchCost{l}), nil
 
-	case "pyramid":
+	case rooflinePyramid:
 		return r.pyramid(in, f, b, name)
 	}
 	return Prediction{}, fmt.Errorf("roofline: unknown strategy %s", r.strategy)
@@ -327,7 +341,7 @@ type PyramidCal struct {
 }
 
 func (c *PyramidCal) matches(pl plan.Plan) bool {
-	return pl.Strategy == "pyramid" && c.BX == pl.BX && max(c.BY, 1) == max(pl.BY, 1) && max(c.BZ, 1) == max(pl.BZ, 1)
+	return pl.Takes("ph") && c.BX == pl.BX && max(c.BY, 1) == max(pl.BY, 1) && max(c.BZ, 1) == max(pl.BZ, 1)
 }
 
 // CalibratePyramid solves for Block and Cell from measured seconds t1 (plan with PH=1, steps1
@@ -337,7 +351,7 @@ func CalibratePyramid(in Input, steps1 int, t1 float64, steps2 int, t2 float64) 
 	if in.Sum == nil {
 		return nil, fmt.Errorf("calibrate: no analysis")
 	}
-	if in.Plan.Strategy != "pyramid" {
+	if !in.Plan.Takes("ph") {
 		return nil, fmt.Errorf("calibrate: plan %s is not a pyramid", in.Plan)
 	}
 	f := factsOf(in.Prog, in.Sum)

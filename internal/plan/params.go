@@ -18,31 +18,88 @@ type param struct {
 	flag         func(*Plan) *bool // a switch
 	// show says whether String writes it (nil: a number when positive, a switch when on).
 	show  func(Plan) bool
-	least int // the smallest number accepted (leastValue)
+	least int // the smallest number Parse accepts
+	// valid is the values Validate accepts for the strategies that take it (nil: any);
+	// a plan built in code rather than parsed may hold others.
+	valid *valid
 }
 
+// valid is a parameter's values that Validate accepts, lo..hi or one of oneOf, and the message
+// for the others.
+type valid struct {
+	lo, hi int
+	// hiDims bounds the value per grid dimensions where the grid decides (bt), over hi.
+	hiDims map[int]int
+	oneOf  []int
+	// says is the message after "plan <plan>: ", where {hi} and {d} stand for the bound and
+	// the grid's dimensions.
+	says string
+}
+
+// upTo is the values lo..hi, with its message.
+func upTo(lo, hi int, says string) *valid { return &valid{lo: lo, hi: hi, says: says} }
+
+// validate says why pl's value of q is out of its range, for a grid of d dimensions (nil:
+// within it, or not a parameter of pl's strategy).
+func (q param) validate(pl Plan, d int) error {
+	if q.valid == nil || q.num == nil || !q.printedFor(pl.Strategy) {
+		return nil
+	}
+	v, n := q.valid, *q.num(&pl)
+	hi := v.hi
+	if h, ok := v.hiDims[d]; ok {
+		hi = h
+	}
+	ok := n >= v.lo && (hi == 0 || n <= hi)
+	if v.oneOf != nil {
+		ok = slices.Contains(v.oneOf, n)
+	}
+	if ok {
+		return nil
+	}
+	says := strings.NewReplacer("{hi}", fmt.Sprint(hi), "{d}", fmt.Sprint(d)).Replace(v.says)
+	return fmt.Errorf("plan %s: %s", pl, says)
+}
+
+// blockSizes is the range of the block sizes bx, by and bz.
+var blockSizes = upTo(1, 0, "block sizes must be at least 1")
+
 var (
-	n5dOnly     = []string{"n5d"}
-	inplaneOnly = []string{"inplane"}
+	n5dOnly     = []string{N5D}
+	inplaneOnly = []string{InPlane}
+	// clusterDims is the range of n5d's cluster dimensions cx and cy.
+	clusterDims = upTo(0, 8, "the cluster dimensions cx and cy must be 1..8")
+	// registerTile is the range of each side of inplane's register tile (its area is
+	// inplaneCheck's).
+	registerTile = upTo(1, 32, "the register tile rx x ry must be 1..32 outputs")
 )
 
 // Params are the plan parameters in the order String writes them.
 var Params = []param{
-	{key: "bx", num: func(p *Plan) *int { return &p.BX }, show: func(Plan) bool { return true }, least: 1},
-	{key: "by", num: func(p *Plan) *int { return &p.BY }, show: func(p Plan) bool { return p.BY > 1 || p.Strategy != "naive" }, least: 1},
-	{key: "bz", num: func(p *Plan) *int { return &p.BZ }, show: func(p Plan) bool { return p.BZ > 1 }, least: 1},
-	{key: "ph", num: func(p *Plan) *int { return &p.PH }, print: []string{"pyramid"}, show: func(Plan) bool { return true }, least: 1},
-	{key: "bt", num: func(p *Plan) *int { return &p.BT }, print: n5dOnly, show: func(Plan) bool { return true }, least: 1},
-	{key: "rx", parse: n5dOnly, num: func(p *Plan) *int { return &p.RX }, show: func(p Plan) bool { return p.RX > 1 }, least: 1},
-	{key: "ry", parse: n5dOnly, num: func(p *Plan) *int { return &p.RY }, show: func(p Plan) bool { return p.RY > 1 }, least: 1},
+	{key: "bx", num: func(p *Plan) *int { return &p.BX }, show: func(Plan) bool { return true }, least: 1, valid: blockSizes},
+	{key: "by", num: func(p *Plan) *int { return &p.BY }, show: func(p Plan) bool { return p.BY > 1 || p.Strategy != Naive }, least: 1, valid: blockSizes},
+	{key: "bz", num: func(p *Plan) *int { return &p.BZ }, show: func(p Plan) bool { return p.BZ > 1 }, least: 1, valid: blockSizes},
+	{key: "ph", num: func(p *Plan) *int { return &p.PH }, print: []string{Pyramid}, show: func(Plan) bool { return true }, least: 1,
+		valid: upTo(1, 64, "pyramid height must be 1..64")},
+	{key: "bt", num: func(p *Plan) *int { return &p.BT }, print: n5dOnly, show: func(Plan) bool { return true }, least: 1,
+		valid: &valid{lo: 1, hiDims: map[int]int{2: 16, 3: 8}, says: "the temporal block bt must be 1..{hi} in {d}D"}},
+	{key: "rx", parse: n5dOnly, num: func(p *Plan) *int { return &p.RX }, show: func(p Plan) bool { return p.RX > 1 }, least: 1,
+		valid: upTo(0, 8, "rx, the cells each thread computes along x, must be 1..8")},
+	{key: "ry", parse: n5dOnly, num: func(p *Plan) *int { return &p.RY }, show: func(p Plan) bool { return p.RY > 1 }, least: 1,
+		valid: upTo(0, 8, "ry, the rows each thread computes along y, must be 1..8")},
 	// Written out either way: wave order is the default, so the text must say it is off.
 	{key: "wave", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Wave }, show: func(Plan) bool { return true }},
 	{key: "shfl", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Shfl }},
-	{key: "pf", parse: n5dOnly, num: func(p *Plan) *int { return &p.Prefetch }, show: func(p Plan) bool { return p.Prefetch > 1 }},
-	{key: "vec", parse: n5dOnly, num: func(p *Plan) *int { return &p.Vec }, show: func(p Plan) bool { return p.Vec == 1 }, least: 1},
-	{key: "async", parse: n5dOnly, num: func(p *Plan) *int { return &p.Async }},
-	{key: "cx", parse: n5dOnly, num: func(p *Plan) *int { return &p.CX }, show: func(p Plan) bool { return p.CX > 1 }, least: 1},
-	{key: "cy", parse: n5dOnly, num: func(p *Plan) *int { return &p.CY }, show: func(p Plan) bool { return p.CY > 1 }, least: 1},
+	{key: "pf", parse: n5dOnly, num: func(p *Plan) *int { return &p.Prefetch }, show: func(p Plan) bool { return p.Prefetch > 1 },
+		valid: upTo(0, 8, "pf, the planes n5d loads ahead, must be 1..8")},
+	{key: "vec", parse: n5dOnly, num: func(p *Plan) *int { return &p.Vec }, show: func(p Plan) bool { return p.Vec == 1 }, least: 1,
+		valid: &valid{oneOf: []int{0, 1}, says: "n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)"}},
+	{key: "vecbytes", parse: n5dOnly, num: func(p *Plan) *int { return &p.VecBytes },
+		valid: &valid{oneOf: []int{0, 4, 8, 16}, says: "vecbytes, the bytes of one of n5d's vector accesses, is 4, 8 or 16 (or left out: 16)"}},
+	{key: "async", parse: n5dOnly, num: func(p *Plan) *int { return &p.Async },
+		valid: upTo(0, 8, "async, the planes n5d copies ahead into shared memory, must be 0 (off) to 8")},
+	{key: "cx", parse: n5dOnly, num: func(p *Plan) *int { return &p.CX }, show: func(p Plan) bool { return p.CX > 1 }, least: 1, valid: clusterDims},
+	{key: "cy", parse: n5dOnly, num: func(p *Plan) *int { return &p.CY }, show: func(p Plan) bool { return p.CY > 1 }, least: 1, valid: clusterDims},
 	{key: "unroll", parse: n5dOnly, num: func(p *Plan) *int { return &p.Unroll }},
 	{key: "phased", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Phased }},
 	{key: "rimcut", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.RimCut }},
@@ -55,11 +112,13 @@ var Params = []param{
 	{key: "split", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Split }},
 	{key: "constsize", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.ConstSize }},
 	{key: "chain", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Chain }},
-	{key: "load", parse: inplaneOnly, num: func(p *Plan) *int { return &p.Load }, show: func(Plan) bool { return true }},
-	{key: "rx", parse: inplaneOnly, num: func(p *Plan) *int { return &p.RX }, show: func(Plan) bool { return true }, least: 1},
-	{key: "ry", parse: inplaneOnly, num: func(p *Plan) *int { return &p.RY }, show: func(Plan) bool { return true }, least: 1},
-	{key: "vec", parse: inplaneOnly, num: func(p *Plan) *int { return &p.Vec }, show: func(Plan) bool { return true }, least: 1},
-	{key: "chunk", num: func(p *Plan) *int { return &p.Chunk }},
+	{key: "load", parse: inplaneOnly, num: func(p *Plan) *int { return &p.Load }, show: func(Plan) bool { return true },
+		valid: upTo(0, 2, "load must be 0 (vertical), 1 (horizontal) or 2 (full slice)")},
+	{key: "rx", parse: inplaneOnly, num: func(p *Plan) *int { return &p.RX }, show: func(Plan) bool { return true }, least: 1, valid: registerTile},
+	{key: "ry", parse: inplaneOnly, num: func(p *Plan) *int { return &p.RY }, show: func(Plan) bool { return true }, least: 1, valid: registerTile},
+	{key: "vec", parse: inplaneOnly, num: func(p *Plan) *int { return &p.Vec }, show: func(Plan) bool { return true }, least: 1,
+		valid: &valid{oneOf: []int{1, 2, 4}, says: "vec must be 1, 2 or 4"}},
+	{key: "chunk", num: func(p *Plan) *int { return &p.Chunk }, valid: upTo(0, 0, "chunk must be positive")},
 	{key: "maxregs", num: func(p *Plan) *int { return &p.MaxRegs }},
 	{key: "fastmath", flag: func(p *Plan) *bool { return &p.FastMath }},
 	{key: "keepscale", flag: func(p *Plan) *bool { return &p.KeepScale }},
@@ -111,19 +170,48 @@ func paramFor(strategy, key string) (param, bool) {
 }
 
 // Help says, for the command line, which plans exist and which keys each takes, from the
-// same lists Parse reads.
+// registry and the parameter table that Parse reads.
 func Help() string {
-	var common, n5d, inplane []string
+	var common []string
 	for _, q := range Params {
-		switch {
-		case q.parse == nil:
+		if q.parse == nil && q.print == nil {
 			common = append(common, q.key)
-		case slices.Equal(q.parse, n5dOnly):
-			n5d = append(n5d, q.key)
-		case slices.Equal(q.parse, inplaneOnly):
-			inplane = append(inplane, q.key)
 		}
 	}
-	return fmt.Sprintf("%s or wavefront (n5d:bt=2,wave=true), as plan:key=value,... (e.g. n5d:bt=8,rx=2); every plan takes %s; n5d also %s; inplane also %s",
-		strings.Join(Strategies, ", "), strings.Join(common, ", "), strings.Join(n5d, ", "), strings.Join(inplane, ", "))
+	own := []string{"every plan takes " + strings.Join(common, ", ")}
+	for _, s := range Strategies {
+		if keys := ownKeys(s); len(keys) > 0 {
+			own = append(own, s+" also "+strings.Join(keys, ", "))
+		}
+	}
+	return fmt.Sprintf("%s or %s, as plan:key=value,... (e.g. n5d:bt=8,rx=2); %s",
+		strings.Join(Strategies, ", "), aliasList(), strings.Join(own, "; "))
+}
+
+// Guide is the strategies for a command's long help, one a line: the name, what it does and
+// the keys of its own (Help lists those every plan takes).
+func Guide() string {
+	var b strings.Builder
+	for _, s := range Registry {
+		fmt.Fprintf(&b, "  %-13s %s", s.Name, s.Doc)
+		if s.Alias != "" {
+			fmt.Fprintf(&b, ": %s", s.Alias)
+		}
+		if keys := ownKeys(s.Name); len(keys) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(keys, ", "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// ownKeys is the keys that strategy takes and not every plan does.
+func ownKeys(strategy string) []string {
+	var keys []string
+	for _, q := range Params {
+		if q.printedFor(strategy) && (q.parse != nil || q.print != nil) {
+			keys = append(keys, q.key)
+		}
+	}
+	return keys
 }

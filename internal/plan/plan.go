@@ -13,9 +13,6 @@ import (
 	"tempest/internal/ir"
 )
 
-// Strategies Tempest knows, in the order they are offered.
-var Strategies = []string{"naive", "tiled", "stream25d", "pyramid", "n5d", "forwardplane", "inplane"}
-
 // Plan is a strategy with its parameters.
 type Plan struct {
 	Strategy string
@@ -53,6 +50,10 @@ type Plan struct {
 	// rx is 2 or 4, the tiles' outputs aligned to rx along x) or 1 (scalar accesses, tiles
 	// unaligned).
 	Vec int
+	// VecBytes caps the bytes of one of n5d's vector accesses along x (0: 16, the widest
+	// vector CUDA and OpenCL load in one instruction): 8 moves a thread's four floats as two
+	// 8-byte vectors, which keeps their alignment needs at 8 bytes (lower.N5DLayout's VW).
+	VecBytes int
 	// Shfl makes each warp of a 2D n5d block a tile of its own whose threads exchange their x
 	// neighbours through warp shuffles: no shared memory and no barriers, at the price of a
 	// halo per 32 threads. CUDA only.
@@ -231,85 +232,20 @@ func (pl Plan) N5DLag(R int) int {
 // Cluster is the plan's cluster dimensions along x and y (1 where unset).
 func (pl Plan) Cluster() (cx, cy int) { return max(pl.CX, 1), max(pl.CY, 1) }
 
-// Default gives a strategy's default parameters for a program.
+// Default gives a strategy's default parameters for a program (Registry).
 func Default(strategy string, p *ir.Program) (Plan, error) {
 	pl := Plan{Strategy: strategy}
-	d := p.Dims()
-	switch strategy {
-	case "naive":
-		pl.BX, pl.BY, pl.BZ = 256, 1, 1
-		if d >= 2 {
-			pl.BX, pl.BY = 32, 8
-		}
-	case "tiled":
-		pl.BX, pl.BY, pl.BZ = 256, 1, 1
-		switch d {
-		case 2:
-			pl.BX, pl.BY = 32, 8
-		case 3:
-			pl.BX, pl.BY, pl.BZ = 32, 4, 4
-		}
-	case "stream25d":
-		if d < 2 {
-			return pl, fmt.Errorf("plan stream25d streams along the slowest axis of a 2D or 3D grid; %s is 1D", p.Name)
-		}
-		// Chunks of 128 planes give a 16384^2 grid 8192 blocks instead of 64 (measured on the
-		// H100, docs/performance.md).
-		pl.BX, pl.BY, pl.BZ, pl.Chunk = 256, 1, 1, 128
-		if d == 3 {
-			pl.BX, pl.BY = 32, 8
-		}
-	case "pyramid":
-		pl.BX, pl.BY, pl.BZ, pl.PH = 256, 1, 1, 4
-		switch d {
-		case 2:
-			pl.BX, pl.BY = 32, 16
-		case 3:
-			pl.BX, pl.BY, pl.BZ, pl.PH = 16, 8, 8, 2
-		}
-		if err := pl.FitPH(p); err != nil {
-			return pl, err
-		}
-	case "n5d":
-		if err := n5dApplies(p); err != nil {
-			return pl, err
-		}
-		// Wave order (one barrier per plane) measured as fast or faster on every AN5D
-		// stencil on the H100 (docs/performance.md).
-		pl.BX, pl.BY, pl.BZ, pl.BT, pl.Chunk, pl.RX, pl.Wave = 256, 1, 1, 4, 256, 1, true
-		if d == 3 {
-			pl.BX, pl.BY, pl.BT, pl.Chunk = 32, 16, 2, 64
-		}
-		if err := pl.FitBT(p); err != nil {
-			return pl, err
-		}
-	case "wavefront":
-		// Schafer and Fey's pipelined wavefront: two steps per sweep, one barrier per plane.
-		// It is n5d with those settings, so it is tuned and lowered as n5d.
-		pl, err := Default("n5d", p)
-		if err != nil {
-			return pl, err
-		}
-		pl.BT, pl.Wave = 2, true
-		if err := pl.FitBT(p); err != nil {
-			return pl, err
-		}
-		return pl, nil
-	case "forwardplane":
-		if d != 3 {
-			return pl, fmt.Errorf("plan forwardplane streams z through a 2D block over (y, x) of a 3D grid; %s is %dD", p.Name, d)
-		}
-		pl.BX, pl.BY, pl.BZ, pl.Chunk = 32, 8, 1, 128
-	case "inplane":
-		if err := inplaneApplies(p); err != nil {
-			return pl, err
-		}
-		pl.BX, pl.BY, pl.BZ, pl.Chunk = 32, 8, 1, 128
-		pl.Load, pl.RX, pl.RY, pl.Vec = 2, 1, 2, 1
-	default:
-		return pl, fmt.Errorf("unknown plan %q; plans are %s and wavefront (n5d:bt=2,wave=true)", strategy, strings.Join(Strategies, ", "))
+	s, ok := Lookup(strategy)
+	if !ok {
+		return pl, unknownStrategy(strategy)
 	}
-	return pl, nil
+	if s.applies != nil {
+		if err := s.applies(p); err != nil {
+			return pl, err
+		}
+	}
+	err := s.defaults(&pl, p)
+	return pl, err
 }
 
 // FitPH lowers a pyramid's height until every block axis keeps at least one output cell
@@ -544,16 +480,20 @@ func Parse(text string, p *ir.Program) (Plan, error) {
 		*q.num(&pl) = n
 		given[k] = true
 	}
-	if pl.Strategy == "pyramid" && given["ph"] {
-		pl.fitPyramidBlocks(p, given)
+	if s := pl.Kind(); s.parsed != nil {
+		s.parsed(&pl, p, given)
 	}
 	return pl, nil
 }
 
-// fitPyramidBlocks widens the block sizes the text left at their defaults until each keeps
-// cells after the given ph steps (a block of b cells along an axis of reach r keeps b - 2 ph r),
-// within 1024 threads a block: pyramid:ph=8 must not fail for a default by=16 it never asked for.
-func (pl *Plan) fitPyramidBlocks(p *ir.Program, given map[string]bool) {
+// fitPyramidBlocks widens, where the text gave ph, the block sizes it left at their defaults
+// until each keeps cells after ph steps (a block of b cells along an axis of reach r keeps
+// b - 2 ph r), within 1024 threads a block: pyramid:ph=8 must not fail for a default by=16 it
+// never asked for.
+func fitPyramidBlocks(pl *Plan, p *ir.Program, given map[string]bool) {
+	if !given["ph"] {
+		return
+	}
 	r := p.Reach()
 	dims := []*int{&pl.BX, &pl.BY, &pl.BZ}
 	for a, v := range r {
@@ -597,14 +537,34 @@ type Limits struct {
 	SM int
 }
 
+// ChunkOf is the planes of a slowest axis of n0 planes that one streaming block covers: Chunk,
+// or the whole axis where Chunk is 0 or longer. The lowering, the models and gen's host code
+// all clamp the chunk so.
+func (pl Plan) ChunkOf(n0 int) int {
+	if pl.Chunk <= 0 || pl.Chunk > n0 {
+		return n0
+	}
+	return pl.Chunk
+}
+
 // Threads is the number of threads per block.
 func (pl Plan) Threads() int { return pl.BX * max(pl.BY, 1) * max(pl.BZ, 1) }
 
 // Validate checks the plan's own consistency and the block against the device; sharedBytes
-// is what lowering computed the plan needs.
+// is what lowering computed the plan needs. The ranges come from Params, the rest from the
+// strategy's own checks (Registry).
 func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
-	if pl.BX < 1 || pl.BY < 1 || pl.BZ < 1 {
-		return fmt.Errorf("plan %s: block sizes must be at least 1", pl)
+	s := pl.Kind()
+	if s.applies != nil {
+		if err := s.applies(p); err != nil {
+			return err
+		}
+	}
+	d := p.Dims()
+	for _, q := range Params {
+		if err := q.validate(pl, d); err != nil {
+			return err
+		}
 	}
 	if pl.KeepScale && !pl.FastMath {
 		return fmt.Errorf("plan %s: keepscale only changes fast-math builds (exact builds never fold a scale); add fastmath=true or drop keepscale", pl)
@@ -612,143 +572,111 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 	if pl.CentreFirst && (!pl.FastMath || pl.KeepScale) {
 		return fmt.Errorf("plan %s: centrefirst reorders sums under fast math only (exact builds and keepscale keep every sum as written); add fastmath=true and drop keepscale, or drop centrefirst", pl)
 	}
-	d := p.Dims()
 	if d == 1 && (pl.BY > 1 || pl.BZ > 1) {
 		return fmt.Errorf("plan %s: a 1D grid takes 1D blocks (by=1, bz=1)", pl)
 	}
 	if d == 2 && pl.BZ > 1 {
 		return fmt.Errorf("plan %s: a 2D grid takes 2D blocks (bz=1)", pl)
 	}
-	if pl.Strategy == "forwardplane" && d != 3 {
-		return fmt.Errorf("plan %s: forwardplane needs a 3D grid", pl)
-	}
-	if pl.Strategy == "inplane" {
-		if err := inplaneApplies(p); err != nil {
-			return err
-		}
-		if pl.Load < 0 || pl.Load > 2 {
-			return fmt.Errorf("plan %s: load must be 0 (vertical), 1 (horizontal) or 2 (full slice)", pl)
-		}
-		if pl.RX < 1 || pl.RY < 1 || pl.RX*pl.RY > 32 {
-			return fmt.Errorf("plan %s: the register tile rx x ry must be 1..32 outputs", pl)
-		}
-		if pl.Vec != 1 && pl.Vec != 2 && pl.Vec != 4 {
-			return fmt.Errorf("plan %s: vec must be 1, 2 or 4", pl)
-		}
-		if g := wideRead(p); pl.Vec == 4 && g != nil {
-			return fmt.Errorf("plan %s: vec=4 would load 32 bytes at once from grid %s (%s), but vector loads are at most 16 bytes (CUDA has no 16-byte-aligned vector of four 8-byte elements); use vec=2", pl, g.Name, g.Type)
-		}
-	}
-	if (pl.Strategy == "stream25d" || pl.Strategy == "forwardplane" || pl.Strategy == "inplane") && pl.BZ > 1 {
+	if s.Streams && pl.BZ > 1 {
 		return fmt.Errorf("plan %s: streaming blocks are one plane thick (bz=1)", pl)
 	}
-	if pl.Strategy == "pyramid" && (pl.PH < 1 || pl.PH > 64) {
-		return fmt.Errorf("plan %s: pyramid height must be 1..64", pl)
-	}
-	if pl.Strategy == "n5d" {
-		if err := n5dApplies(p); err != nil {
+	if s.check != nil {
+		if err := s.check(pl, p, lim); err != nil {
 			return err
 		}
-		if hi := map[int]int{2: 16, 3: 8}[d]; pl.BT < 1 || pl.BT > hi {
-			return fmt.Errorf("plan %s: the temporal block bt must be 1..%d in %dD", pl, hi, d)
-		}
-		if pl.BZ > 1 {
-			return fmt.Errorf("plan %s: n5d blocks are one plane thick (bz=1)", pl)
-		}
-		if pl.RX < 0 || pl.RX > 8 {
-			return fmt.Errorf("plan %s: rx, the cells each thread computes along x, must be 1..8", pl)
-		}
-		if pl.RY < 0 || pl.RY > 8 {
-			return fmt.Errorf("plan %s: ry, the rows each thread computes along y, must be 1..8", pl)
-		}
-		if pl.Prefetch < 0 || pl.Prefetch > 8 {
-			return fmt.Errorf("plan %s: pf, the planes n5d loads ahead, must be 1..8", pl)
-		}
-		if pl.Async < 0 || pl.Async > 8 {
-			return fmt.Errorf("plan %s: async, the planes n5d copies ahead into shared memory, must be 0 (off) to 8", pl)
-		}
-		if pl.Async > 0 {
-			if pl.Prefetch > 1 {
-				return fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
-			}
-			if round := pl.N5DRound(p.Reach()[0]); pl.Async >= round {
-				return fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round (reach %d along %s); use async=%d or less", pl, pl.Async, round, p.Reach()[0], p.Axes[0], round-1)
-			}
-			if lim.NoAsync {
-				return fmt.Errorf("plan %s: asynchronous copies (async=%d) are generated for CUDA only; drop async on this backend", pl, pl.Async)
-			}
-			if lim.SM > 0 && lim.SM < 80 {
-				return fmt.Errorf("plan %s: asynchronous copies (cp.async) need compute capability 8.0 or later; this device is %d.%d: drop async", pl, lim.SM/10, lim.SM%10)
-			}
-		}
-		if R := p.Reach()[0]; pl.Unroll != 0 && pl.Unroll != 2*R+1 && pl.Unroll != 2*(2*R+1) {
-			return fmt.Errorf("plan %s: unroll, the planes per unrolled round, is %d or %d for reach %d along %s (or left out)", pl, 2*R+1, 2*(2*R+1), R, p.Axes[0])
-		}
-		if pl.Vec != 0 && pl.Vec != 1 {
-			return fmt.Errorf("plan %s: n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)", pl)
-		}
-		if pl.RY > 1 && d != 3 {
-			return fmt.Errorf("plan %s: ry tiles the y axis of a 3D block; a 2D n5d block is one row streaming along %s", pl, p.Axes[0])
-		}
-		if pl.Shfl {
-			if d != 2 {
-				return fmt.Errorf("plan %s: shfl exchanges x neighbours within a warp for 2D grids; %s is %dD", pl, p.Name, d)
-			}
-			if pl.BX%WarpSize != 0 {
-				return fmt.Errorf("plan %s: with shfl every warp is a tile, so bx must be a multiple of %d", pl, WarpSize)
-			}
-			if lim.NoShuffle {
-				return fmt.Errorf("plan %s: warp shuffles (shfl=true) are generated for CUDA only; drop shfl on this backend", pl)
-			}
-		}
-		if pl.RimBlocks && pl.RimCut {
-			return fmt.Errorf("plan %s: rimblocks and rimcut both take the planes near the streaming axis's rim out of the other planes' loop (as blocks of their own, or as pieces of a block); keep one", pl)
-		}
-		if cx, cy := pl.Cluster(); pl.EdgesFirst && (pl.Shfl || cx*cy > 1) {
-			return fmt.Errorf("plan %s: edgesfirst reorders whole tiles, one per block; drop it with shfl or clusters (cx, cy), whose blocks share tiles", pl)
-		}
-		if cx, cy := pl.Cluster(); pl.Shrink && (pl.Shfl || cx*cy > 1) {
-			return fmt.Errorf("plan %s: shrink skips the warps outside a level's part of one tile; drop it with shfl or clusters (cx, cy), whose tiles are a warp or several blocks", pl)
-		}
-		if pl.Ascend && !pl.Wave {
-			return fmt.Errorf("plan %s: ascend changes wave order's levels (one barrier per plane); without wave the levels already run lowest first, a barrier each: add wave=true or drop ascend", pl)
-		}
-		if cx, cy := pl.Cluster(); pl.Ascend && (pl.Shfl || cx*cy > 1) {
-			return fmt.Errorf("plan %s: ascend orders the levels around shared planes of one block; drop it with shfl or clusters (cx, cy)", pl)
-		}
-		if cx, cy := pl.Cluster(); pl.Chain && cx*cy > 1 {
-			return fmt.Errorf("plan %s: chain waits for the neighbouring blocks of the launch before, one per tile; drop it with clusters (cx, cy)", pl)
-		}
-		if pl.Chain && (lim.NoChain || lim.SM > 0 && lim.SM < 90) {
-			return fmt.Errorf("plan %s: chained launches (chain=true) need CUDA on sm_90 or newer; drop chain on this device", pl)
-		}
-		if pl.Split && (pl.RX < 2 || pl.Shfl) {
-			return fmt.Errorf("plan %s: split lays out the shared rows by a thread's rx cells; it needs rx=2 or more and no shfl (whose tiles have no shared rows)", pl)
-		}
-		if pl.CX < 0 || pl.CY < 0 || pl.CX > 8 || pl.CY > 8 {
-			return fmt.Errorf("plan %s: the cluster dimensions cx and cy must be 1..8", pl)
-		}
-		if cx, cy := pl.Cluster(); cx*cy > 1 {
-			switch {
-			case cx*cy > 8:
-				return fmt.Errorf("plan %s: a cluster of %d x %d blocks exceeds the 8 blocks a portable cluster may hold", pl, cx, cy)
-			case cy > 1 && d != 3:
-				return fmt.Errorf("plan %s: cy clusters blocks along y, which a 2D n5d block does not tile; use cx", pl)
-			case pl.Shfl:
-				return fmt.Errorf("plan %s: shfl tiles have no shared memory to exchange through clusters; drop cx and cy or shfl", pl)
-			case lim.NoClusters:
-				return fmt.Errorf("plan %s: thread-block clusters (cx, cy) need CUDA on sm_90 or newer; drop cx and cy on this device", pl)
-			}
-		}
-	}
-	if pl.Chunk < 0 {
-		return fmt.Errorf("plan %s: chunk must be positive", pl)
 	}
 	if lim.MaxThreadsPerBlock > 0 && pl.Threads() > lim.MaxThreadsPerBlock {
 		return fmt.Errorf("plan %s: %d threads per block exceed the device's %d", pl, pl.Threads(), lim.MaxThreadsPerBlock)
 	}
 	if lim.MaxSharedPerBlock > 0 && sharedBytes > lim.MaxSharedPerBlock {
 		return fmt.Errorf("plan %s: needs %d bytes of shared memory per block, the device has %d", pl, sharedBytes, lim.MaxSharedPerBlock)
+	}
+	return nil
+}
+
+// inplaneCheck is the in-plane plan's checks beyond its parameters' ranges: the register
+// tile's size and the width of its vector loads.
+func inplaneCheck(pl Plan, p *ir.Program, lim Limits) error {
+	if pl.RX*pl.RY > 32 {
+		return fmt.Errorf("plan %s: the register tile rx x ry must be 1..32 outputs", pl)
+	}
+	if g := wideRead(p); pl.Vec == 4 && g != nil {
+		return fmt.Errorf("plan %s: vec=4 would load 32 bytes at once from grid %s (%s), but vector loads are at most 16 bytes (CUDA has no 16-byte-aligned vector of four 8-byte elements); use vec=2", pl, g.Name, g.Type)
+	}
+	return nil
+}
+
+// n5dCheck is the n5d plan's checks beyond its parameters' ranges: the switches that exclude
+// each other, those that need a shape of grid or tile, and those the device must support.
+func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
+	d := p.Dims()
+	if pl.Async > 0 {
+		if pl.Prefetch > 1 {
+			return fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
+		}
+		if round := pl.N5DRound(p.Reach()[0]); pl.Async >= round {
+			return fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round (reach %d along %s); use async=%d or less", pl, pl.Async, round, p.Reach()[0], p.Axes[0], round-1)
+		}
+		if lim.NoAsync {
+			return fmt.Errorf("plan %s: asynchronous copies (async=%d) are generated for CUDA only; drop async on this backend", pl, pl.Async)
+		}
+		if lim.SM > 0 && lim.SM < 80 {
+			return fmt.Errorf("plan %s: asynchronous copies (cp.async) need compute capability 8.0 or later; this device is %d.%d: drop async", pl, lim.SM/10, lim.SM%10)
+		}
+	}
+	if R := p.Reach()[0]; pl.Unroll != 0 && pl.Unroll != 2*R+1 && pl.Unroll != 2*(2*R+1) {
+		return fmt.Errorf("plan %s: unroll, the planes per unrolled round, is %d or %d for reach %d along %s (or left out)", pl, 2*R+1, 2*(2*R+1), R, p.Axes[0])
+	}
+	if pl.RY > 1 && d != 3 {
+		return fmt.Errorf("plan %s: ry tiles the y axis of a 3D block; a 2D n5d block is one row streaming along %s", pl, p.Axes[0])
+	}
+	if pl.Shfl {
+		if d != 2 {
+			return fmt.Errorf("plan %s: shfl exchanges x neighbours within a warp for 2D grids; %s is %dD", pl, p.Name, d)
+		}
+		if pl.BX%WarpSize != 0 {
+			return fmt.Errorf("plan %s: with shfl every warp is a tile, so bx must be a multiple of %d", pl, WarpSize)
+		}
+		if lim.NoShuffle {
+			return fmt.Errorf("plan %s: warp shuffles (shfl=true) are generated for CUDA only; drop shfl on this backend", pl)
+		}
+	}
+	if pl.RimBlocks && pl.RimCut {
+		return fmt.Errorf("plan %s: rimblocks and rimcut both take the planes near the streaming axis's rim out of the other planes' loop (as blocks of their own, or as pieces of a block); keep one", pl)
+	}
+	if cx, cy := pl.Cluster(); pl.EdgesFirst && (pl.Shfl || cx*cy > 1) {
+		return fmt.Errorf("plan %s: edgesfirst reorders whole tiles, one per block; drop it with shfl or clusters (cx, cy), whose blocks share tiles", pl)
+	}
+	if cx, cy := pl.Cluster(); pl.Shrink && (pl.Shfl || cx*cy > 1) {
+		return fmt.Errorf("plan %s: shrink skips the warps outside a level's part of one tile; drop it with shfl or clusters (cx, cy), whose tiles are a warp or several blocks", pl)
+	}
+	if pl.Ascend && !pl.Wave {
+		return fmt.Errorf("plan %s: ascend changes wave order's levels (one barrier per plane); without wave the levels already run lowest first, a barrier each: add wave=true or drop ascend", pl)
+	}
+	if cx, cy := pl.Cluster(); pl.Ascend && (pl.Shfl || cx*cy > 1) {
+		return fmt.Errorf("plan %s: ascend orders the levels around shared planes of one block; drop it with shfl or clusters (cx, cy)", pl)
+	}
+	if cx, cy := pl.Cluster(); pl.Chain && cx*cy > 1 {
+		return fmt.Errorf("plan %s: chain waits for the neighbouring blocks of the launch before, one per tile; drop it with clusters (cx, cy)", pl)
+	}
+	if pl.Chain && (lim.NoChain || lim.SM > 0 && lim.SM < 90) {
+		return fmt.Errorf("plan %s: chained launches (chain=true) need CUDA on sm_90 or newer; drop chain on this device", pl)
+	}
+	if pl.Split && (pl.RX < 2 || pl.Shfl) {
+		return fmt.Errorf("plan %s: split lays out the shared rows by a thread's rx cells; it needs rx=2 or more and no shfl (whose tiles have no shared rows)", pl)
+	}
+	if cx, cy := pl.Cluster(); cx*cy > 1 {
+		switch {
+		case cx*cy > 8:
+			return fmt.Errorf("plan %s: a cluster of %d x %d blocks exceeds the 8 blocks a portable cluster may hold", pl, cx, cy)
+		case cy > 1 && d != 3:
+			return fmt.Errorf("plan %s: cy clusters blocks along y, which a 2D n5d block does not tile; use cx", pl)
+		case pl.Shfl:
+			return fmt.Errorf("plan %s: shfl tiles have no shared memory to exchange through clusters; drop cx and cy or shfl", pl)
+		case lim.NoClusters:
+			return fmt.Errorf("plan %s: thread-block clusters (cx, cy) need CUDA on sm_90 or newer; drop cx and cy on this device", pl)
+		}
 	}
 	return nil
 }

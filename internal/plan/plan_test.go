@@ -544,3 +544,26 @@ func TestParseRefusesZeroSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistry checks that every strategy's defaults parse back to themselves and that help
+// and the unknown-plan message name every strategy and alias of the registry.
+func TestRegistry(t *testing.T) {
+	p, _ := testkit.Parsed(t, "axes z, y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1] + u[z-1] + u[z+1]\n", "naive")
+	_, unknown := plan.Parse("bogus", p)
+	for _, s := range plan.Registry {
+		pl, err := plan.Default(s.Name, p)
+		if err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+			continue
+		}
+		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
+			t.Errorf("%s: %s reads back as %v (%v)", s.Name, pl, back, err)
+		}
+		if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
+			t.Errorf("%s: defaults invalid: %v", s.Name, err)
+		}
+		if !strings.Contains(plan.Help(), s.Name) || !strings.Contains(plan.Guide(), s.Name) || !strings.Contains(unknown.Error(), s.Name) {
+			t.Errorf("%s missing from the help or the unknown-plan message", s.Name)
+		}
+	}
+}

@@ -105,177 +105,221 @@ func Enumerate(p *ir.Program, shape []int, strategies []string, fast bool) []pla
 	if strategies == nil {
 		strategies = Strategies()
 	}
-	d := p.Dims()
-	seen := map[string]bool{}
-	var out []plan.Plan
-	add := func(pl plan.Plan) {
-		pl.FastMath = fast
-		if k := pl.String(); !seen[k] {
-			seen[k] = true
-			out = append(out, pl)
+	sp := &space{p: p, shape: shape, d: p.Dims(), fast: fast, seen: map[string]bool{}}
+	for _, s := range strategies {
+		if f, ok := spaces[s]; ok {
+			f(sp, s)
+		} else if pl, err := plan.Default(s, p); err == nil {
+			sp.add(pl)
 		}
 	}
-	// fits: no block dimension is beyond the next power of two of its axis.
-	fits := func(b [3]int, streaming bool) bool {
-		for dim := 0; dim < 3; dim++ {
-			a := d - 1 - dim
-			if streaming && a == 0 {
-				continue
-			}
-			if a < 0 {
-				if b[dim] > 1 {
-					return false
-				}
-				continue
-			}
-			if b[dim] > max(pow2Ceil(shape[a]), 8) {
+	return sp.out
+}
+
+// spaces is each strategy's plan space: the tuner's one table of strategies (plan.Registry
+// names them all; a strategy without an entry is tried at its defaults).
+var spaces = map[string]func(sp *space, s string){
+	plan.Naive:        naiveSpace,
+	plan.Tiled:        tiledSpace,
+	plan.Stream25D:    stream25dSpace,
+	plan.Pyramid:      pyramidSpace,
+	plan.N5D:          n5dSpace,
+	plan.ForwardPlane: forwardPlaneSpace,
+	plan.InPlane:      inplaneSpace,
+}
+
+// space collects the candidate plans of one program and size, each once.
+type space struct {
+	p     *ir.Program
+	shape []int
+	d     int
+	fast  bool
+	seen  map[string]bool
+	out   []plan.Plan
+}
+
+// add keeps pl, with the space's math mode, unless an equal plan is kept already.
+func (sp *space) add(pl plan.Plan) {
+	pl.FastMath = sp.fast
+	if k := pl.String(); !sp.seen[k] {
+		sp.seen[k] = true
+		sp.out = append(sp.out, pl)
+	}
+}
+
+// fits says no block dimension is beyond the next power of two of its axis (the streamed
+// axis not counted where streaming).
+func (sp *space) fits(b [3]int, streaming bool) bool {
+	for dim := 0; dim < 3; dim++ {
+		a := sp.d - 1 - dim
+		if streaming && a == 0 {
+			continue
+		}
+		if a < 0 {
+			if b[dim] > 1 {
 				return false
 			}
+			continue
 		}
-		return true
+		if b[dim] > max(pow2Ceil(sp.shape[a]), 8) {
+			return false
+		}
 	}
-	blocks := func(all [][3]int, streaming bool) [][3]int {
-		var keep [][3]int
+	return true
+}
+
+// blocks is the blocks of all that fit, or the smallest of them where none does.
+func (sp *space) blocks(all [][3]int, streaming bool) [][3]int {
+	var keep [][3]int
+	for _, b := range all {
+		if sp.fits(b, streaming) {
+			keep = append(keep, b)
+		}
+	}
+	if len(keep) == 0 && len(all) > 0 {
+		// The smallest block (fewest threads) stands in for a domain smaller than all.
+		small := all[0]
 		for _, b := range all {
-			if fits(b, streaming) {
-				keep = append(keep, b)
+			if b[0]*b[1]*b[2] < small[0]*small[1]*small[2] {
+				small = b
 			}
 		}
-		if len(keep) == 0 && len(all) > 0 {
-			// The smallest block (fewest threads) stands in for a domain smaller than all.
-			small := all[0]
-			for _, b := range all {
-				if b[0]*b[1]*b[2] < small[0]*small[1]*small[2] {
-					small = b
-				}
-			}
-			keep = append(keep, small)
-		}
-		return keep
+		keep = append(keep, small)
 	}
-	// streamed adds a streaming strategy's plans: every block that fits times every stream
-	// chunk (a chunk as long as the axis is the whole axis).
-	streamed := func(s string, bs [][3]int, chunks []int) {
-		for _, b := range blocks(bs, true) {
-			for _, c := range chunks {
-				if c >= shape[0] {
-					c = 0
-				}
-				add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Chunk: c})
-			}
+	return keep
+}
+
+// chunk is c planes of the streaming axis, or 0 (the whole axis) where c covers it.
+func (sp *space) chunk(c int) int {
+	if c >= sp.shape[0] {
+		return 0
+	}
+	return c
+}
+
+// streamed adds a streaming strategy's plans: every block that fits times every stream
+// chunk (a chunk as long as the axis is the whole axis).
+func (sp *space) streamed(s string, bs [][3]int, chunks []int) {
+	for _, b := range sp.blocks(bs, true) {
+		for _, c := range chunks {
+			sp.add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Chunk: sp.chunk(c)})
 		}
 	}
-	for _, s := range strategies {
-		switch s {
-		case "naive":
-			for _, b := range blocks(pick(d, naive1D, naive2D, naive3D), false) {
-				add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2]})
+}
+
+func naiveSpace(sp *space, s string) {
+	for _, b := range sp.blocks(pick(sp.d, naive1D, naive2D, naive3D), false) {
+		sp.add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2]})
+	}
+}
+
+func tiledSpace(sp *space, s string) {
+	for _, b := range sp.blocks(pick(sp.d, naive1D, tiled2D, tiled3D), false) {
+		sp.add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2]})
+	}
+}
+
+func stream25dSpace(sp *space, s string) {
+	if sp.d < 2 {
+		return
+	}
+	bs, chunks := stream2D, stream2DChunk
+	if sp.d == 3 {
+		bs, chunks = stream3D, stream3DChunk
+	}
+	sp.streamed(s, bs, chunks)
+}
+
+func pyramidSpace(sp *space, s string) {
+	bs, phs := pyramid1D, pyramid1DPH
+	switch sp.d {
+	case 2:
+		bs, phs = pyramid2D, pyramid2DPH
+	case 3:
+		bs, phs = pyramid3D, pyramid3DPH
+	}
+	for _, b := range sp.blocks(bs, false) {
+		for _, ph := range phs {
+			pl := plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2], PH: ph}
+			if pl.FitPH(sp.p) != nil || pl.PH != ph {
+				continue // this height leaves no output cell in the block
 			}
-		case "tiled":
-			for _, b := range blocks(pick(d, naive1D, tiled2D, tiled3D), false) {
-				add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2]})
+			sp.add(pl)
+		}
+	}
+}
+
+func n5dSpace(sp *space, s string) {
+	d := sp.d
+	if d < 2 || d > 3 {
+		return
+	}
+	shapes := n5d2D
+	if d == 3 {
+		shapes = n5d3D
+	}
+	for _, sh := range shapes {
+		b := [3]int{sh.bx * sh.rx, max(sh.by, 1), 1}
+		if !sp.fits(b, true) {
+			continue
+		}
+		for _, c := range sh.chunks {
+			c := sp.chunk(c)
+			// From bT = 2: with one level n5d blocks no time steps and is a 2.5D
+			// streaming kernel that carries n5d's halo threads; it measured slower than
+			// the best other plan on all 20 stencils of testdata/h100-exhaustive.txt.
+			clusters := [][2]int{{1, 1}}
+			if sh.clustered && c == sh.chunks[0] {
+				clusters = append(clusters, n5dClusters...)
 			}
-		case "stream25d":
-			if d < 2 {
-				continue
-			}
-			bs, chunks := stream2D, stream2DChunk
-			if d == 3 {
-				bs, chunks = stream3D, stream3DChunk
-			}
-			streamed(s, bs, chunks)
-		case "pyramid":
-			bs, phs := pyramid1D, pyramid1DPH
-			switch d {
-			case 2:
-				bs, phs = pyramid2D, pyramid2DPH
-			case 3:
-				bs, phs = pyramid3D, pyramid3DPH
-			}
-			for _, b := range blocks(bs, false) {
-				for _, ph := range phs {
-					pl := plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: b[2], PH: ph}
-					if pl.FitPH(p) != nil || pl.PH != ph {
-						continue // this height leaves no output cell in the block
+			for _, cl := range clusters {
+				for bt := 2; bt <= n5dBT[d]; bt++ {
+					pl := plan.Plan{Strategy: s, BX: sh.bx, BY: max(sh.by, 1), BZ: 1, BT: bt, RX: sh.rx, Chunk: c, Wave: true}
+					if cl[0] > 1 {
+						pl.CX = cl[0]
 					}
-					add(pl)
+					if cl[1] > 1 {
+						pl.CY = cl[1]
+					}
+					// Heights that leave a block no output cell are left out.
+					if pl.FitBT(sp.p) != nil || pl.BT != bt {
+						continue
+					}
+					sp.add(pl)
 				}
-			}
-		case "n5d":
-			if d < 2 || d > 3 {
-				continue
-			}
-			shapes := n5d2D
-			if d == 3 {
-				shapes = n5d3D
-			}
-			for _, sh := range shapes {
-				b := [3]int{sh.bx * sh.rx, max(sh.by, 1), 1}
-				if !fits(b, true) {
-					continue
-				}
-				for _, c := range sh.chunks {
-					if c >= shape[0] {
-						c = 0
-					}
-					// From bT = 2: with one level n5d blocks no time steps and is a 2.5D
-					// streaming kernel that carries n5d's halo threads; it measured slower than
-					// the best other plan on all 20 stencils of testdata/h100-exhaustive.txt.
-					clusters := [][2]int{{1, 1}}
-					if sh.clustered && c == sh.chunks[0] {
-						clusters = append(clusters, n5dClusters...)
-					}
-					for _, cl := range clusters {
-						for bt := 2; bt <= n5dBT[d]; bt++ {
-							pl := plan.Plan{Strategy: s, BX: sh.bx, BY: max(sh.by, 1), BZ: 1, BT: bt, RX: sh.rx, Chunk: c, Wave: true}
-							if cl[0] > 1 {
-								pl.CX = cl[0]
-							}
-							if cl[1] > 1 {
-								pl.CY = cl[1]
-							}
-							// Heights that leave a block no output cell are left out.
-							if pl.FitBT(p) != nil || pl.BT != bt {
-								continue
-							}
-							add(pl)
-						}
-					}
-				}
-			}
-		case "forwardplane":
-			if d != 3 {
-				continue
-			}
-			streamed(s, forwardBlock, forwardChunk)
-		case "inplane":
-			def, err := plan.Default(s, p)
-			if err != nil {
-				continue
-			}
-			for _, b := range blocks(inplaneBlock, true) {
-				for load := 0; load <= 2; load++ {
-					for _, tile := range inplaneTile {
-						for _, v := range inplaneVec {
-							pl := def
-							pl.BX, pl.BY, pl.Load, pl.RX, pl.RY, pl.Vec = b[0], b[1], load, tile[0], tile[1], v
-							if def.Chunk >= shape[0] {
-								pl.Chunk = 0
-							}
-							if pl.Validate(p, plan.Limits{}, 0) == nil {
-								add(pl)
-							}
-						}
-					}
-				}
-			}
-		default:
-			if pl, err := plan.Default(s, p); err == nil {
-				add(pl)
 			}
 		}
 	}
-	return out
+}
+
+func forwardPlaneSpace(sp *space, s string) {
+	if sp.d != 3 {
+		return
+	}
+	sp.streamed(s, forwardBlock, forwardChunk)
+}
+
+func inplaneSpace(sp *space, s string) {
+	def, err := plan.Default(s, sp.p)
+	if err != nil {
+		return
+	}
+	for _, b := range sp.blocks(inplaneBlock, true) {
+		for load := 0; load <= 2; load++ {
+			for _, tile := range inplaneTile {
+				for _, v := range inplaneVec {
+					pl := def
+					pl.BX, pl.BY, pl.Load, pl.RX, pl.RY, pl.Vec = b[0], b[1], load, tile[0], tile[1], v
+					if def.Chunk >= sp.shape[0] {
+						pl.Chunk = 0
+					}
+					if pl.Validate(sp.p, plan.Limits{}, 0) == nil {
+						sp.add(pl)
+					}
+				}
+			}
+		}
+	}
 }
 
 func pick(d int, one, two, three [][3]int) [][3]int {

@@ -204,6 +204,11 @@ func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
 	}
 	lim := o.limits(dev)
 	sum := analysis.Analyze(p)
+	for _, name := range o.Strategies {
+		if _, ok := plan.Lookup(name); !ok {
+			return nil, fmt.Errorf("unknown strategy %q; the tuner searches %s", name, strings.Join(Strategies(), ", "))
+		}
+	}
 	plans := o.Candidates
 	if plans == nil {
 		plans = Enumerate(p, s.Shape, o.Strategies, o.FastMath)
@@ -455,7 +460,7 @@ var refineAsync = []int{2, 5}
 // its block launch within regsPerBlock, and left out where the cap would be below the
 // plan's own registers (it would spill most of the second row).
 func asyncVariants(p *ir.Program, pl plan.Plan, regs, regsPerBlock int) []plan.Plan {
-	if pl.Strategy != "n5d" || pl.Async > 0 || pl.Shfl {
+	if !pl.Takes("async") || pl.Async > 0 || pl.Shfl {
 		return nil
 	}
 	var out []plan.Plan
@@ -545,7 +550,7 @@ func (t *tuner) refine(plans []*Candidate) {
 	for _, best := range plans {
 		caps := registerCaps(t.dev.Props(), best.Plan.Threads(), best.SharedBytes, best.Regs, best.Plan.MaxRegs)
 		pfs := []int{best.Plan.Prefetch}
-		if best.Plan.Strategy == "n5d" && best.Plan.Prefetch <= 1 && best.Plan.Async == 0 {
+		if best.Plan.Takes("pf") && best.Plan.Prefetch <= 1 && best.Plan.Async == 0 {
 			for _, pf := range refinePF {
 				if lower.N5DRound(t.s.Prog, best.Plan)%pf == 0 && len(pfs) < 3 {
 					pfs = append(pfs, pf)
@@ -658,14 +663,14 @@ func (t *tuner) neighbours(best *Candidate) {
 	// Last, the best plan compiled for the run's size (plan.ConstSize): on the H100 0.8-2.1%
 	// faster on four AN5D plans and 17% slower on star3d1r's, a change of the code's
 	// schedule that only a measurement decides.
-	if b := fastest(t.res.Candidates); b != nil && b.Plan.Strategy == "n5d" && !b.Plan.ConstSize {
+	if b := fastest(t.res.Candidates); b != nil && b.Plan.Takes("constsize") && !b.Plan.ConstSize {
 		v := b.Plan
 		v.ConstSize = true
 		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
 	}
 	// Then with its launches chained (plan.Chain, CUDA on sm_90 and newer; pruned elsewhere):
 	// on the H100 six tuned 2D float plans gained 1.8-2.4%, two lost 6-7% and the 3D plans 16-44%.
-	if b := fastest(t.res.Candidates); b != nil && b.Plan.Strategy == "n5d" && !b.Plan.Chain {
+	if b := fastest(t.res.Candidates); b != nil && b.Plan.Takes("chain") && !b.Plan.Chain {
 		v := b.Plan
 		v.Chain = true
 		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
@@ -693,7 +698,7 @@ func (t *tuner) refineShape(variant func(plan.Plan) *Candidate, best *Candidate,
 // 4.3% with both; and the refinement's star2d1r plan with the rim's blocks, lacking the edge
 // loop and the edge tiles first of the hand-combined plan, timed its longer chunks slower.
 func (t *tuner) combine(variant func(plan.Plan) *Candidate, from *Candidate) {
-	for b := fastest(t.res.Candidates); b != nil && b != from && b.Plan.Strategy == "n5d"; b = fastest(t.res.Candidates) {
+	for b := fastest(t.res.Candidates); b != nil && b != from && b.Plan.Takes("phased"); b = fastest(t.res.Candidates) {
 		vars := t.unmeasured(variant, roundVariants(t.s.Prog, b.Plan))
 		if len(vars) == 0 {
 			return
@@ -751,7 +756,7 @@ func quarterChunk(c int, longer bool) int {
 // does: on the H100 the 2D stars and j2d9pt gained 2.6-3.1% at 512 or 640 planes over 320 with
 // rimblocks, where without it 640 had lost 5-15%.
 func rimBlockChunks(shape []int, pl plan.Plan) []plan.Plan {
-	if pl.Strategy != "n5d" || !pl.RimBlocks || pl.Chunk <= 0 {
+	if !pl.Takes("rimblocks") || !pl.RimBlocks || pl.Chunk <= 0 {
 		return nil
 	}
 	var out []plan.Plan
@@ -804,7 +809,9 @@ func fineChunks(shape []int, pl plan.Plan) []plan.Plan {
 // under 80 registers (439.4 GCells/s, 24 warps) to 32 x 8 of three (452.0, 127 registers, 16 warps; 464.7 with its chunk of 32); four
 // rows (32 x 6, 155 registers) lost (403.1).
 func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
-	if p.Dims() != 3 || pl.Strategy != "n5d" || pl.BT > 2 || pl.RY < 2 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+	// Plans that take bt are n5d's register-streamed temporal tiles, whose shapes the tile
+	// variants (deeperRows, widerTiles, occupancyVariants, neighbourPlans) change.
+	if p.Dims() != 3 || !pl.Takes("bt") || pl.BT > 2 || pl.RY < 2 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
 		return nil
 	}
 	rows := pl.BY * pl.RY
@@ -835,7 +842,7 @@ func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 // star3d1r's tuned 16 x 24 threads of 2 x 2 cells with its levels lowest first (ascend)
 // ran 773.9 GCells/s, and 32 x 24 of them, one block per multiprocessor, 853.0.
 func widerTiles(p *ir.Program, pl plan.Plan) []plan.Plan {
-	if p.Dims() != 3 || pl.Strategy != "n5d" || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
 		return nil
 	}
 	wide, tall := pl, pl
@@ -868,18 +875,18 @@ func neighbourPlans(p *ir.Program, shape []int, best plan.Plan, rows bool) []pla
 			}
 		}
 	}
-	if best.Strategy == "n5d" && best.N5DAlign() > 1 {
+	if best.Takes("bt") && best.N5DAlign() > 1 {
 		pl := best
 		pl.Vec = 1
 		pls = append(pls, pl)
 	}
-	if best.Strategy == "n5d" && best.Async > 0 {
+	if best.Takes("async") && best.Async > 0 {
 		pl := best
 		pl.Async = 0
 		pl.Prefetch = prefetchTwo(p, pl)
 		pls = append(pls, pl)
 	}
-	if best.Strategy == "n5d" {
+	if best.Takes("phased") {
 		pls = append(pls, roundVariants(p, best)...)
 		if rows {
 			pls = append(pls, rowVariants(p, best)...)
@@ -939,7 +946,7 @@ func (t *tuner) unmeasured(variant func(plan.Plan) *Candidate, pls []plan.Plan) 
 // and ran at 385.2 against 435.6 with pf=2 on the H200). A copying plan's shorter block is
 // also measured with the register prefetch.
 func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, shared int) []plan.Plan {
-	if p.Dims() != 3 || pl.Strategy != "n5d" || regs <= 0 || props.RegsPerSM <= 0 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") || regs <= 0 || props.RegsPerSM <= 0 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
 		return nil
 	}
 	if pl.MaxRegs > 0 {
@@ -1245,7 +1252,7 @@ func (t *tuner) calibrate(viable []*Candidate) {
 	seen := map[shape]bool{}
 	for i := 0; i < len(viable) && i < n; i++ {
 		pl := viable[i].Plan
-		if sh := (shape{pl.BX, pl.BY, pl.BZ}); pl.Strategy == "pyramid" && !seen[sh] {
+		if sh := (shape{pl.BX, pl.BY, pl.BZ}); pl.Takes("ph") && !seen[sh] {
 			seen[sh] = true
 			shapes = append(shapes, sh)
 		}
@@ -1256,7 +1263,7 @@ func (t *tuner) calibrate(viable []*Candidate) {
 	find := func(sh shape, ph int) *Candidate {
 		for _, c := range viable {
 			pl := c.Plan
-			if pl.Strategy == "pyramid" && pl.BX == sh.bx && pl.BY == sh.by && pl.BZ == sh.bz && pl.PH == ph {
+			if pl.Takes("ph") && pl.BX == sh.bx && pl.BY == sh.by && pl.BZ == sh.bz && pl.PH == ph {
 				return c
 			}
 		}
@@ -1286,7 +1293,7 @@ func (t *tuner) calibrate(viable []*Candidate) {
 		}
 		t.res.Calibrations = append(t.res.Calibrations, cal)
 		for _, c := range viable {
-			if c.Plan.Strategy != "pyramid" || c.Plan.BX != sh.bx || c.Plan.BY != sh.by || c.Plan.BZ != sh.bz {
+			if !c.Plan.Takes("ph") || c.Plan.BX != sh.bx || c.Plan.BY != sh.by || c.Plan.BZ != sh.bz {
 				continue
 			}
 			in := model.Input{Prog: t.s.Prog, Sum: sum, Plan: c.Plan, Shape: t.s.Shape, Steps: 1000, Dev: t.o.Profile, SharedBytes: c.SharedBytes, Regs: c.Regs, Cal: cal}
