@@ -59,6 +59,16 @@ func typeName(data any) string {
 	return fmt.Sprintf("%T", data)
 }
 
+// GridShape is the shape of grid name's arrays: the Sim's shape, with a layered grid's layer
+// count first; nil for a grid the program does not have.
+func (s *Sim) GridShape(name string) []int {
+	g, _, err := s.grid(name)
+	if err != nil {
+		return nil
+	}
+	return s.eng.State.GridShape(g)
+}
+
 // Grid returns a copy of the whole grid name: "u" for its current values, "u.prev" for the
 // previous level of a grid the program reads at two levels.
 func (s *Sim) Grid(name string) (Array, error) {

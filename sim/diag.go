@@ -10,13 +10,14 @@ import (
 // what Tempest prints as file:line:col: error: message, with a hint. Editors, notebooks and
 // the Python module show it where it belongs.
 type Diagnostic struct {
-	File      string
-	Line, Col int // from 1; 0 where the mistake has no position
-	Message   string
-	Hint      string
+	File    string `json:"file"`
+	Line    int    `json:"line"` // from 1; 0 where the mistake has no position
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
 	// Text is the diagnostic as Tempest prints it: position, message, the source line with a
 	// caret under the column, and the hint.
-	Text string
+	Text string `json:"text"`
 }
 
 // Diagnostics returns the diagnostics err carries (a program that does not check, a bad

@@ -166,6 +166,9 @@ type Sim struct {
 	prog  *Program
 	eng   *driver.Engine
 	grids map[string]*ir.Grid
+	// chunk is the steps StepWith advances between progress calls, learnt across calls so that
+	// short calls in a loop do not each start small.
+	chunk int
 }
 
 // New starts the program on an engine with the options' sizes, parameters and initial
@@ -251,7 +254,8 @@ func (s *Sim) StepWith(n int, progress func(done int) bool) error {
 		return err
 	}
 	g := s.eng.Granule()
-	chunk := g
+	chunk := max(g, s.chunk)
+	defer func() { s.chunk = chunk }()
 	for done := 0; done < n; {
 		k := min(chunk, n-done)
 		if r := k % g; r != 0 && done+k != n {
