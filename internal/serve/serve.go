@@ -111,7 +111,8 @@ type server struct {
 	sims    map[int]*sim.Sim
 	next    int
 	version string
-	// cancel is the id of the request a cancel named (0: none).
+	// cancel is the id of the request a cancel named (0: none; -1: every request, the input
+	// having ended).
 	cancel atomic.Int64
 }
 
@@ -138,6 +139,7 @@ func Serve(r io.Reader, w io.Writer, log io.Writer, version string) error {
 		for {
 			q, err := readRequest(br)
 			if err != nil {
+				s.cancel.Store(-1) // the client is gone: a running step stops at its next chunk
 				errc <- err
 				close(reqs)
 				return
@@ -264,6 +266,11 @@ func (s *server) do(q *request) (reply, *gridio.Array, error) {
 	case "new":
 		return s.newSim(q)
 	}
+	switch q.Op {
+	case "info", "step", "get", "set", "observe", "params", "set_param", "checkpoint", "close":
+	default:
+		return nil, nil, fmt.Errorf("unknown operation %q (this is protocol %d)", q.Op, Protocol)
+	}
 	x := s.sims[q.Sim]
 	if x == nil {
 		return nil, nil, fmt.Errorf("%s: no simulation %d (closed?)", q.Op, q.Sim)
@@ -319,7 +326,7 @@ func (s *server) do(q *request) (reply, *gridio.Array, error) {
 		delete(s.sims, q.Sim)
 		return reply{}, nil, x.Close()
 	}
-	return nil, nil, fmt.Errorf("unknown operation %q (this is protocol %d)", q.Op, Protocol)
+	panic("internal error: operation " + q.Op)
 }
 
 func (s *server) program(q *request) (*sim.Program, error) {
@@ -355,7 +362,7 @@ func (s *server) newSim(q *request) (reply, *gridio.Array, error) {
 func (s *server) step(q *request, x *sim.Sim) (reply, *gridio.Array, error) {
 	total := q.N
 	err := x.StepWith(q.N, func(done int) bool {
-		if s.cancel.Load() == q.ID {
+		if c := s.cancel.Load(); c == q.ID || c == -1 {
 			return false
 		}
 		if q.Progress && done < total {

@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -344,7 +345,8 @@ class Simulation:
                 512x512 or 128x128x128)
       type      f32, f64, i32 or i64, replacing the program's default element type
       params    dict of parameter values (numbers, or constant expressions as text)
-      inits     dict grid -> NumPy array, .npy/.txt path, "random[:seed]" or "zero"
+      inits     dict grid -> NumPy array, .npy/.txt path, "random[:seed]" or "zero", as
+                tempest run --init takes them (an array gives the size, as an .npy does)
       seed      seed of rand() in initial values
       backend   auto (default), cuda, opencl, cpu or ref (the reference interpreter)
       plan      GPU plan, e.g. "tiled:bx=32,by=8" (default: tuned, else the model's pick)
@@ -363,45 +365,42 @@ class Simulation:
         if isinstance(program, Program):
             server = server or program._server
         srv = server or default_server()
-        arrays = {}
-        init_flags = []
-        for g, v in (inits or {}).items():
-            if isinstance(v, (str, os.PathLike)):
-                init_flags.append("%s=%s" % (g, os.fspath(v)))
+        with tempfile.TemporaryDirectory(prefix="tempest-init-") as tmp:
+            init_flags = []
+            for g, v in (inits or {}).items():
+                if isinstance(v, (str, os.PathLike)):
+                    init_flags.append("%s=%s" % (g, os.fspath(v)))
+                else:
+                    # An array goes in as tempest run --init takes an .npy file: it may give the
+                    # size, and a two-level grid's previous level starts equal to it.
+                    path = os.path.join(tmp, "%s.npy" % g)
+                    np.save(path, np.asarray(v))
+                    init_flags.append("%s=%s" % (g, path))
+            opts = {
+                "type": type or "",
+                "params": ["%s=%s" % (k, _param_text(v)) for k, v in (params or {}).items()],
+                "inits": init_flags,
+                "seed": int(seed or 0),
+                "backend": backend or "auto",
+                "plan": plan or "",
+                "tune": tune or "",
+                "fastmath": bool(fastmath),
+                "resume": os.fspath(resume) if resume else "",
+            }
+            if size is not None:
+                opts["size"] = [int(n) for n in size]
+            req = {"op": "new", "options": opts, "cwd": os.getcwd()}
+            if isinstance(program, Program):
+                if program._source is not None:
+                    req.update(source=program._source, name=program._file)
+                else:
+                    req["path"] = program._path
             else:
-                arrays[g] = v
-        opts = {
-            "size": [int(n) for n in size] if size is not None else None,
-            "type": type or "",
-            "params": ["%s=%s" % (k, _param_text(v)) for k, v in (params or {}).items()],
-            "inits": init_flags,
-            "seed": int(seed or 0),
-            "backend": backend or "auto",
-            "plan": plan or "",
-            "tune": tune or "",
-            "fastmath": bool(fastmath),
-            "resume": os.fspath(resume) if resume else "",
-        }
-        if opts["size"] is None:
-            del opts["size"]
-            for a in arrays.values():
-                a = np.asarray(a)
-                opts["size"] = list(a.shape)  # an array init gives the size, as an .npy file does
-                break
-        req = {"op": "new", "options": opts, "cwd": os.getcwd()}
-        if isinstance(program, Program):
-            if program._source is not None:
-                req.update(source=program._source, name=program._file)
-            else:
-                req["path"] = program._path
-        else:
-            req["path"] = os.fspath(program)
-        reply = srv.request(req)
+                req["path"] = os.fspath(program)
+            reply = srv.request(req)
         self._server = srv
         self._id = reply["sim"]
         self._info(reply["info"])
-        for g, a in arrays.items():
-            self.set(g, a)
 
     def _info(self, info):
         self.program = Program(info["program"], server=self._server)

@@ -131,6 +131,13 @@ class ArraysTest(unittest.TestCase):
             self.assertEqual(bits(sim["f"]), bits(f))
             sim.step(5)
             self.assertGreater(sim["u"][8, 9], 0)
+        u0 = np.random.default_rng(3).random((10, 12)).astype(np.float32)
+        with tempest.Simulation(WAVE, size=(10, 12), backend="cpu") as sim:
+            prev = sim["u.prev"]
+        with tempest.Simulation(WAVE, inits={"u": u0}, backend="cpu") as sim:
+            # As tempest run --init: the program's prev expression still gives u.prev.
+            self.assertEqual(bits(sim["u"]), bits(u0))
+            self.assertEqual(bits(sim["u.prev"]), bits(prev))
 
 
 class ParamsObserveCheckpointTest(unittest.TestCase):
