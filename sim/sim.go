@@ -9,7 +9,9 @@
 //
 // A Sim computes exactly what `tempest run` computes from the same program, sizes,
 // parameters and initial values: stepping 10 steps at a time gives bitwise the state of one
-// run of all the steps.
+// run of all the steps. What a run does around its steps is the caller's here: a program's
+// until test is not applied (Observe, then decide), and outputs, snapshots and split runs
+// (--gpus, --subdomains, --ranks) remain tempest run's.
 //
 // Python programs reach the same operations through `tempest serve` (package
 // tempest/internal/serve and the tempest module under python/), since Tempest builds without
