@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tempest/internal/driver"
+	"tempest/internal/serve"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -29,6 +30,7 @@ func main() {
 	root.AddCommand(probeCmd(), tuneCmd())
 	root.AddCommand(genCmd())
 	root.AddCommand(benchCmd())
+	root.AddCommand(serveCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if errors.Is(err, driver.ErrInterrupted) {
@@ -312,4 +314,23 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&o.Link, "link", "nvlink4", "interconnect the split model assumes with --gpus: nvlink4, pcie5, pcie4 or ndr")
 	f.StringVar(&o.Overlap, "overlap", "auto", "with --gpus: auto, on or off: overlap halo exchanges with the sub-domains' interiors (auto: where halos go through NCCL); the model follows")
 	return c
+}
+
+// serveCmd runs simulations for another program (Python's tempest module) over stdin and
+// stdout; internal/serve says why a process and not a library, and the protocol.
+func serveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run simulations for another program (Python's tempest module) over stdin and stdout",
+		Long: `Serves Tempest's simulation protocol on standard input and output until the input ends:
+framed requests (a JSON line, then raw array bytes where the line has an "array") that load
+programs, start simulations on a device, step them, read and write grids and parameters,
+evaluate observables and write checkpoints. The device and the compiled kernels stay for the
+whole session. Python's tempest module (python/tempest) starts and speaks to it; notes go to
+standard error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return serve.Run(os.Stdin, os.Stdout, os.Stderr, version)
+		},
+	}
 }

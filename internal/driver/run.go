@@ -31,6 +31,7 @@ import (
 // RunOptions are the settings of `tempest run`.
 type RunOptions struct {
 	File    string
+	Source  string // the program's text, named File in messages; empty: read from File
 	Size    string // "4096x4096"; empty: taken from an --init .npy file, else a default
 	Steps   int
 	Params  []string // name=value
@@ -187,12 +188,12 @@ func Prepare(o RunOptions, copies float64) (*Prepared, error) {
 			return nil, err
 		}
 	}
-	p, err := loadProgram(o.File, o.Type)
+	p, err := loadRunProgram(o, o.Type)
 	if err != nil {
 		return nil, err
 	}
 	if ck != nil && o.Type == "" && p.DefaultType.String() != ck.meta.Type {
-		if p, err = loadProgram(o.File, ck.meta.Type); err != nil {
+		if p, err = loadRunProgram(o, ck.meta.Type); err != nil {
 			return nil, err
 		}
 	}
