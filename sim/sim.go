@@ -233,7 +233,9 @@ func (s *Sim) Steps() int { return s.eng.State.Steps }
 // multiples of it keeps every launch at full depth (1 on the CPU).
 func (s *Sim) Granule() int { return s.eng.Granule() }
 
-// Step advances the run by n steps.
+// Step advances the run by n steps. On a GPU the steps may still run when it returns: they
+// queue behind the ones before, and every call that reads the state (Grid, Box, Observe,
+// Checkpoint) or writes it waits for them, so a loop of short steps keeps the GPU busy.
 func (s *Sim) Step(n int) error { return s.StepWith(n, nil) }
 
 // ErrStopped is returned (wrapped) when a progress function stopped a StepWith.
@@ -251,12 +253,19 @@ func (s *Sim) StepWith(n int, progress func(done int) bool) error {
 	if n < 0 {
 		return fmt.Errorf("step %d: the number of steps cannot be negative", n)
 	}
-	if progress == nil {
-		_, err := s.eng.Advance(n)
-		return err
-	}
 	g := s.eng.Granule()
 	chunk := max(g, s.chunk)
+	if progress == nil || n <= chunk {
+		// Short enough to need no progress: on a GPU the steps queue and the call returns
+		// (Engine.Enqueue), so that short chunks from a loop cost the GPU no idle time.
+		if err := s.eng.Enqueue(n); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(n)
+		}
+		return nil
+	}
 	defer func() { s.chunk = chunk }()
 	for done := 0; done < n; {
 		k := min(chunk, n-done)

@@ -108,6 +108,29 @@ func (e *Engine) Advance(n int) (float64, error) {
 	return e.st.(observer).AdvanceObserved(n)
 }
 
+// Enqueue runs n steps without waiting for them on a GPU, where the launches queue behind
+// what runs: a program stepping in short chunks (a Python loop of step(10)) then keeps the GPU
+// busy while it talks to Tempest, instead of idling it for each round trip. Every call that
+// reads the device waits for them first (Sync, Read, Write, Observe, Checkpoint); a launch's
+// failure shows there. The CPU engines and the reference run the steps at once.
+func (e *Engine) Enqueue(n int) error {
+	if n < 0 {
+		panic(fmt.Sprintf("internal error: enqueueing %d steps", n))
+	}
+	if e.runner == nil {
+		_, err := e.Advance(n)
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	e.stale = true
+	if err := e.runner.RunObserved(n); err != nil {
+		return fmt.Errorf("launching steps at step %d: %w", e.State.Steps, err)
+	}
+	return nil
+}
+
 // Sync brings the host state up to date with the engine's, if it is not already.
 func (e *Engine) Sync() error {
 	if !e.stale {
