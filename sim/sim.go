@@ -238,6 +238,10 @@ func (s *Sim) Granule() int { return s.eng.Granule() }
 // Checkpoint) or writes it waits for them, so a loop of short steps keeps the GPU busy.
 func (s *Sim) Step(n int) error { return s.StepWith(n, nil) }
 
+// Wait returns once every step queued on a GPU has run (Step), with the error of any that
+// failed; for timing a loop of steps, or before reading the clock.
+func (s *Sim) Wait() error { return s.eng.Wait() }
+
 // ErrStopped is returned (wrapped) when a progress function stopped a StepWith.
 var ErrStopped = errors.New("stopped")
 

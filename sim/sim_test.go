@@ -100,6 +100,12 @@ func TestChunksEqualOneRun(t *testing.T) {
 					if err := s.Step(min(7, c.steps-s.Steps())); err != nil {
 						t.Fatal(err)
 					}
+					if s.Steps()%2 == 1 {
+						continue // steps queued on a GPU go on behind the next ones
+					}
+					if err := s.Wait(); err != nil {
+						t.Fatal(err)
+					}
 					if _, err := s.Observe(); err != nil { // observing between chunks changes nothing
 						t.Fatal(err)
 					}

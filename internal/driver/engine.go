@@ -131,6 +131,17 @@ func (e *Engine) Enqueue(n int) error {
 	return nil
 }
 
+// Wait returns once the steps queued on a GPU (Enqueue) have run.
+func (e *Engine) Wait() error {
+	if e.runner == nil || !e.stale {
+		return nil
+	}
+	if err := e.runner.Device().Synchronize(); err != nil {
+		return fmt.Errorf("running the steps before step %d: %w", e.State.Steps, err)
+	}
+	return nil
+}
+
 // Sync brings the host state up to date with the engine's, if it is not already.
 func (e *Engine) Sync() error {
 	if !e.stale {

@@ -24,7 +24,9 @@
 //	          plan, tune, fastmath, resume} -> sim (a handle), info
 //	info      sim                       -> info (backend, device, plan, shape, steps, granule,
 //	                                       gridShapes)
-//	step      sim, n, progress          -> steps
+//	step      sim, n, progress          -> steps (on a GPU, short steps may still run: they
+//	                                       queue, and every read or write waits for them)
+//	wait      sim                       -> steps (once every queued step has run)
 //	get       sim, grid, lo?, shape?    -> array (the whole grid, or the box)
 //	set       sim, grid, lo?, array     -> (the array, or a box of it at lo)
 //	observe   sim                       -> names, array (f64, one value per observable)
@@ -267,7 +269,7 @@ func (s *server) do(q *request) (reply, *gridio.Array, error) {
 		return s.newSim(q)
 	}
 	switch q.Op {
-	case "info", "step", "get", "set", "observe", "params", "set_param", "checkpoint", "close":
+	case "info", "step", "wait", "get", "set", "observe", "params", "set_param", "checkpoint", "close":
 	default:
 		return nil, nil, fmt.Errorf("unknown operation %q (this is protocol %d)", q.Op, Protocol)
 	}
@@ -313,6 +315,8 @@ func (s *server) do(q *request) (reply, *gridio.Array, error) {
 			a.Data.([]float64)[i] = o.Value
 		}
 		return reply{"names": names, "steps": x.Steps()}, a, nil
+	case "wait":
+		return reply{"steps": x.Steps()}, nil, x.Wait()
 	case "params":
 		return reply{"params": paramList(x.Params())}, nil, nil
 	case "set_param":

@@ -496,6 +496,11 @@ class Simulation:
     def __setitem__(self, name, values):
         self.set(name, values)
 
+    def wait(self):
+        """Returns once every step queued on a GPU has run (sim.step returns while short steps
+        still run there; reads and writes wait by themselves). For timing a loop of steps."""
+        self._request({"op": "wait"})
+
     def observe(self):
         """The program's observables now: a dict name -> float, in declaration order."""
         reply, a = self._request({"op": "observe"}, want_array=True)
