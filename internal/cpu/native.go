@@ -84,9 +84,16 @@ func (n *nativeStep) buildBlock() error {
 	return nil
 }
 
-// startNative builds the C code in the background, waiting NativeWait for it: a cached
-// module loads at once, a new one of a small program builds in well under a second.
+// startNative builds the C code in the background, waiting NativeWait for it (a cached
+// module loads at once, a new one of a small program builds in well under a second), or
+// hardly at all while the process builds other modules.
 func (e *Engine) startNative() {
+	wait := NativeWait
+	if native.Compiling() {
+		// Builds of other programs come first: start at once rather than wait behind them
+		// (a cached module still loads within the short wait).
+		wait = min(wait, 50*time.Millisecond)
+	}
 	done := make(chan struct{})
 	go func() {
 		e.pendNat, e.pendErr = newNative(e)
@@ -95,7 +102,7 @@ func (e *Engine) startNative() {
 	select {
 	case <-done:
 		e.adopt()
-	case <-time.After(NativeWait):
+	case <-time.After(wait):
 		e.pending = done
 		e.tookOver = -1
 	}

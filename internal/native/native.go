@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -129,15 +130,31 @@ func (f Func) Call(slots []int64) {
 }
 
 var (
-	buildMu sync.Mutex
-	loaded  = map[string]*Library{}
+	mu       sync.Mutex // guards loaded and inflight
+	loaded   = map[string]*Library{}
+	inflight = map[string]*flight{}
+	// compileMu lets one compiler run at a time in a process: engines started in a row (a
+	// test's references, a tuner's candidates) queue their builds instead of filling the
+	// machine with compilers; compiling counts the builds running or queued.
+	compileMu sync.Mutex
+	compiling atomic.Int32
 )
 
+// flight is a build in progress that later callers for the same module wait for.
+type flight struct {
+	done chan struct{}
+	lib  *Library
+	err  error
+}
+
+// Compiling says whether this process is building a module or has builds waiting: a new
+// engine then starts at once instead of waiting for its own build behind them.
+func Compiling() bool { return compiling.Load() > 0 }
+
 // Build compiles src (or finds it in the cache, keyed by the source, compiler, flags and
-// processor) and loads it. A module is loaded once per process.
+// processor) and loads it. A module is loaded once per process, and built once however many
+// callers ask for it at the same time.
 func (c *Compiler) Build(src string) (*Library, error) {
-	buildMu.Lock()
-	defer buildMu.Unlock()
 	h := sha256.New()
 	for _, s := range append([]string{c.Path, c.Version, processor()}, Flags...) {
 		h.Write([]byte(s))
@@ -145,9 +162,32 @@ func (c *Compiler) Build(src string) (*Library, error) {
 	}
 	h.Write([]byte(src))
 	key := hex.EncodeToString(h.Sum(nil))[:32]
+	mu.Lock()
 	if l := loaded[key]; l != nil {
+		mu.Unlock()
 		return l, nil
 	}
+	if f := inflight[key]; f != nil {
+		mu.Unlock()
+		<-f.done
+		return f.lib, f.err
+	}
+	f := &flight{done: make(chan struct{})}
+	inflight[key] = f
+	mu.Unlock()
+	f.lib, f.err = c.build(src, key)
+	mu.Lock()
+	delete(inflight, key)
+	if f.err == nil {
+		loaded[key] = f.lib
+	}
+	mu.Unlock()
+	close(f.done)
+	return f.lib, f.err
+}
+
+// build loads the module of key from the cache, compiling it first if it is not there.
+func (c *Compiler) build(src, key string) (*Library, error) {
 	root, err := probe.CacheRoot()
 	if err != nil {
 		return nil, err
@@ -158,17 +198,23 @@ func (c *Compiler) Build(src string) (*Library, error) {
 	}
 	so := filepath.Join(dir, key+".so")
 	if _, err := os.Stat(so); err != nil {
-		if err := c.compile(src, dir, so); err != nil {
-			return nil, err
+		compiling.Add(1)
+		compileMu.Lock()
+		var cerr error
+		if _, serr := os.Stat(so); serr != nil { // another process may have built it meanwhile
+			cerr = c.compile(src, dir, so)
+		}
+		compileMu.Unlock()
+		compiling.Add(-1)
+		if cerr != nil {
+			return nil, cerr
 		}
 	}
 	hd, err := purego.Dlopen(so, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", so, err)
 	}
-	l := &Library{Path: so, h: hd}
-	loaded[key] = l
-	return l, nil
+	return &Library{Path: so, h: hd}, nil
 }
 
 // compile builds src into so through a temporary directory whose module the shell renames
