@@ -82,7 +82,8 @@ type gen struct {
 	multi    bool // some launch advances more than one step
 	layers   []int64
 	kdialect kir.Dialect
-	src      string // kernel source (renamed kernels)
+	host     hostTarget // the device API calls of the host code
+	src      string     // kernel source (renamed kernels)
 	// widen is set while the harness's CPU loop is written a second time, computing in double
 	// what the program computes in float (harness.go: ct, cpre).
 	widen bool
@@ -180,6 +181,7 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 	for i := range g.launches {
 		g.launches[i].Kernel = g.launches[i].kernel.Name
 	}
+	g.host = g.newHostTarget()
 	g.kdialect = kir.CUDA
 	if o.Target == "opencl" {
 		g.kdialect = kir.OpenCL
