@@ -244,9 +244,8 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 // numerator is computed once into a temporary. Divisors that are not normal numbers keep the
 // division. Fast math drops the correction and keeps the product x*r: within an ulp of x/c,
 // but erring in the same direction (r's own rounding) for every cell and step, a drift of up
-// to an ulp per step where the update keeps magnitudes (j2d9pt's RMS error 10x the exact
-// build's after 100 steps on the H100). The correction cost 8-17% on the dividing AN5D
-// stencils there (docs/performance.md); errbound's fast-math accuracy counts the ulp.
+// to an ulp per step where the update keeps magnitudes. The correction costs the dividing
+// stencils much (docs/performance.md); errbound's fast-math accuracy counts the ulp.
 func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
 	f := c.F
 	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {

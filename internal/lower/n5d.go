@@ -506,7 +506,7 @@ func n5dInside(p *ir.Program, pl plan.Plan, lay N5DLayout, rim []int, tileLo fun
 	}
 	if lay.VW > 1 {
 		// (The conditions are chained in this order: grouped otherwise, nvcc compiled
-		// j3d27pt's kernel 7% slower on the H100.)
+		// j3d27pt's kernel slower.)
 		n := kir.Id(fmt.Sprintf("n%d", lay.X))
 		aligned := []kir.Expr{&kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)}}
 		for _, u := range p.Updates {
@@ -561,8 +561,8 @@ func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
 	// one vector store and pairs of neighbours read with one vector load, which wins where a
 	// cell reads two or more words of a neighbouring thread: reach 2 and more along x, and 3D
 	// boxes, which read whole row segments of the rows above and below. Measured on the H100
-	// (docs/performance.md): split gains 4-11% on the first-order stencils, loses 3-16% on
-	// those others; plan.Split asks for split on them too.
+	// (docs/performance.md): split gains on the first-order stencils and loses on those
+	// others; plan.Split asks for split on them too.
 	TX := bsize[X] / RX
 	split := RX > 1 && !shfl && (pl.Split || h[X] < 2 && !(d == 3 && offPlaneInPlane))
 	// A row clustered along x has gx ghost places on either side for the neighbours' cells
