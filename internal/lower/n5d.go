@@ -49,12 +49,16 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide, sizeOnly bool) (*L
 	}
 	if sizeOnly {
 		// The shallower kernels' errors still count; their shared memory is never more.
-		for _, b := range pl.Depths()[1:] {
-			if _, _, err := n5dKernel(p, shape, pl, wide, b, "", true); err != nil {
-				return nil, err
+		low := &Lowered{SharedBytes: shared}
+		for i, b := range pl.Depths() {
+			if i > 0 {
+				if _, _, err := n5dKernel(p, shape, pl, wide, b, "", true); err != nil {
+					return nil, err
+				}
 			}
+			low.Launches = append(low.Launches, Launch{Steps: b})
 		}
-		return &Lowered{SharedBytes: shared}, nil
+		return low, nil
 	}
 	low := &Lowered{Module: &kir.Module{Kernels: []*kir.Kernel{main.k}, Uses64: uses64(p)}, SharedBytes: shared}
 	low.Launches = append(low.Launches, main.launch)

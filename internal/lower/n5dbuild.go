@@ -1109,16 +1109,11 @@ func (b *n5dBuilder) launch() builtKernel {
 	if b.shElems > 0 {
 		k.DynShared = kir.FromIR(b.shType)
 	}
-	grid := [3]int{1, 1, 1}
-	for a := 1; a < d; a++ {
-		grid[d-1-a] = lay.Blocks(a, b.shape[a])
-	}
 	if lay.Clustered {
 		k.Cluster = [3]int{1, 1, 1}
 		for a := 1; a < d; a++ {
 			k.Cluster[d-1-a] = lay.Cluster[a]
 		}
 	}
-	grid[b.chunkDim()] = N5DChunks(b.shape[0], b.chunk, b.rimLo, b.rimHi, b.rimBlocks)
-	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Grid: grid, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain}}
+	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain}}
 }
