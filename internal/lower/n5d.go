@@ -350,6 +350,19 @@ func N5DChunks(n0, chunk, lo, hi int, rimBlocks bool) int {
 	return ceilDiv(n0, chunk)
 }
 
+// N5DChunkPlanes is the planes of every n5d block of depth bt along the chunk axis for n0
+// planes under pl, as the kernel and its launch grid have them (the rim's blocks of their own
+// included, N5DRimBlocks): the model costs a block by them.
+func N5DChunkPlanes(p *ir.Program, pl plan.Plan, bt, n0 int) []int {
+	lo, hi, rim := N5DRimBlocks(p, pl, bt)
+	bounds := n5dChunkBounds(n0, pl.ChunkOf(n0), lo, hi, rim)
+	planes := make([]int, len(bounds))
+	for i, b := range bounds {
+		planes[i] = b[1] - b[0]
+	}
+	return planes
+}
+
 // n5dChunkBounds is the planes [zb, ze) of every n5d block along the chunk axis, as the
 // kernel computes them (N5DChunks).
 func n5dChunkBounds(n0, chunk, lo, hi int, rimBlocks bool) [][2]int {

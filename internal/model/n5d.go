@@ -301,19 +301,20 @@ func n5dGeometryOf(p *ir.Program, f *n5dFacts, pl plan.Plan, shape []int, b int)
 	g.threads = lay.Block[0] * lay.Block[1]
 	g.warps = ceilDiv(g.threads, 32)
 	g.cellsPerPlane = g.threads * lay.RX * lay.RY
-	nb := 1
-	for a := 1; a < f.d; a++ {
-		nb *= lay.Blocks(a, shape[a])
+	// The launch's blocks as lowering grids them, and the planes each block streams, the
+	// rim's blocks of their own included (plan.RimBlocks).
+	grid, err := lower.LaunchGrid(p, pl, lower.Launch{Block: lay.Block, Steps: b}, shape)
+	if err != nil {
+		return g, fmt.Errorf("n5d: %w", err)
 	}
-	chunk := pl.ChunkOf(shape[0])
 	copies := pl.N5DRound(f.R)
-	ns := ceilDiv(shape[0], chunk)
+	chunks := lower.N5DChunkPlanes(p, pl, b, shape[0])
 	total := 0
-	for k := 0; k < ns; k++ {
-		n := min(chunk, shape[0]-k*chunk)
+	for _, n := range chunks {
 		total += ceilDiv(n+2*f.R*b, copies) * copies
 	}
-	g.blocks = nb * ns
+	ns := len(chunks)
+	g.blocks = grid[0] * grid[1] * grid[2]
 	g.live = 1
 	if pl.Shrink {
 		if live, ok := pl.N5DLiveWarps(f.d, f.reach, b); ok {
@@ -689,12 +690,14 @@ func (m n5dModel) Predict(in Input) (Prediction, error) {
 		return Prediction{}, fmt.Errorf("n5d: N.5D blocking needs a 2D or 3D grid")
 	}
 	f := n5dFactsOf(in.Prog, in.Sum)
-	b := max(in.Plan.BT, 1)
-	main, err := n5dPredictLaunch(f, in, b, c)
+	// The launches of each depth that cover the steps, as the host schedules them.
+	depths := in.Plan.Depths()
+	counts := lower.Cover(depths, in.Steps)
+	main, err := n5dPredictLaunch(f, in, depths[0], c)
 	if err != nil {
 		return Prediction{}, err
 	}
-	full, rest := in.Steps/b, in.Steps%b
+	full := counts[0]
 	pred := Prediction{Model: "n5d: " + m.Name(), Bottleneck: main.bottleneck, EffSM: main.effSM, EffOcc: 1,
 		EffALU: EffALU(OpsOf(in.Sum)), Blocks: main.blocks, Threads: main.threads, ActivePerSM: main.perSM, Launches: full}
 	add := func(l n5dLaunch, n int) {
@@ -706,13 +709,12 @@ func (m n5dModel) Predict(in Input) (Prediction, error) {
 		pred.Launch += k * (l.seconds - l.kernel)
 	}
 	add(main, full)
-	// The remainder in the shallower launches, deepest first (the host's schedule).
-	for _, sb := range in.Plan.Depths()[1:] {
-		n := rest / sb
+	// The remainder in the shallower launches.
+	for i, sb := range depths[1:] {
+		n := counts[i+1]
 		if n == 0 {
 			continue
 		}
-		rest -= n * sb
 		sh, err := n5dPredictLaunch(f, in, sb, c)
 		if err != nil {
 			return Prediction{}, err
