@@ -101,17 +101,10 @@ func (d *Domain) Close() {
 }
 
 // PlanDepth is the deepest launch of a plan for a program and shape, in steps: the smallest
-// exchange period the plan allows (every period must be a multiple of it).
+// exchange period the plan allows (every period must be a multiple of it), from lower.Depth,
+// which builds no n5d kernel bodies.
 func PlanDepth(s *state.State, pl plan.Plan) (int, error) {
-	low, err := lower.Lower(s.Prog, s.Shape, s.Layers, pl)
-	if err != nil {
-		return 0, err
-	}
-	d := 1
-	for _, l := range low.Launches {
-		d = max(d, l.Steps)
-	}
-	return d, nil
+	return lower.Depth(s.Prog, s.Shape, s.Layers, pl)
 }
 
 // Split scatters the global state g over the parts of layout l that this process holds

@@ -16,8 +16,7 @@ import (
 )
 
 // boundBudget is the most cells x steps --verify propagates error bounds for: the bounded
-// reference evaluated gradient2d at about 0.45 million cells per second per core on the H100's
-// host (4098x4098, 100 steps: 233 s on 16 cores), so this keeps it to about four minutes.
+// reference is slow (docs/performance.md), and this keeps it to about four minutes.
 // Larger runs are checked against the CPU engine with no bound.
 func boundBudget() float64 { return 1.2e8 * float64(runtime.GOMAXPROCS(0)) }
 

@@ -7,7 +7,6 @@ package gen
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"tempest/internal/ir"
@@ -76,13 +75,14 @@ type gen struct {
 	name     string // C prefix
 	upper    string // NAME in macros
 	low      *lower.Lowered
-	launches []launchInfo // schedule order: deepest first (stable), as gpurun sorts them
+	launches []launchInfo // schedule order: deepest first (lower.Lowered.Schedule), as gpurun runs them
 	wide     bool
 	chunk    int  // the plan's chunk (stream25d)
 	multi    bool // some launch advances more than one step
 	layers   []int64
 	kdialect kir.Dialect
-	src      string // kernel source (renamed kernels)
+	host     hostTarget // the device API calls of the host code
+	src      string     // kernel source (renamed kernels)
 	// widen is set while the harness's CPU loop is written a second time, computing in double
 	// what the program computes in float (harness.go: ct, cpre).
 	widen bool
@@ -137,16 +137,14 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 		return nil, err
 	}
 	g.low = low
-	g.wide = needsWide(shape, intLayers)
+	g.wide = low.Wide
 	g.chunk = o.Plan.Chunk
 	kernels := map[string]*kir.Kernel{}
 	for _, k := range low.Module.Kernels {
 		kernels[k.Name] = k
 	}
-	ls := append([]lower.Launch(nil), low.Launches...)
-	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Steps > ls[j].Steps })
 	hasOne := false
-	for _, l := range ls {
+	for _, l := range low.Schedule {
 		k := kernels[l.Kernel]
 		if k == nil {
 			return nil, fmt.Errorf("internal error: launch of unknown kernel %s", l.Kernel)
@@ -180,6 +178,7 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 	for i := range g.launches {
 		g.launches[i].Kernel = g.launches[i].kernel.Name
 	}
+	g.host = g.newHostTarget()
 	g.kdialect = kir.CUDA
 	if o.Target == "opencl" {
 		g.kdialect = kir.OpenCL
@@ -188,43 +187,14 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 	return g, nil
 }
 
-// needsWide is lowering's rule for 64-bit element indices.
-func needsWide(shape, layers []int) bool {
-	cells := int64(1)
-	for _, n := range shape {
-		cells *= int64(n)
-	}
-	maxLayers := int64(1)
-	for _, l := range layers {
-		maxLayers = max(maxLayers, int64(l))
-	}
-	return cells*maxLayers > 1<<31-1
-}
-
 // wideShape stretches the slowest axis until lowering chooses 64-bit indices. Only the index
 // type and the launch grid depend on the shape, and the host recomputes the grid at run time.
 func wideShape(shape, layers []int) []int {
 	s := append([]int(nil), shape...)
-	for !needsWide(s, layers) {
+	for !lower.Wide(s, layers) {
 		s[0] = min(s[0]*2+1, 1<<31-1)
 	}
 	return s
-}
-
-// gridFor evaluates the launch-grid formula for a shape, as the generated host code does.
-func (li launchInfo) gridFor(shape []int, planChunk int) [3]int {
-	var grid [3]int
-	for dim, dv := range li.div {
-		switch {
-		case dv.Axis < 0:
-			grid[dim] = 1
-		case dv.Chunk:
-			grid[dim] = lower.N5DChunks(shape[dv.Axis], runtimeChunk(planChunk, shape[0]), dv.RimLo, dv.RimHi, dv.Rim)
-		default:
-			grid[dim] = dv.Blocks((shape[dv.Axis] + dv.By - 1) / dv.By)
-		}
-	}
-	return grid
 }
 
 // verify re-lowers for other shapes and checks that the host's formulas give lowering's launch
@@ -247,7 +217,7 @@ func (g *gen) verify(shape, layers []int) error {
 	for i := range small {
 		small[i] = 5 + 2*i
 	}
-	if !g.o.Index64 && !needsWide(shape, layers) {
+	if !g.o.Index64 && !lower.Wide(shape, layers) {
 		shapes = append(shapes, small)
 	}
 	text := kir.Print(g.low.Module, kir.CUDA)
@@ -256,7 +226,7 @@ func (g *gen) verify(shape, layers []int) error {
 		if err != nil {
 			return fmt.Errorf("gen: lowering %s for size %v: %w", g.o.Plan, s, err)
 		}
-		if needsWide(s, layers) == needsWide(shape, layers) || g.o.Index64 {
+		if low.Wide == g.low.Wide || g.o.Index64 {
 			if kir.Print(low.Module, kir.CUDA) != text {
 				return fmt.Errorf("gen: the kernels of plan %s change with the size (%v vs %v); generated code must work for every size", g.o.Plan, shape, s)
 			}
@@ -264,15 +234,13 @@ func (g *gen) verify(shape, layers []int) error {
 		if len(low.Launches) != len(g.launches) {
 			return fmt.Errorf("gen: plan %s has %d launches at size %v but %d at %v", g.o.Plan, len(low.Launches), s, len(g.launches), shape)
 		}
-		ls := append([]lower.Launch(nil), low.Launches...)
-		sort.SliceStable(ls, func(i, j int) bool { return ls[i].Steps > ls[j].Steps })
-		for i, l := range ls {
+		for i, l := range low.Schedule {
 			li := g.launches[i]
 			if l.Kernel != li.Launch.Kernel || l.Steps != li.Steps || l.Block != li.Block || l.Shared != li.Shared {
 				return fmt.Errorf("gen: launch %d of plan %s differs between sizes %v and %v", i, g.o.Plan, shape, s)
 			}
-			if got := li.gridFor(s, g.o.Plan.Chunk); got != l.Grid {
-				return fmt.Errorf("gen: internal/gen computes launch grid %v for %s at size %v, lowering %v: update lower.GridDims", got, l.Kernel, s, l.Grid)
+			if got := lower.GridOf(li.div, s, g.o.Plan); got != l.Grid {
+				return fmt.Errorf("gen: the launch grid of %s at size %v is %v by the formula of size %v, %v by lowering's: the formula must not depend on the size", l.Kernel, s, got, shape, l.Grid)
 			}
 			for j, a := range l.Args {
 				b := li.Args[j]

@@ -5,7 +5,6 @@ package gpurun
 
 import (
 	"fmt"
-	"sort"
 
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
@@ -194,34 +193,14 @@ func (r *Runner) Close() {
 	}
 }
 
-// Depth is the most steps one launch of the plan advances (a temporal plan's bt, else 1).
-// Runs that stop every so often keep their stops at multiples of it, so that every launch but
-// the last of a run stays the deepest.
-func (r *Runner) Depth() int {
-	d := 1
-	for _, l := range r.low.Launches {
-		d = max(d, l.Steps)
-	}
-	return d
-}
+// Depth is the most steps one launch of the plan advances (a temporal plan's bt, else 1;
+// lower.Lowered.Depth). Runs that stop every so often keep their stops at multiples of it, so
+// that every launch but the last of a run stays the deepest.
+func (r *Runner) Depth() int { return r.low.Depth }
 
 // schedule returns the launches that cover n steps: the deepest first, as many as fit, then
-// shallower ones for the remainder.
-func (r *Runner) schedule(n int) []lower.Launch {
-	ls := append([]lower.Launch(nil), r.low.Launches...)
-	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Steps > ls[j].Steps })
-	var out []lower.Launch
-	for _, l := range ls {
-		for n >= l.Steps {
-			out = append(out, l)
-			n -= l.Steps
-		}
-	}
-	if n != 0 {
-		panic("internal error: launches cannot cover the remaining steps")
-	}
-	return out
-}
+// shallower ones for the remainder (lower.Lowered.LaunchesFor).
+func (r *Runner) schedule(n int) []lower.Launch { return r.low.LaunchesFor(n) }
 
 // bind gives a launch its arguments; wait is the epoch a chained kernel's blocks wait for (0:
 // none).

@@ -56,7 +56,7 @@ type Arg struct {
 // Launch is one kernel launch of the schedule.
 type Launch struct {
 	Kernel string
-	Grid   [3]int // blocks
+	Grid   [3]int // blocks: the strategy's formula (GridDims) for the shape, filled in by Lower
 	Block  [3]int // threads per block
 	Shared int    // dynamic shared memory bytes
 	Args   []Arg
@@ -72,9 +72,18 @@ type Lowered struct {
 	Module *kir.Module
 	// Launches maps a step count to the launch that advances that many steps; the runner
 	// covers n steps with the deepest launches first, then shallower ones.
-	Launches []Launch
-	// Outputs1 lists grids whose multi-step launches also write the previous level.
+	Launches    []Launch
 	SharedBytes int
+	// Schedule is Launches deepest first (equal depths in Launches' order): the order in
+	// which the host covers a step count (LaunchesFor, Cover).
+	Schedule []Launch
+	// Depth is the most steps one launch advances (Schedule[0].Steps; 1 at least). Runs that
+	// stop every so often keep their stops at multiples of it, so that every launch but the
+	// last of a run stays the deepest.
+	Depth int
+	// Wide says the kernels index elements with 64-bit integers (Wide's rule for the shape
+	// lowered for).
+	Wide bool
 }
 
 func bufName(g *ir.Grid, r Role) string {
@@ -244,9 +253,8 @@ func (em *emitter) expr(e ir.Expr) kir.Expr {
 // numerator is computed once into a temporary. Divisors that are not normal numbers keep the
 // division. Fast math drops the correction and keeps the product x*r: within an ulp of x/c,
 // but erring in the same direction (r's own rounding) for every cell and step, a drift of up
-// to an ulp per step where the update keeps magnitudes (j2d9pt's RMS error 10x the exact
-// build's after 100 steps on the H100). The correction cost 8-17% on the dividing AN5D
-// stencils there (docs/performance.md); errbound's fast-math accuracy counts the ulp.
+// to an ulp per step where the update keeps magnitudes. The correction costs the dividing
+// stencils much (docs/performance.md); errbound's fast-math accuracy counts the ulp.
 func (em *emitter) divByConst(x kir.Expr, c ir.Value) kir.Expr {
 	f := c.F
 	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {

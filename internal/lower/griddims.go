@@ -112,3 +112,31 @@ func n5dGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
 	div[d-1] = GridDim{Axis: 0, Chunk: true, Rim: rim, RimLo: lo, RimHi: hi}
 	return div, nil
 }
+
+// GridOf evaluates a launch's grid formula (GridDims) for a shape under pl: the blocks per
+// grid dimension. Lower fills every launch's Grid with it, and gen's host code computes the
+// same at run time in C.
+func GridOf(div [3]GridDim, shape []int, pl plan.Plan) [3]int {
+	var grid [3]int
+	for dim, dv := range div {
+		switch {
+		case dv.Axis < 0:
+			grid[dim] = 1
+		case dv.Chunk:
+			grid[dim] = N5DChunks(shape[dv.Axis], pl.ChunkOf(shape[0]), dv.RimLo, dv.RimHi, dv.Rim)
+		default:
+			grid[dim] = dv.Blocks(ceilDiv(shape[dv.Axis], dv.By))
+		}
+	}
+	return grid
+}
+
+// LaunchGrid is the grid of a launch of l's block and depth at shape under pl (GridDims,
+// GridOf): what Lower would give it, for the model, which predicts launches it does not lower.
+func LaunchGrid(p *ir.Program, pl plan.Plan, l Launch, shape []int) ([3]int, error) {
+	div, err := GridDims(p, pl, l)
+	if err != nil {
+		return [3]int{}, err
+	}
+	return GridOf(div, shape, pl), nil
+}

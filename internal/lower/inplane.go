@@ -136,10 +136,9 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
 	k := &kir.Kernel{Name: "tempest_inplane", Params: ps, Body: b.body}
 	block := [3]int{pl.BX, pl.BY, 1}
-	grid := [3]int{ceilDiv(shape[2], b.TX), ceilDiv(shape[1], b.TY), ceilDiv(shape[0], chunk)}
 	return &Lowered{
 		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
+		Launches:    []Launch{{Kernel: k.Name, Block: block, Args: args, Steps: 1}},
 		SharedBytes: b.shared,
 	}, nil
 }

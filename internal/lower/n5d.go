@@ -49,12 +49,16 @@ func lowerN5D(p *ir.Program, shape []int, pl plan.Plan, wide, sizeOnly bool) (*L
 	}
 	if sizeOnly {
 		// The shallower kernels' errors still count; their shared memory is never more.
-		for _, b := range pl.Depths()[1:] {
-			if _, _, err := n5dKernel(p, shape, pl, wide, b, "", true); err != nil {
-				return nil, err
+		low := &Lowered{SharedBytes: shared}
+		for i, b := range pl.Depths() {
+			if i > 0 {
+				if _, _, err := n5dKernel(p, shape, pl, wide, b, "", true); err != nil {
+					return nil, err
+				}
 			}
+			low.Launches = append(low.Launches, Launch{Steps: b})
 		}
-		return &Lowered{SharedBytes: shared}, nil
+		return low, nil
 	}
 	low := &Lowered{Module: &kir.Module{Kernels: []*kir.Kernel{main.k}, Uses64: uses64(p)}, SharedBytes: shared}
 	low.Launches = append(low.Launches, main.launch)
@@ -346,6 +350,19 @@ func N5DChunks(n0, chunk, lo, hi int, rimBlocks bool) int {
 	return ceilDiv(n0, chunk)
 }
 
+// N5DChunkPlanes is the planes of every n5d block of depth bt along the chunk axis for n0
+// planes under pl, as the kernel and its launch grid have them (the rim's blocks of their own
+// included, N5DRimBlocks): the model costs a block by them.
+func N5DChunkPlanes(p *ir.Program, pl plan.Plan, bt, n0 int) []int {
+	lo, hi, rim := N5DRimBlocks(p, pl, bt)
+	bounds := n5dChunkBounds(n0, pl.ChunkOf(n0), lo, hi, rim)
+	planes := make([]int, len(bounds))
+	for i, b := range bounds {
+		planes[i] = b[1] - b[0]
+	}
+	return planes
+}
+
 // n5dChunkBounds is the planes [zb, ze) of every n5d block along the chunk axis, as the
 // kernel computes them (N5DChunks).
 func n5dChunkBounds(n0, chunk, lo, hi int, rimBlocks bool) [][2]int {
@@ -506,7 +523,7 @@ func n5dInside(p *ir.Program, pl plan.Plan, lay N5DLayout, rim []int, tileLo fun
 	}
 	if lay.VW > 1 {
 		// (The conditions are chained in this order: grouped otherwise, nvcc compiled
-		// j3d27pt's kernel 7% slower on the H100.)
+		// j3d27pt's kernel slower.)
 		n := kir.Id(fmt.Sprintf("n%d", lay.X))
 		aligned := []kir.Expr{&kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)}}
 		for _, u := range p.Updates {
@@ -561,8 +578,8 @@ func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
 	// one vector store and pairs of neighbours read with one vector load, which wins where a
 	// cell reads two or more words of a neighbouring thread: reach 2 and more along x, and 3D
 	// boxes, which read whole row segments of the rows above and below. Measured on the H100
-	// (docs/performance.md): split gains 4-11% on the first-order stencils, loses 3-16% on
-	// those others; plan.Split asks for split on them too.
+	// (docs/performance.md): split gains on the first-order stencils and loses on those
+	// others; plan.Split asks for split on them too.
 	TX := bsize[X] / RX
 	split := RX > 1 && !shfl && (pl.Split || h[X] < 2 && !(d == 3 && offPlaneInPlane))
 	// A row clustered along x has gx ghost places on either side for the neighbours' cells

@@ -112,8 +112,8 @@ func newN5DBuilder(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, 
 		// A shallower remainder kernel can take more registers than the main one (grad's
 		// bt=1 kernel 80 against the bt=3 kernel's 64 or fewer, so 1024-thread blocks could not
 		// launch it): launch bounds keep it within the block. Not on the main kernel of up to
-		// 512 threads: there they override the plan's register cap (maxregs) and measured
-		// slower on star3d1r (514 against 574 GCells/s at 512 threads, H100). Main kernels of
+		// 512 threads: there they override the plan's register cap (maxregs), which costs.
+		// Main kernels of
 		// 1024 threads need them: deep ones take more than the 64 registers a thread of such a
 		// block can have (star3d1r at bt=5, 64 x 32 cells: 71 registers, and the launch
 		// failed).
@@ -988,10 +988,10 @@ func (b *n5dBuilder) active(t int, row kir.Expr) kir.Expr {
 // first is the loop's first plane. The first plane any output needs is zb-R*bt (level 0's
 // reach over bt levels); in wave order a level lags L = R+1 planes, so level bt's last output
 // comes L*bt planes after the loaded one, but nothing before zb-R*bt is ever needed: the
-// single loop of deep blocks starts there, bt planes later than the lag alone would say
-// (star3d1r +5%, the 2D stencils +2% on the H100). The phased loops of shallow blocks skip
-// inactive levels at the head anyway; starting them later measured 6% slower on the 3D boxes
-// at bt=2 (the same rounds, but the compiler's registers moved), so they keep zb-L*bt.
+// single loop of deep blocks starts there, bt planes later than the lag alone would say,
+// which saves their warm-up. The phased loops of shallow blocks skip inactive levels at the
+// head anyway; starting them later measured slower on the 3D boxes at bt=2 (the same rounds,
+// but the compiler's registers moved), so they keep zb-L*bt.
 func (b *n5dBuilder) first() kir.Expr {
 	return kir.Bin("-", kir.Id("zb"), kir.I(n5dStart(b.R, b.L, b.bt)))
 }
@@ -1014,10 +1014,8 @@ func (b *n5dBuilder) rounds(from, to kir.Expr, mode n5dMode, phased bool) kir.St
 // phases: a head whose copies skip the levels that have no needed plane yet, an inner loop of
 // rounds where every level is active, and a tail that skips the levels already past their
 // last needed plane (from jh on and from jt on, loopBounds). Deeper blocks run one loop unless
-// the plan says phased: their unrolled rounds are long, and three of them overflow the
-// instruction cache (measured on the H100: 6-23% slower at bt 3-12 in 2D and 3D, while bt = 2
-// gains 3-5% on the 3D boxes; later star3d1r gained 6% at bt=4, chunk 80, the 2D stencils lost
-// 5-26%).
+// the plan says phased: their unrolled rounds are long, and three of them may overflow the
+// instruction cache, which the shorter rounds of bt = 2 do not.
 func (b *n5dBuilder) loop(mode n5dMode) []kir.Stmt {
 	first, end := b.first(), b.end()
 	if !b.pl.N5DPhased(b.bt) {
@@ -1111,16 +1109,11 @@ func (b *n5dBuilder) launch() builtKernel {
 	if b.shElems > 0 {
 		k.DynShared = kir.FromIR(b.shType)
 	}
-	grid := [3]int{1, 1, 1}
-	for a := 1; a < d; a++ {
-		grid[d-1-a] = lay.Blocks(a, b.shape[a])
-	}
 	if lay.Clustered {
 		k.Cluster = [3]int{1, 1, 1}
 		for a := 1; a < d; a++ {
 			k.Cluster[d-1-a] = lay.Cluster[a]
 		}
 	}
-	grid[b.chunkDim()] = N5DChunks(b.shape[0], b.chunk, b.rimLo, b.rimHi, b.rimBlocks)
-	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Grid: grid, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain}}
+	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain}}
 }

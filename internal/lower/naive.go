@@ -112,16 +112,9 @@ func lowerNaive(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, 
 	body = append(body, storeUpdatesSplit(em, kir.Id("idx"))...)
 	k.Body = body
 	block := [3]int{pl.BX, pl.BY, pl.BZ}
-	var grid [3]int
-	for dim := 0; dim < 3; dim++ {
-		grid[dim] = 1
-		if a := d - 1 - dim; a >= 0 {
-			grid[dim] = ceilDiv(shape[a], block[dim])
-		}
-	}
 	return &Lowered{
 		Module:   &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches: []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
+		Launches: []Launch{{Kernel: k.Name, Block: block, Args: args, Steps: 1}},
 	}, nil
 }
 
@@ -170,17 +163,9 @@ func SharedBytes(p *ir.Program, shape []int, layers []int, pl plan.Plan) (int, e
 }
 
 // lowerAs is Lower; with sizeOnly, n5d's result holds its SharedBytes and launches' depths
-// but no kernels.
+// (launches holding their Steps alone) but no kernels.
 func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bool) (*Lowered, error) {
-	cells := int64(1)
-	for _, n := range shape {
-		cells *= int64(n)
-	}
-	maxLayers := int64(1)
-	for _, l := range layers {
-		maxLayers = max(maxLayers, int64(l))
-	}
-	wide := cells*maxLayers > 1<<31-1
+	wide := Wide(shape, layers)
 	p = orderSquares(p)
 	if pl.FastMath && !pl.KeepScale {
 		if pl.CentreFirst {
@@ -192,5 +177,12 @@ func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bo
 	if err != nil {
 		return nil, err
 	}
-	return s.lower(p, shape, pl, wide, sizeOnly)
+	low, err := s.lower(p, shape, pl, wide, sizeOnly)
+	if err != nil {
+		return nil, err
+	}
+	if err := low.finish(s, p, pl, shape, wide, sizeOnly); err != nil {
+		return nil, err
+	}
+	return low, nil
 }

@@ -158,11 +158,7 @@ func LowerObserve(p *ir.Program, shape []int, layers []int) *Observed {
 	for _, n := range shape {
 		cells *= int64(n)
 	}
-	maxLayers := int64(1)
-	for _, l := range layers {
-		maxLayers = max(maxLayers, int64(l))
-	}
-	wide := cells*maxLayers > 1<<31-1
+	wide := Wide(shape, layers)
 	d := p.Dims()
 	W := ir.ReduceWidth
 	blocks := int((cells + int64(W) - 1) / int64(W))

@@ -241,14 +241,7 @@ func pyramidKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, ph int, 
 	body = append(body, &kir.If{Cond: out, Then: write})
 	k.Body = body
 
-	var grid [3]int
-	for dim := 0; dim < 3; dim++ {
-		grid[dim] = 1
-		if a := d - 1 - dim; a >= 0 {
-			grid[dim] = ceilDiv(shape[a], outSize[a])
-		}
-	}
-	return builtKernel{k: k, launch: Launch{Kernel: name, Grid: grid, Block: block, Args: args, Steps: ph}}, shared, nil
+	return builtKernel{k: k, launch: Launch{Kernel: name, Block: block, Args: args, Steps: ph}}, shared, nil
 }
 
 func and(x, y kir.Expr) kir.Expr {

@@ -32,17 +32,15 @@ func factorAffines(p *ir.Program) *ir.Program { return mapUpdates(p, factorAffin
 // of computed values fused into the sums they feed.
 func fastMath(p *ir.Program) *ir.Program { return fuseProducts(factorAffines(foldScales(p))) }
 
-// fuseProducts writes every sum or difference with a product of two computed values (neither
-// a coefficient) as an explicit fma: s + x*y becomes fma(x, y, s), s - x*y fma(-x, y, s).
-// Compilers contract such pairs by themselves, but only where the product has one use: they
-// merge equal products first, and gradient2d's (u[y] - u[y+1])^2, which the cells at rows y
-// and y+1 of an n5d register queue both add, became one FMUL and two FADDs instead of two
-// FFMAs (the H100's SASS of the tuned kernel: 8.5 arithmetic instructions per cell and level
-// where 7.5 suffice). Written as fmas they stay fused, and the equal differences beneath them
-// are still computed once. Coefficient products (c*u[...]) are left to the compiler, which
-// fuses them already. Fast math only: an fma rounds once where the written form rounds
-// twice, a contraction errbound's fast-math accuracies allow. The program is copied; p is
-// unchanged.
+// fuseProducts writes every sum or difference with a product of two computed values (neither a
+// coefficient) as an explicit fma: s + x*y becomes fma(x, y, s), s - x*y fma(-x, y, s). Compilers
+// contract such pairs by themselves, but only where the product has one use: they merge equal
+// products first, and gradient2d's (u[y] - u[y+1])^2, which the cells at rows y and y+1 of an n5d
+// register queue both add, became one FMUL and two FADDs instead of two FFMAs (in the SASS of the
+// tuned kernel). Written as fmas they stay fused, and the equal differences beneath them are still
+// computed once. Coefficient products (c*u[...]) are left to the compiler, which fuses them
+// already. Fast math only: an fma rounds once where the written form rounds twice, a contraction
+// errbound's fast-math accuracies allow. The program is copied; p is unchanged.
 func fuseProducts(p *ir.Program) *ir.Program { return mapUpdates(p, fuseProductsIn) }
 
 // fuseProductsIn fuses e's products into their sums, innermost first, so that a chain
@@ -120,17 +118,15 @@ func centreFirst(p *ir.Program) *ir.Program { return mapUpdates(p, orderTerms) }
 // only where it makes other kernels.
 func OrdersTerms(p *ir.Program) bool { return centreFirst(p) != p }
 
-// orderTerms writes the terms of every float sum of weighted loads (c*u[...], u[...]*c or
-// u[...], chained by +) that read the centre column, no offset but along the streaming axis,
-// before those that read in-plane neighbours, each group in its written order
-// (plan.CentreFirst). The kernels evaluate a sum's terms in the written order, one FMA after
-// the other, and in n5d the centre column comes from registers (the level's queue) while
-// in-plane neighbours are shared-memory loads. On the H100 j2d5pt (its update written y-1,
-// x-1, centre, x+1, y+1) ran star2d1r's plan 7% slower than star2d1r's centre-first order,
-// and as fast ordered; j2d9pt and star2d2r lost on their own plans, so the order is the
-// plan's (docs/performance.md, sixteenth session). Fast math only: another order rounds
-// differently, and errbound's fast-math accuracies bound a sum's roundings for any order
-// (Arith.Reassoc). The program is copied; p is unchanged.
+// orderTerms writes the terms of every float sum of weighted loads (c*u[...], u[...]*c or u[...],
+// chained by +) that read the centre column, no offset but along the streaming axis, before those
+// that read in-plane neighbours, each group in its written order (plan.CentreFirst). The kernels
+// evaluate a sum's terms in the written order, one FMA after the other, and in n5d the centre
+// column comes from registers (the level's queue) while in-plane neighbours are shared-memory
+// loads. The order paid on some stencils and lost on others, so it is the plan's
+// (docs/performance.md, sixteenth session). Fast math only: another order rounds differently, and
+// errbound's fast-math accuracies bound a sum's roundings for any order (Arith.Reassoc). The
+// program is copied; p is unchanged.
 func orderTerms(e ir.Expr) (ir.Expr, bool) { return orderTermsIn(e, false) }
 
 // orderTermsIn is orderTerms on e, which is an inner addition of a sum that holds other terms
@@ -392,24 +388,20 @@ func sameLoad(a, b *ir.Load) bool {
 // offBefore orders offsets lexicographically.
 func offBefore(a, b []int) bool { return slices.Compare(a, b) < 0 }
 
-// factorAffine is fast math's rewrite of a box whose coefficients are affine in the offsets,
-// sum over o of (alpha + beta . o) u[o] (AN5D's boxes and j3d27pt are built that way): per
-// plane i of the streaming axis it becomes sum over in-plane axes a of beta_a D_a, plus
-// (alpha + beta_0 i) P, where P is the plane's box sum and D_a its first moment along a, built
-// from the sums of the plane's slices across a, which P shares with D_1 (they print alike, so
-// the compiler computes them once). With partial sums (n5d) a plane's sums serve every output
-// plane it feeds, so per cell and plane the w + 1 operations per output become the sums once
-// and two per output: box2d2r 30 -> 18 operations per cell and step (+9.3% on the H100).
-// Only boxes where that count falls to 75% or less are factored: the compiler schedules the
-// longer dependency chains worse, and box2d1r (12 -> 10) lost 6% (2% paired, pairSums).
-// box3d1r and j3d27pt (30 -> 22) lost 1% in one-block-per-SM tiles, which expose the chains'
-// latency, and gained 6% in tiles that share an SM (32 x 12 two-row threads under 80
-// registers with the register prefetch; short rounds tied); keepscale=true, which the tuner
-// measures, keeps them as written where that is faster. Coefficients that are affine only to
-// within rounding (the fit's largest residual at most 4 ulp of the largest coefficient) are
-// refitted: each changes by a few ulp,
-// a fast-math liberty like the folded scale. Boxes where it saves nothing (reach 1 in 2D) are
-// left as written.
+// factorAffine is fast math's rewrite of a box whose coefficients are affine in the offsets, sum
+// over o of (alpha + beta . o) u[o] (AN5D's boxes and j3d27pt are built that way): per plane i of
+// the streaming axis it becomes sum over in-plane axes a of beta_a D_a, plus (alpha + beta_0 i) P,
+// where P is the plane's box sum and D_a its first moment along a, built from the sums of the
+// plane's slices across a, which P shares with D_1 (they print alike, so the compiler computes
+// them once). With partial sums (n5d) a plane's sums serve every output plane it feeds, so per
+// cell and plane the w + 1 operations per output become the sums once and two per output (box2d2r:
+// 30 -> 18 operations per cell and step). Only boxes where that count falls to 75% or less are
+// factored: the compiler schedules the longer dependency chains worse, which a small saving does
+// not make up for. Tiles of one block per SM expose the chains' latency, where tiles that share an
+// SM hide it; keepscale=true, which the tuner measures, keeps them as written where that is
+// faster. Coefficients that are affine only to within rounding (the fit's largest residual at most
+// 4 ulp of the largest coefficient) are refitted: each changes by a few ulp, a fast-math liberty
+// like the folded scale. Boxes where it saves nothing (reach 1 in 2D) are left as written.
 func factorAffine(e ir.Expr) (ir.Expr, bool) {
 	t := e.Type()
 	if t != ir.F32 && t != ir.F64 {
@@ -610,7 +602,7 @@ func linearTerms(e ir.Expr, s float64, out []linearTerm) ([]linearTerm, bool) {
 // of a thread two wide then write the sum over x of places 0 and 1 identically (cell 0 sums -1
 // with the pair, cell 1 the pair with 2), and the compiler computes it once: the factored
 // 27-point box of a 2 x 2 tile of cells takes 146 distinct additions and subtractions instead of
-// 176 (TestPairSums), and box3d1r and j3d27pt gained 2.2% on the H100, box2d2r 2.7%. Only fast
+// 176 (TestPairSums). Only fast
 // math reassociates; e is unchanged where it holds no such sum.
 func pairSums(e ir.Expr, pos []int) ir.Expr {
 	switch x := e.(type) {

@@ -86,17 +86,9 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
-	d := s.d
-	var grid [3]int
-	grid[0] = ceilDiv(shape[d-1], s.block[0])
-	grid[1], grid[2] = 1, 1
-	if d == 3 {
-		grid[1] = ceilDiv(shape[1], s.block[1])
-	}
-	grid[d-1] = ceilDiv(shape[0], chunk)
 	return &Lowered{
 		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: s.block, Args: args, Steps: 1}},
+		Launches:    []Launch{{Kernel: k.Name, Block: s.block, Args: args, Steps: 1}},
 		SharedBytes: s.shared,
 	}, nil
 }

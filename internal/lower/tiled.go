@@ -129,16 +129,9 @@ func lowerTiled(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, 
 	compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
 	body = append(body, &kir.If{Cond: inside, Then: compute})
 	k.Body = body
-	var grid [3]int
-	for dim := 0; dim < 3; dim++ {
-		grid[dim] = 1
-		if a := d - 1 - dim; a >= 0 {
-			grid[dim] = ceilDiv(shape[a], block[dim])
-		}
-	}
 	return &Lowered{
 		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches:    []Launch{{Kernel: k.Name, Grid: grid, Block: block, Args: args, Steps: 1}},
+		Launches:    []Launch{{Kernel: k.Name, Block: block, Args: args, Steps: 1}},
 		SharedBytes: shared,
 	}, nil
 }

@@ -55,8 +55,7 @@ import (
 // wave order; n5d-h100-inplane-suite.txt: the in-plane suite at 512^2 x 256, exact math),
 // weighing how far the best of the model's five first plans falls below the best measured,
 // plus the older level-order sweeps of 2026-11-21 (n5d-h100-sweep.txt, n5d-h200-sweep.txt on
-// an H200), all predicted with the H100's probed profile (DRAM copy 2259 GB/s, shared 32397
-// GB/s, FMA 55890 GFLOP/s, launch 26.4 us; docs/performance.md). Instruction counts were
+// an H200), all predicted with the H100's probed profile (probe.H100). Instruction counts were
 // checked against the SASS of j2d5pt and box2d1r. Refit when the kernel changes.
 type N5DCalibration struct {
 	// BWFactor is the kernel's effective DRAM bandwidth over the probe's copy bandwidth
@@ -102,9 +101,8 @@ type N5DCalibration struct {
 	// or partial-sum accumulators. They were fitted to ptxas's counts (CUDA 11.8, sm_90) for
 	// the eleven stencils at bt 1..16 and rx 1, 2, 4 (270 kernels, RMS error 12 registers).
 	// RegScale, fitted to the measurements, scales them to the H100's CUDA 13, which
-	// allocates more: box2d2r at bt=8 takes 145 registers under 11.8 and 160-168 on the H100
-	// (it launches at most 384 threads per block), j2d5pt at bt=8 56 and more than 64 (a cap
-	// of 64 slows it down); the fit's 1.4 also stands for what else the estimate misses.
+	// allocates more than CUDA 11.8; the fit's 1.4 also stands for what else the estimate
+	// misses.
 	RegBase, RegPerQueue, RegPerAcc, RegScale float64
 	// SpillCost is instructions per thread and level per register beyond a maxregs cap or 255.
 	SpillCost float64
@@ -113,9 +111,8 @@ type N5DCalibration struct {
 	// instructions per thread, level and push slot (a cell that may lie along an edge the
 	// block shares with a neighbour of its cluster, for each neighbour that reads it): the
 	// flag test and the store into the neighbour's shared memory. ClusterBarrier was set to
-	// the H100's j3d27pt at 16 x 32 threads, rx=2, bt=2 in pairs along y (2026-11-25: 208
-	// GCells/s against 359 without the cluster at the same 64 registers and occupancy; the
-	// model gives 186 with 1000 cycles and 307 with 200): a barrier whose arrive releases the
+	// the H100's j3d27pt at 16 x 32 threads, rx=2, bt=2 in pairs along y (2026-11-25,
+	// docs/performance.md): a barrier whose arrive releases the
 	// plane's outstanding global loads and stores, measured before those moved past the
 	// arrive. PushCost is nominal.
 	ClusterBarrier, PushCost float64
@@ -304,19 +301,20 @@ func n5dGeometryOf(p *ir.Program, f *n5dFacts, pl plan.Plan, shape []int, b int)
 	g.threads = lay.Block[0] * lay.Block[1]
 	g.warps = ceilDiv(g.threads, 32)
 	g.cellsPerPlane = g.threads * lay.RX * lay.RY
-	nb := 1
-	for a := 1; a < f.d; a++ {
-		nb *= lay.Blocks(a, shape[a])
+	// The launch's blocks as lowering grids them, and the planes each block streams, the
+	// rim's blocks of their own included (plan.RimBlocks).
+	grid, err := lower.LaunchGrid(p, pl, lower.Launch{Block: lay.Block, Steps: b}, shape)
+	if err != nil {
+		return g, fmt.Errorf("n5d: %w", err)
 	}
-	chunk := pl.ChunkOf(shape[0])
 	copies := pl.N5DRound(f.R)
-	ns := ceilDiv(shape[0], chunk)
+	chunks := lower.N5DChunkPlanes(p, pl, b, shape[0])
 	total := 0
-	for k := 0; k < ns; k++ {
-		n := min(chunk, shape[0]-k*chunk)
+	for _, n := range chunks {
 		total += ceilDiv(n+2*f.R*b, copies) * copies
 	}
-	g.blocks = nb * ns
+	ns := len(chunks)
+	g.blocks = grid[0] * grid[1] * grid[2]
 	g.live = 1
 	if pl.Shrink {
 		if live, ok := pl.N5DLiveWarps(f.d, f.reach, b); ok {
@@ -477,8 +475,8 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	}
 	// Idle warps skip the levels that feed no output (plan.Shrink): the levels' work shrinks
 	// with the share of live warps, the global loads and stores of every warp stay. An upper
-	// bound: idle warps still wait at every plane's barrier, and on the H200 star3d1r gained
-	// 6.6% where this predicts 14% less compute (whole-row warps), 0.4% where it predicts 3.6%.
+	// bound: idle warps still wait at every plane's barrier, and the measured gains fell well
+	// below the compute this takes off.
 	fpInstr := float64(b) * cells * fp * g.live
 	// Wave order (pl.Wave) has one barrier per plane for all levels instead of one per level.
 	// shfl plans neither store to shared memory nor wait at barriers: their in-plane reads are
@@ -512,9 +510,8 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	wf := float64(gcd(rx, 32))
 	if rx == 2 && pl.Wave {
 		// Measured, not derived: in wave order rx=2 shows no conflict cost and is the best
-		// setting for most AN5D stencils on the H100 (star2d2r 1209 against 923 GCells/s at
-		// rx=1, docs/performance.md), while with a barrier per level it measured 2-15% below
-		// rx=1 for stars.
+		// setting for most AN5D stencils, while with a barrier per level it measured below
+		// rx=1 for stars (docs/performance.md).
 		wf = 1
 	}
 	X := float64(g.warps) * 32 * (fpInstr/fpRate + other/laneRate) * clock
@@ -547,7 +544,7 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	}
 	alone := math.Max(float64(b)*level, Z)
 	// (Wave order still pays each level's latency in this term: with the levels no longer
-	// separated by barriers the model favoured 512-wide blocks, which measured 28% slower.)
+	// separated by barriers the model favoured 512-wide blocks, which measured slower.)
 	// Blocks per multiprocessor.
 	shared := in.SharedBytes
 	if shared <= 0 && !pl.Shfl {
@@ -693,12 +690,14 @@ func (m n5dModel) Predict(in Input) (Prediction, error) {
 		return Prediction{}, fmt.Errorf("n5d: N.5D blocking needs a 2D or 3D grid")
 	}
 	f := n5dFactsOf(in.Prog, in.Sum)
-	b := max(in.Plan.BT, 1)
-	main, err := n5dPredictLaunch(f, in, b, c)
+	// The launches of each depth that cover the steps, as the host schedules them.
+	depths := in.Plan.Depths()
+	counts := lower.Cover(depths, in.Steps)
+	main, err := n5dPredictLaunch(f, in, depths[0], c)
 	if err != nil {
 		return Prediction{}, err
 	}
-	full, rest := in.Steps/b, in.Steps%b
+	full := counts[0]
 	pred := Prediction{Model: "n5d: " + m.Name(), Bottleneck: main.bottleneck, EffSM: main.effSM, EffOcc: 1,
 		EffALU: EffALU(OpsOf(in.Sum)), Blocks: main.blocks, Threads: main.threads, ActivePerSM: main.perSM, Launches: full}
 	add := func(l n5dLaunch, n int) {
@@ -710,13 +709,12 @@ func (m n5dModel) Predict(in Input) (Prediction, error) {
 		pred.Launch += k * (l.seconds - l.kernel)
 	}
 	add(main, full)
-	// The remainder in the shallower launches, deepest first (the host's schedule).
-	for _, sb := range in.Plan.Depths()[1:] {
-		n := rest / sb
+	// The remainder in the shallower launches.
+	for i, sb := range depths[1:] {
+		n := counts[i+1]
 		if n == 0 {
 			continue
 		}
-		rest -= n * sb
 		sh, err := n5dPredictLaunch(f, in, sb, c)
 		if err != nil {
 			return Prediction{}, err

@@ -81,8 +81,8 @@ type Plan struct {
 	// Phased runs every n5d block in three loops, a head that skips the levels with no needed
 	// plane yet, the rounds where all are active, and a tail that skips the levels already
 	// done, instead of one loop that computes them all; blocks of bt <= 2 always do. Deep
-	// blocks' three copies of the round can outgrow the instruction cache (2D lost 5-26% on
-	// the H100), but the skipped warm-up paid on star3d1r (+6%).
+	// blocks' three copies of the round can outgrow the instruction cache, but the skipped
+	// warm-up may pay (it did in 3D), so it is the tuner's to choose.
 	Phased bool
 	// RimCut splits an n5d chunk that reaches the fixed rim of the streaming axis (the first
 	// and last chunks of every tile) into up to three pieces: the planes near the rim in the
@@ -94,23 +94,19 @@ type Plan struct {
 	// of their own: per tile, one block from the first plane to the first the loop without
 	// checks may start at, one over the last planes, and between them chunks of Chunk planes
 	// that all run without the checks. Otherwise the first and last chunks of every tile run
-	// the checked loop throughout, and the last of them, launched last, end the launch: on the
-	// H100 the 2D stencils ran 5-13% slower at chunk 256, whose last chunk of 16386 planes is
-	// a full one reaching the rim, than at 320 or 192, which leave 66. Where rimcut splits
+	// the checked loop throughout, and the last of them, launched last, end the launch: a last
+	// chunk that is a full one reaching the rim is slower than a short one. Where rimcut splits
 	// such a chunk inside its block (a loop over pieces, more registers), this splits the
-	// launch. Measured on the tuned plans at chunk 320: star2d2r +5.8%, j2d9pt +2.7%, the
-	// others level or slower (gradient2d -14%: 100 registers, a block fewer per SM; the 3D
-	// stencils -4 to -6%), so it is the tuner's to choose. With it no chunk reaches the rim,
-	// and longer chunks paid: star2d1r and j2d5pt +3% at 512 and 640 planes, where without it
-	// 640 had lost. Not with rimcut.
+	// launch. It pays on some tuned plans and costs others (more registers may leave a block
+	// fewer per SM), so it is the tuner's to choose. With it no chunk reaches the rim, and
+	// longer chunks may pay where without it they lost. Not with rimcut.
 	RimBlocks bool
 	// Unclamped lets the n5d loop without the rim's checks load its planes without clamping
 	// their index into the domain: the blocks that run it keep as many planes more from the
 	// streaming axis's end as the prefetch reads past the rim (lower.n5dRimMargins). It drops
 	// the clamp's min and max per load, but nvcc allocates registers differently without
-	// them: on the H100 star2d2r, j2d9pt and gradient2d gained about 1%, box2d1r and j2d5pt lost
-	// 5-6% (their capped registers spilled more) and star3d1r took 72 registers instead of 64
-	// and lost a block per SM. Register prefetches only (asynchronous copies keep clamping).
+	// them: capped registers may spill more, or a block fewer may fit an SM, so it is the
+	// tuner's to choose. Register prefetches only (asynchronous copies keep clamping).
 	Unclamped bool
 	// Shrink lets the warps of an n5d block skip the levels at which none of their cells
 	// feeds an output (N5DLiveWarps): the tile's halo shrinks by a reach per level, so on
@@ -138,8 +134,7 @@ type Plan struct {
 	// others in the usual order: the edge tiles run the loop with the rim's checks (or the
 	// edge loop), the slowest per plane, and launched where the raster order puts them the last
 	// of them finish long after the rest (longest first is the classic cure for such a tail).
-	// On the H100 seven of the eight 2D AN5D stencils gained 2-10% with it (star2d2r +10%,
-	// gradient2d +8%) and the 3D ones lost 2-4%, so it is the tuner's to choose. Not with
+	// It paid on most 2D stencils and lost in 3D, so it is the tuner's to choose. Not with
 	// clusters (a cluster's blocks take adjacent tiles) or shfl (a block holds several tiles).
 	EdgesFirst bool
 	// ConstSize compiles the n5d kernels for the run's size: the sizes are constants of the
@@ -147,31 +142,30 @@ type Plan struct {
 	// every global access (a thread's rows lie a constant stride apart, one address and
 	// immediate offsets) and loads no size from the constant bank. The run compiles its kernels
 	// at run time for the size it runs anyway; only `tempest gen`, whose code serves every size,
-	// refuses it. On the H100 it gained 0.8-2.1% on four AN5D plans and cost star3d1r 17% (its
-	// loops compiled differently), so it is the tuner's to choose.
+	// refuses it. It may also cost (the loops compile differently), so it is the tuner's to
+	// choose.
 	ConstSize bool
 	// Split lays out every shared row of n5d with a thread's rx cells split into runs (cell i
 	// of every thread in the row's i-th run) also where side by side is the default: reach 2
 	// or more along x, and 3D boxes. Side by side lets a thread publish its cells with one
 	// vector store and read pairs of neighbours with one vector load, but its single reads
 	// across a thread boundary are rx-way bank conflicts; split reads are conflict-free
-	// scalars. On the H100 the tuned 3D box plans (three rows of two cells per thread) read
-	// 42% of their shared wavefronts as conflicts side by side. Needs rx > 1; not with shfl.
+	// scalars, which may pay where side by side conflicts much (the tuned 3D box plans).
+	// Needs rx > 1; not with shfl.
 	Split bool
 	// KeepScale keeps, under fast math, an update's arithmetic as written: a constant scale of
 	// a weighted sum stays its own multiplication instead of being folded into the sum's
 	// coefficients (lower.RewritesFastMath), and a box with affine coefficients is not factored into
-	// plane sums and moments. Folding saves one operation per cell and level (+4-6% on j2d5pt,
-	// j2d9pt and j2d9pt-gol on the H100), but j3d27pt with its old tile compiled 2% slower.
+	// plane sums and moments. Folding saves one operation per cell and level, but the compiler
+	// may schedule the folded code worse, so it is the tuner's to choose.
 	KeepScale bool
 	// CentreFirst writes, under fast math, every weighted sum's terms that read the centre
 	// column (offsets along the streaming axis only) before those that read in-plane
 	// neighbours (lower.orderTerms). The kernels add a sum's terms in the written order, and in
 	// n5d the centre column comes from registers while in-plane neighbours are shared-memory
-	// loads, so the order decides where the chain waits: on the H100 j2d5pt (written y-1, x-1,
-	// centre, x+1, y+1) ran star2d1r's plan 7% faster ordered, while j2d9pt and star2d2r lost
-	// 8% and 3% on their own plans. Another order rounds differently; errbound's fast-math
-	// bound holds for any order of a sum's terms.
+	// loads, so the order decides where the chain waits, for better on some stencils and worse
+	// on others. Another order rounds differently; errbound's fast-math bound holds for any
+	// order of a sum's terms.
 	CentreFirst bool
 	// Chain runs consecutive n5d launches of one kernel as programmatic dependent launches
 	// (CUDA, sm_90 and newer): a launch may start while the launch before it still runs, and
@@ -180,10 +174,9 @@ type Plan struct {
 	// kir.ChainSignal), instead of for the whole launch. The blocks of the next launch then
 	// fill the multiprocessors that the launch before leaves idle while its last blocks run.
 	// Its kernels take their input without __restrict__, so that the compiler keeps the reads
-	// off the non-coherent read-only path (the input is written while they run). On the H100
-	// the tuned float plans of star2d1r, star2d2r, box2d1r, j2d5pt, j2d9pt-gol and gradient2d
-	// ran 1.8-2.4% faster with it, box2d2r and j2d9pt 6-7% slower and the 3D plans 16-44%
-	// slower, so it is a plan setting, which the tuner's last step measures. Not with clusters.
+	// off the non-coherent read-only path (the input is written while they run). It pays on
+	// some plans and costs others, so it is a plan setting, which the tuner's last step
+	// measures. Not with clusters.
 	Chain bool
 }
 
@@ -372,7 +365,7 @@ func (pl Plan) N5DStarRing(r, round int) int {
 // N5DAlign is the cells that an n5d tile's first output and its output width along x are
 // multiples of: rx for rx = 2 or 4, so that a thread's rx cells are one aligned vector in
 // global memory and it loads and stores them with one access instead of rx strided ones
-// (which moved twice the L1 and L2 sectors: 53% of star2d1r's were excess on the H100), else 1.
+// (which move excess L1 and L2 sectors), else 1.
 // With vec=1 (scalar accesses) nothing is aligned: odd depths keep their widest tile.
 func (pl Plan) N5DAlign() int {
 	if pl.Vec != 1 && (pl.RX == 2 || pl.RX == 4) {
@@ -405,7 +398,7 @@ func (pl Plan) N5DTile(cells, r, bt int, x bool) (before, out int) {
 // halvings down to 1. The host covers a step count that bt does not divide with the deepest
 // launches that fit, so a remainder takes at most about log2(bt) shallow launches instead
 // of one single-step launch per step (a single step costs several times a step of a deep
-// block: at 1000 steps and bt = 11, ten single steps were 6% of star2d1r's time on the H100).
+// block).
 func (pl Plan) Depths() []int {
 	out := []int{max(pl.BT, 1)}
 	for b := out[0] / 2; b >= 1; b /= 2 {

@@ -41,7 +41,7 @@ func fp64Ratio(major, minor int) float64 {
 // FP32, 8: FP64) from its data sheet figures: multiprocessors x FMA lanes per multiprocessor
 // (by compute capability; sm_90: 128 FP32, 64 FP64) x 2 FLOPs per FMA x the boost clock. It is
 // the figure efficiencies ("% of peak") are reported against; the FMA rate `tempest probe`
-// measures stays below it (55.9 of 66.9 TFLOP/s FP32 on an H100). It is 0 (unknown) where
+// measures stays below it. It is 0 (unknown) where
 // the lanes are not known: OpenCL devices, and devices that report no multiprocessors or clock.
 func NominalPeakGFLOPs(p gpu.Props, word int) float64 {
 	if p.Backend != "cuda" || p.SMs <= 0 || p.ClockKHz <= 0 || p.ComputeMajor <= 0 {

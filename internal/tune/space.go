@@ -52,8 +52,8 @@ var (
 	n5dBT = map[int]int{2: 16, 3: 8} // deepest temporal block per dimension
 	// n5dClusters are the thread-block clusters (cx, cy) tried for the 3D shapes marked
 	// clustered, with their first chunk (devices without clusters, before sm_90 and OpenCL,
-	// prune them when they are validated). None: every cluster plan measured 1.7-5.9x slower
-	// than the same plan without clusters on the H100 (docs/performance.md), so the tuner
+	// prune them when they are validated). None: every cluster plan measured slower than the
+	// same plan without clusters on the H100 (docs/performance.md), so the tuner
 	// does not spend time on them; a forced --plan still runs them.
 	n5dClusters [][2]int
 

@@ -443,9 +443,9 @@ func contenders(cands []*Candidate) []*Candidate {
 }
 
 // refineAsync are the planes ahead that the refinement tries with asynchronous copies
-// (n5d's async): on the H100 one plane ahead measured below two (star3d1r 395 against 484
-// GCells/s) and four (star2d2r 965 against 1295), too little to hide the load; five won on
-// box2d1r (1560.6 against 1508.6 at four and 1515.7 for the tuned plan).
+// (n5d's async): one plane ahead is too little to hide the load, and the best depth beyond
+// two differs between stencils, so two and a deeper five are measured
+// (docs/performance.md, "Measurements once kept in code comments").
 var refineAsync = []int{2, 5}
 
 // asyncVariants are an n5d plan with asynchronous copies instead of its prefetch (CUDA on
@@ -539,12 +539,11 @@ func regCap(props gpu.Props, threads, shared, limit, want int) int {
 
 // refine measures variants of measured plans of the space that the models cannot rank: register
 // caps that let one or two more blocks reside on a multiprocessor (the compiler then spills a
-// little or schedules tighter; n5d blocks of 128-170 registers gained 3-8% on the H100 from
-// caps of 96 or 128), deeper prefetches for n5d (pf: up to 7% on some stencils, a loss on
-// others), and both together; for n5d also asynchronous copies instead of the prefetch
-// (asyncVariants). Each plan's own registers, threads and shared memory, as
-// compiled, decide the caps, so the variants are measured rather than predicted; they join
-// the candidates marked Refined, and the fastest of all is the result.
+// little or schedules tighter, which pays for n5d's blocks of many registers), deeper prefetches
+// for n5d (pf: a gain on some stencils, a loss on others), and both together; for n5d also
+// asynchronous copies instead of the prefetch (asyncVariants). Each plan's own registers, threads
+// and shared memory, as compiled, decide the caps, so the variants are measured rather than
+// predicted; they join the candidates marked Refined, and the fastest of all is the result.
 func (t *tuner) refine(plans []*Candidate) {
 	variant := t.variants()
 	for _, best := range plans {
@@ -608,10 +607,9 @@ func (t *tuner) variants() func(plan.Plan) *Candidate {
 
 // neighbours measures, after the refinement, the best plan with a stream chunk a quarter
 // shorter and a quarter longer (the halo planes a block recomputes against how evenly the
-// blocks fill the multiprocessors' last wave: on the H100 star2d1r gained 1.5% at 320
-// planes instead of 256 and star3d1r 3% at 96 instead of 128, while 512 and more lost up to
-// 70%) and, for n5d, with scalar global accesses instead of vectors (vec=1: the vectors
-// gained 3-6% on most 2D stencils and lost 2% on box3d1r and star3d1r), with phased loops
+// blocks fill the multiprocessors' last wave, which no model ranks) and, for n5d, with scalar
+// global accesses instead of vectors (vec=1: the vectors gain on most 2D stencils and may
+// lose in 3D), with phased loops
 // and with short rounds (roundVariants), and in 3D with two-row threads (rowVariants); a
 // best plan with the rim's blocks at longer chunks (rimBlockChunks); and last the chunks close
 // to the best plan's (fineChunks).
@@ -624,9 +622,8 @@ func (t *tuner) neighbours(best *Candidate) {
 	t.combine(variant, best)
 	// The two-row variants hold more registers than the plans the refinement capped: the
 	// occupancy variants of the plans now within 10% of the best, these among them, are
-	// measured last, four at most (on the H200 the fastest in the tuner's runs, 16 x 16
-	// two-row threads, shared an SM with another block and had none, while the 32 x 16 block,
-	// eighth and 5% behind it, ran alone and gained 10% a quarter shorter).
+	// measured last, four at most (the fastest plan may already share an SM with another block
+	// and have no such variant, while one a little behind it runs alone and gains from one).
 	var occ []*Candidate
 	for _, c := range near(t.res.Candidates, 1.1) {
 		vars := t.unmeasured(variant, occupancyVariants(t.s.Prog, t.dev.Props(), c.Plan, c.Regs, c.SharedBytes))
@@ -637,7 +634,7 @@ func (t *tuner) neighbours(best *Candidate) {
 		occ = append(occ, vars...)
 	}
 	// A shorter block that won is a shape the steps before never saw: its own chunk and loop
-	// variants are measured once (on the H100 short rounds gained 1.6% on it).
+	// variants are measured once (short rounds, say, may pay on it).
 	if b := fastest(t.res.Candidates); slices.Contains(occ, b) {
 		t.refined(b, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, b.Plan, false)))
 	}
@@ -660,16 +657,15 @@ func (t *tuner) neighbours(best *Candidate) {
 	if b := fastest(t.res.Candidates); b != nil {
 		t.refined(b, t.unmeasured(variant, fineChunks(t.s.Shape, b.Plan)))
 	}
-	// Last, the best plan compiled for the run's size (plan.ConstSize): on the H100 0.8-2.1%
-	// faster on four AN5D plans and 17% slower on star3d1r's, a change of the code's
-	// schedule that only a measurement decides.
+	// Last, the best plan compiled for the run's size (plan.ConstSize): faster on some plans
+	// and slower on others, a change of the code's schedule that only a measurement decides.
 	if b := fastest(t.res.Candidates); b != nil && b.Plan.Takes("constsize") && !b.Plan.ConstSize {
 		v := b.Plan
 		v.ConstSize = true
 		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
 	}
 	// Then with its launches chained (plan.Chain, CUDA on sm_90 and newer; pruned elsewhere):
-	// on the H100 six tuned 2D float plans gained 1.8-2.4%, two lost 6-7% and the 3D plans 16-44%.
+	// a gain on some 2D plans and a loss on others and in 3D, so it is measured.
 	if b := fastest(t.res.Candidates); b != nil && b.Plan.Takes("chain") && !b.Plan.Chain {
 		v := b.Plan
 		v.Chain = true
@@ -693,10 +689,9 @@ func (t *tuner) refineShape(variant func(plan.Plan) *Candidate, best *Candidate,
 
 // combine measures, while a plan other than from is the fastest, that plan's own loop
 // variants (roundVariants) not measured yet: switches that each won alone over from are then
-// tried together, one more per round, until no variant of the fastest wins. On the H100
-// j2d9pt gained 2.7% with the rim's blocks and 1.3% with unclamped loads, each alone, and
-// 4.3% with both; and the refinement's star2d1r plan with the rim's blocks, lacking the edge
-// loop and the edge tiles first of the hand-combined plan, timed its longer chunks slower.
+// tried together, one more per round, until no variant of the fastest wins: switches that
+// each win alone may win more together, and a plan missing one of a good combination can
+// mislead the steps that follow.
 func (t *tuner) combine(variant func(plan.Plan) *Candidate, from *Candidate) {
 	for b := fastest(t.res.Candidates); b != nil && b != from && b.Plan.Takes("phased"); b = fastest(t.res.Candidates) {
 		vars := t.unmeasured(variant, roundVariants(t.s.Prog, b.Plan))
@@ -710,9 +705,8 @@ func (t *tuner) combine(variant func(plan.Plan) *Candidate, from *Candidate) {
 
 // chunkWalk goes on, while the fastest plan is from at a quarter shorter or longer chunk
 // (neighbourPlans), a quarter further the same way, three steps at most: a plan the steps
-// before saw at its parent's chunk may want a chunk more than one step away. On the H100
-// the 27-point stencils' three-row tile, which the two-row tile may reach at 64 planes, runs
-// best at 32 (j3d27pt's tuning: 0.2966 / 0.2885 / 0.3030 ms per step at 48 / 32 / 16).
+// before saw at its parent's chunk may want a chunk more than one step away (a deeper tile
+// reached from a shallower one at a long chunk may run best at a chunk half as long).
 func (t *tuner) chunkWalk(variant func(plan.Plan) *Candidate, from *Candidate) {
 	for range 3 {
 		b := fastest(t.res.Candidates)
@@ -752,9 +746,8 @@ func quarterChunk(c int, longer bool) int {
 // rimBlockChunks are an n5d plan with the rim's planes in blocks of their own
 // (plan.RimBlocks) at chunks 1.5, 2 and 2.5 times as long (multiples of 16, shorter than the
 // streaming axis). No chunk of such a plan reaches the rim, so the short last chunk that made
-// the chunk's quarter steps pay no longer decides, and the longer chunk's shorter warm-up
-// does: on the H100 the 2D stars and j2d9pt gained 2.6-3.1% at 512 or 640 planes over 320 with
-// rimblocks, where without it 640 had lost 5-15%.
+// the chunk's quarter steps pay no longer decides, and the longer chunk's smaller share of
+// warm-up does: chunks that lost without the rim's blocks may win with them.
 func rimBlockChunks(shape []int, pl plan.Plan) []plan.Plan {
 	if !pl.Takes("rimblocks") || !pl.RimBlocks || pl.Chunk <= 0 {
 		return nil
@@ -773,11 +766,8 @@ func rimBlockChunks(shape []int, pl plan.Plan) []plan.Plan {
 
 // fineChunks are a plan at stream chunks an eighth and a twentieth shorter and longer (multiples
 // of 8 planes, of 4 below 128; shorter than the streaming axis). Time per plane is no smooth
-// function of the chunk: on the H100, with the tuned plans, star2d2r ran 1580 GCells/s at 624
-// planes, 1671 at 640 and 1687 at 656, and j2d5pt 2402 at 576, 2456 at 608 and 2481 at 672
-// against 2449 at 640 (docs/performance.md, "Chunks close to the tuned ones"), steps the
-// quarter steps of neighbours and chunkWalk pass over. Three interleaved rounds kept
-// j2d5pt +1.4% at 672, box3d1r and j3d27pt +1.0% at 28 instead of 32, box2d1r +0.9% at 672.
+// function of the chunk (docs/performance.md, "Chunks close to the tuned ones"): it moves in
+// steps that the quarter steps of neighbours and chunkWalk pass over.
 func fineChunks(shape []int, pl plan.Plan) []plan.Plan {
 	c := pl.Chunk
 	if c <= 0 {
@@ -805,9 +795,8 @@ func fineChunks(shape []int, pl plan.Plan) []plan.Plan {
 // deeperRows is a 3D n5d plan of two or more rows per thread (bt <= 2) with one row more per
 // thread over the same tile (fewer threads), uncapped, with its loop switches and without: the
 // rows of a thread share their loads and, under fast math, a factored box's paired sums
-// (pairSums in lower). On the H100 box3d1r and j3d27pt went from 32 x 12 threads of two rows
-// under 80 registers (439.4 GCells/s, 24 warps) to 32 x 8 of three (452.0, 127 registers, 16 warps; 464.7 with its chunk of 32); four
-// rows (32 x 6, 155 registers) lost (403.1).
+// (pairSums in lower), which may outweigh the fewer warps resident; a row more again may
+// not, as its registers grow.
 func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 	// Plans that take bt are n5d's register-streamed temporal tiles, whose shapes the tile
 	// variants (deeperRows, widerTiles, occupancyVariants, neighbourPlans) change.
@@ -825,9 +814,8 @@ func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 	}
 	out := []plan.Plan{v}
 	// The loop switches were chosen for the shallower rows: the deeper tile also goes
-	// without them (on the H100 box3d1r's three-row tile with the rim's blocks, inherited
-	// from the two-row tile, ran 6% slower than without, 0.3136 against 0.2957 ms per step,
-	// and j3d27pt's tuning, which measured only the inherited plan, missed the tile).
+	// without them (a switch inherited from the two-row tile can cost the deeper one, and a
+	// tuning that measured only the inherited plan would miss the tile).
 	w := v
 	w.Phased, w.RimCut, w.RimBlocks, w.Unclamped, w.Edges, w.EdgesFirst, w.Unroll = false, false, false, false, false, false, 0
 	if w.String() != v.String() && w.Validate(p, plan.Limits{}, 0) == nil {
@@ -838,9 +826,8 @@ func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 
 // widerTiles are a 3D n5d plan with twice the threads along x, and along y, up to 1024 per
 // block: a tile whose halo is a smaller share of it, which a multiprocessor may then hold
-// only once. The space and the steps before keep the blocks that share one; on the H100
-// star3d1r's tuned 16 x 24 threads of 2 x 2 cells with its levels lowest first (ascend)
-// ran 773.9 GCells/s, and 32 x 24 of them, one block per multiprocessor, 853.0.
+// only once. The space and the steps before keep the blocks that share one, yet one wide
+// block per multiprocessor may run faster than two narrow ones.
 func widerTiles(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if p.Dims() != 3 || !pl.Takes("bt") || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
 		return nil
@@ -861,9 +848,8 @@ func widerTiles(p *ir.Program, pl plan.Plan) []plan.Plan {
 // and longer, and for n5d scalar accesses, register prefetches (two planes ahead) instead of
 // asynchronous copies, the loop variants (roundVariants) and, with rows, two-row threads
 // (rowVariants). The refinement tries copies for prefetches on the space's plans; the way
-// back matters where a copying plan won there: on the H100 j3d27pt's best was a two-row
-// tile with copies (376 GCells/s), whose blocks a quarter shorter lost (371), while the same
-// tile with the prefetch gained 9% a quarter shorter.
+// back matters where a copying plan won there: its neighbours may lose with copies where the
+// same tile with the prefetch gains.
 func neighbourPlans(p *ir.Program, shape []int, best plan.Plan, rows bool) []plan.Plan {
 	var pls []plan.Plan
 	if c := best.Chunk; c > 0 {
@@ -934,17 +920,13 @@ func (t *tuner) unmeasured(variant func(plan.Plan) *Candidate, pls []plan.Plan) 
 // thread as compiled, hold one) with a tile three quarters as tall, under the register cap, if
 // one is needed, that lets two of the shorter blocks share an SM. A block alone exposes every
 // barrier to the SM (the 27-point stencils' two-row blocks of 512 threads and 96 registers wait
-// at theirs: +14% without them), and a quarter shorter is the least tile lost for which two
-// blocks of such a kernel keep 80 registers. On the H100 box3d1r and j3d27pt went from 375.9
-// GCells/s (32 x 16 threads, ry=2, 96 registers, 16 warps) to 402.5 at 32 x 12 under 80 (24
-// warps); the same tiles under a cap for one more block spilled and lost (32 x 16 under 64:
-// 370.2 against 397.7 on the H200), as did blocks that already shared an SM (16 x 16 under
-// 80, three blocks: 366.6 against 371). shared is the plan's shared memory per block; the
+// at theirs), and a quarter shorter is the least tile lost for which two blocks of such a
+// kernel keep 80 registers. The same tiles under a cap for one more block spill and lose, as
+// do blocks that already share an SM. shared is the plan's shared memory per block; the
 // shorter tile's is taken in proportion to its rows. Caps below three quarters of the registers
-// are left out: they spill (32 x 16 under 64 of 96: 104 bytes a thread), and a capped variant
-// prefetches two planes ahead at most (32 x 12 under 80 with pf=3 spilled 72 bytes a thread
-// and ran at 385.2 against 435.6 with pf=2 on the H200). A copying plan's shorter block is
-// also measured with the register prefetch.
+// are left out: they spill, and a capped variant prefetches two planes ahead at most (a
+// deeper prefetch under the cap spills). A copying plan's shorter block is also measured with
+// the register prefetch.
 func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, shared int) []plan.Plan {
 	if p.Dims() != 3 || !pl.Takes("bt") || regs <= 0 || props.RegsPerSM <= 0 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
 		return nil
@@ -974,9 +956,8 @@ func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, share
 	out := []plan.Plan{v}
 	// A copying plan's shorter block also goes back to the register prefetch, under the cap
 	// that keeps two blocks: its registers are not known before it is compiled, and the cap is
-	// harmless where it needs fewer. On the H100, with the 27-point boxes factored, the
-	// copying 32 x 16 two-row block was the tuner's best to vary; a quarter shorter it ran at
-	// 0.354 ms a step with copies and 0.314 with the prefetch of two planes under 80.
+	// harmless where it needs fewer. The shorter block may run faster with the prefetch than
+	// with the copies its parent won with.
 	if pl.Async > 0 {
 		w := v
 		w.Async, w.MaxRegs = 0, 0
@@ -1003,29 +984,19 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 
 // roundVariants are an n5d plan with phased loops (where its depth runs one loop), with chunks
 // cut at the rim or the planes near it in blocks of their own (where a chunk can reach it,
-// lower.N5DRimCuts; on the H100 the chunk whose last one reached the rim in full ran the 2D
-// stencils 5-13% slower than those leaving a short one), with the edge loop for the
+// lower.N5DRimCuts; a last chunk that reaches the rim in full runs slower than one leaving a
+// short one), with the edge loop for the
 // blocks on the in-plane edges (lower.N5DEdges), with the edge tiles launched first
 // (plan.EdgesFirst), with the loop without checks loading its planes unclamped (register
 // prefetches only, plan.Unclamped), with idle warps skipping the levels that feed no output
 // (where some warp is idle at some level, plan.Shrink), and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
-// round goes as deep as the round and, under a register cap, also none at all: box3d1r's and
-// j3d27pt's 32 x 12 two-row blocks under 80 registers gained 1.6% with short rounds and no
-// prefetch, where a prefetch of three planes spilled), and under fast math with the update's
-// scale kept apart (where lowering would rewrite it, lower.RewritesFastMath) and with its
-// sums' centre-column terms first (where that reorders a sum, lower.OrdersTerms). Each
-// changes the code's size, the warm-up's cost or what runs the checked loop, which the model
-// does not rank: on the H100
-// phased loops gained 6% on star3d1r and lost 5-26% in 2D, short rounds gained 3-5% on
-// star3d1r and j2d9pt-gol and lost up to 7% elsewhere, the edge loop gained 4-6% on the deep
-// 2D stars and lost up to 8% on the boxes and in 3D, the edge tiles first gained 2-10% in 2D
-// and lost 2-4% in 3D, unclamped loads gained 1% on three 2D stencils and lost 5-6% on two
-// (their capped registers spilled more), idle warps skipping levels gained 0.4% on star3d1r's
-// tuned plan and 6.6% on its tile of whole-row warps (H200), the rim's blocks gained 3-6% on
-// star2d2r and j2d9pt and lost up to 14% elsewhere, and the folded scale gained 4-6% on three
-// stencils and lost 2% on j3d27pt, and the centre terms first gained 2.6% on j2d5pt (on
-// star2d1r's plan) and lost 3-8% on j2d9pt and star2d2r.
+// round goes as deep as the round and, under a register cap, also none at all, where a deeper
+// prefetch would spill), and under fast math with the update's scale kept apart (where
+// lowering would rewrite it, lower.RewritesFastMath) and with its sums' centre-column terms
+// first (where that reorders a sum, lower.OrdersTerms). Each changes the code's size, the
+// warm-up's cost or what runs the checked loop, which the model does not rank, and each won
+// on some stencils and lost on others.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	var out []plan.Plan
 	if !pl.N5DPhased(pl.BT) {
@@ -1075,9 +1046,9 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 			out = append(out, v)
 		}
 	}
-	// Levels lowest first (ascend) in 3D only: on the H100 it gained 11.5% on star3d1r's short
-	// rounds and lost 3-8% on the 2D stars' tuned plans, whose own searches with it found
-	// nothing faster (docs/performance.md, "Levels lowest first").
+	// Levels lowest first (ascend) in 3D only: it paid in 3D and lost on the 2D stars' tuned
+	// plans, whose own searches with it found nothing faster (docs/performance.md, "Levels
+	// lowest first").
 	if !pl.Ascend && pl.Wave && p.Dims() == 3 && lower.N5DAscends(p) {
 		v := pl
 		v.Ascend = true
@@ -1108,9 +1079,9 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 // rowVariants are a shallow 3D n5d plan (bt <= 2) with threads of two rows (ry=2): the same
 // tile with half the rows of threads, and a tile twice as wide with the plan's thread count.
 // Their register queues double, which the model's register estimate does not see (it
-// over-predicted ry plans by 1.5x at bt >= 3, where they lost), so the space leaves ry out and
-// only this step measures it: on the H100 the 27-point stencils gained 2-5% at bt=2 (box3d1r
-// 366.8 -> 375.7, j3d27pt 359.3 -> 375.8 GCells/s), and star3d1r at bt=4 lost 9%.
+// over-predicted ry plans at deeper blocks, where they lost), so the space leaves ry out and
+// only this step measures it: two-row threads paid on the 27-point stencils at bt=2 and lost
+// on deeper blocks.
 func rowVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 	if p.Dims() != 3 || pl.BT > 2 || pl.RY > 1 || pl.BY < 2 || pl.BY%2 != 0 || pl.CX > 1 || pl.CY > 1 || pl.Async > 0 {
 		return nil
@@ -1465,8 +1436,7 @@ func (t *tuner) time(c *Candidate, cm compiled) (err error) {
 		// Both are whole multiples of the candidate's own temporal depth as well, so that
 		// every step runs in its deepest launch: a remainder would run one-step launches
 		// (the host schedule for step counts that bT does not divide), which cost several
-		// times more per step and would penalise depths that do not divide the quantum
-		// (measured on the H100: star2d1r bt=10 timed 10% slower than in 1000-step runs).
+		// times more per step and would penalise depths that do not divide the quantum.
 		k := max(c.Plan.PH, c.Plan.BT, 1)
 		q := (t.quantum + k - 1) / k * k // the warm-up: the quantum rounded up to whole launches
 		warm, err := r.Timed(q)
