@@ -60,7 +60,15 @@ func Diagnostics(t *testing.T, ext string, update bool, load func(path, text str
 
 // PoCLMain runs a test binary with a PoCL kernel cache of its own: go test runs packages in
 // parallel, and two processes building into one cache can abort PoCL's linker.
+//
+// It also leaves the CPU engine its Go code (TEMPEST_CC=none unless set): these packages use
+// the engine as a reference for GPU plans and split runs, and building C for every example
+// they touch took CI minutes of compiler time. The cpu package tests its C code, and
+// cmd/tempest and sim reach it through the CLI and the library.
 func PoCLMain(m *testing.M) {
+	if os.Getenv("TEMPEST_CC") == "" {
+		os.Setenv("TEMPEST_CC", "none")
+	}
 	if os.Getenv("POCL_CACHE_DIR") == "" {
 		dir, err := os.MkdirTemp("", "tempest-pocl-")
 		if err == nil {
