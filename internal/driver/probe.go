@@ -38,11 +38,16 @@ func Probe(o ProbeOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return saveProfile(pr, o.JSON, "device", stdout)
+}
+
+// saveProfile saves a measured profile and prints it, as a table or as JSON.
+func saveProfile(pr *probe.Profile, asJSON bool, what string, stdout io.Writer) error {
 	path, err := probe.Save(pr, "")
 	if err != nil {
-		return fmt.Errorf("saving the device profile: %w", err)
+		return fmt.Errorf("saving the %s profile: %w", what, err)
 	}
-	if o.JSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(pr)
@@ -107,18 +112,7 @@ func probeHost(o ProbeOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	path, err := probe.Save(pr, "")
-	if err != nil {
-		return fmt.Errorf("saving the host profile: %w", err)
-	}
-	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(pr)
-	}
-	fmt.Fprint(stdout, pr.Table())
-	fmt.Fprintf(stdout, "\nsaved %s\n", path)
-	return nil
+	return saveProfile(pr, o.JSON, "host", stdout)
 }
 
 // hostProfile is the host's saved profile, measured now when there is none (a few seconds;

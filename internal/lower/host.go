@@ -102,6 +102,31 @@ func LowerHost(p *ir.Program, halo []int) *HostKernel {
 	return hk
 }
 
+// hostOffset is idx moved by the constant offsets off of the axes from `from` on, in padded
+// elements: the fastest axis's offset as it is, the others times their strides.
+func hostOffset(idx kir.Expr, off []int, from int, stride func(int) kir.Expr) kir.Expr {
+	d := len(off)
+	var sum kir.Expr
+	for a := from; a < d; a++ {
+		if off[a] == 0 {
+			continue
+		}
+		term := kir.Expr(&kir.Int{V: int64(off[a]), T: kir.I64})
+		if a < d-1 {
+			term = kir.Mul(term, stride(a))
+		}
+		if sum == nil {
+			sum = term
+		} else {
+			sum = kir.Add(sum, term)
+		}
+	}
+	if sum == nil {
+		return idx
+	}
+	return kir.Add(idx, sum)
+}
+
 // padded is axis a's padded extent.
 func padded(a int, halo []int) kir.Expr {
 	return &kir.Cast{T: kir.I64, From: kir.I32, X: kir.Add(kir.Id(fmt.Sprintf("n%d", a)), kir.I(2*halo[a]))}
@@ -133,25 +158,7 @@ func hostUpdates(p *ir.Program, group []*ir.Update, coords []kir.Expr, stride fu
 		if l.Level == 1 {
 			role = In1
 		}
-		idx := kir.Expr(kir.Id("idx"))
-		var off kir.Expr
-		for a, o := range l.Off {
-			if o == 0 {
-				continue
-			}
-			term := kir.Mul(&kir.Int{V: int64(o), T: kir.I64}, stride(a))
-			if a == d-1 {
-				term = &kir.Int{V: int64(o), T: kir.I64}
-			}
-			if off == nil {
-				off = term
-			} else {
-				off = kir.Add(off, term)
-			}
-		}
-		if off != nil {
-			idx = kir.Add(idx, off)
-		}
+		idx := hostOffset(kir.Id("idx"), l.Off, 0, stride)
 		if l.Layer != nil {
 			hi := kir.Bin("-", kir.Id("layers_"+l.G.Name), kir.I(1))
 			layer := &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{&kir.Call{Fn: "max", T: kir.I32, Args: []kir.Expr{em.expr(l.Layer), kir.I(0)}}, hi}}
@@ -339,27 +346,7 @@ func lowerHostBlock(p *ir.Program, halo []int) (*kir.Kernel, []Arg) {
 	var inner []kir.Stmt
 	em := &emitter{p: p, wide: true, coords: coords, step: kir.Id("step1"), lets: map[*ir.Let]string{}, plainDiv: true, out: &inner}
 	em.read = func(em *emitter, l *ir.Load) kir.Expr {
-		idx := kir.Expr(kir.Id("idx"))
-		var off kir.Expr
-		for a := 1; a < d; a++ {
-			o := l.Off[a]
-			if o == 0 {
-				continue
-			}
-			term := kir.Expr(&kir.Int{V: int64(o), T: kir.I64})
-			if a < d-1 {
-				term = kir.Mul(term, stride(a))
-			}
-			if off == nil {
-				off = term
-			} else {
-				off = kir.Add(off, term)
-			}
-		}
-		if off != nil {
-			idx = kir.Add(idx, off)
-		}
-		return &kir.Index{Array: kir.Id(srcName(l.G, l.Off[0])), Idx: idx}
+		return &kir.Index{Array: kir.Id(srcName(l.G, l.Off[0])), Idx: hostOffset(kir.Id("idx"), l.Off, 1, stride)}
 	}
 	// Index within the slab of cell (c1, ..., c_{d-1}).
 	var idx kir.Expr = &kir.Int{V: int64(halo[d-1]), T: kir.I64}
