@@ -203,18 +203,7 @@ func (e *Engine) forRows(f func(c []int, pbase, ubase int)) {
 	}
 }
 
-func copyRange(dst any, di int, src any, si, n int) {
-	switch d := dst.(type) {
-	case []float32:
-		copy(d[di:di+n], src.([]float32)[si:si+n])
-	case []float64:
-		copy(d[di:di+n], src.([]float64)[si:si+n])
-	case []int32:
-		copy(d[di:di+n], src.([]int32)[si:si+n])
-	case []int64:
-		copy(d[di:di+n], src.([]int64)[si:si+n])
-	}
-}
+func copyRange(dst any, di int, src any, si, n int) { gridio.CopyElems(dst, di, src, si, n) }
 
 // Sync writes the engine's current values back into the state.
 func (e *Engine) Sync() {

@@ -1,8 +1,6 @@
 package decomp
 
 import (
-	"fmt"
-
 	"tempest/internal/cpu"
 	"tempest/internal/gpu"
 	"tempest/internal/gpurun"
@@ -94,19 +92,7 @@ func rowBytes(s *state.State, gi int) int64 {
 }
 
 func copyRows(dst *gridio.Array, dr int, src *gridio.Array, sr, rows, elems int) {
-	d, s, n := dr*elems, sr*elems, rows*elems
-	switch dd := dst.Data.(type) {
-	case []float32:
-		copy(dd[d:d+n], src.Data.([]float32)[s:s+n])
-	case []float64:
-		copy(dd[d:d+n], src.Data.([]float64)[s:s+n])
-	case []int32:
-		copy(dd[d:d+n], src.Data.([]int32)[s:s+n])
-	case []int64:
-		copy(dd[d:d+n], src.Data.([]int64)[s:s+n])
-	default:
-		panic(fmt.Sprintf("internal error: array data %T", dst.Data))
-	}
+	gridio.CopyElems(dst.Data, dr*elems, src.Data, sr*elems, rows*elems)
 }
 
 // hostPart runs a sub-domain on the CPU engine. Its state holds the values between runs, so

@@ -43,13 +43,9 @@ func loadRunProgram(o RunOptions, typ string) (*ir.Program, error) {
 	if o.Source == "" {
 		return loadProgram(o.File, typ)
 	}
-	opt := load.Options{}
-	if typ != "" {
-		t, ok := ir.ParseType(typ)
-		if !ok {
-			return nil, fmt.Errorf("type %q: element types are f32, f64, i32 and i64", typ)
-		}
-		opt.DefaultType = &t
+	opt, err := typeOption(typ, "type")
+	if err != nil {
+		return nil, err
 	}
 	return load.Source(o.File, o.Source, opt)
 }
@@ -250,7 +246,7 @@ func (e *Engine) Close() {
 func CopyBox(a *gridio.Array, lo, shape []int) *gridio.Array {
 	out := gridio.NewArray(a.DType, shape)
 	forBox(a.Shape, lo, shape, func(full, box, n int) {
-		copyElems(out.Data, box, a.Data, full, n)
+		gridio.CopyElems(out.Data, box, a.Data, full, n)
 	})
 	return out
 }
@@ -258,7 +254,7 @@ func CopyBox(a *gridio.Array, lo, shape []int) *gridio.Array {
 // PasteBox writes b into a at lo (b's box must lie inside a; same element type).
 func PasteBox(a *gridio.Array, lo []int, b *gridio.Array) {
 	forBox(a.Shape, lo, b.Shape, func(full, box, n int) {
-		copyElems(a.Data, full, b.Data, box, n)
+		gridio.CopyElems(a.Data, full, b.Data, box, n)
 	})
 }
 
@@ -287,20 +283,5 @@ func forBox(full, lo, shape []int, f func(full, box, n int)) {
 			}
 			c[a] = 0
 		}
-	}
-}
-
-func copyElems(dst any, di int, src any, si, n int) {
-	switch d := dst.(type) {
-	case []float32:
-		copy(d[di:di+n], src.([]float32)[si:si+n])
-	case []float64:
-		copy(d[di:di+n], src.([]float64)[si:si+n])
-	case []int32:
-		copy(d[di:di+n], src.([]int32)[si:si+n])
-	case []int64:
-		copy(d[di:di+n], src.([]int64)[si:si+n])
-	default:
-		panic(fmt.Sprintf("internal error: array data %T", dst))
 	}
 }

@@ -97,15 +97,25 @@ var defaultSizes = map[int]string{1: "65536", 2: "512x512", 3: "128x128x128"}
 
 // loadProgram reads a program with an optional element-type override.
 func loadProgram(path, typ string) (*ir.Program, error) {
+	opt, err := typeOption(typ, "--type")
+	if err != nil {
+		return nil, err
+	}
+	return load.File(path, opt)
+}
+
+// typeOption is the load option of an element-type override ("": the program's own); what
+// names it in the message (--type, or a library's option).
+func typeOption(typ, what string) (load.Options, error) {
 	opt := load.Options{}
 	if typ != "" {
 		t, ok := ir.ParseType(typ)
 		if !ok {
-			return nil, fmt.Errorf("--type %q: element types are f32, f64, i32 and i64", typ)
+			return opt, fmt.Errorf("%s %q: element types are f32, f64, i32 and i64", what, typ)
 		}
 		opt.DefaultType = &t
 	}
-	return load.File(path, opt)
+	return opt, nil
 }
 
 // initSpec is one --init flag.

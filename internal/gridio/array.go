@@ -351,3 +351,21 @@ func floatToInt(v float64, lo, hi int64) int64 {
 	}
 	return int64(v)
 }
+
+// CopyElems copies n elements of array data (a []float32, []float64, []int32 or []int64)
+// from src[si:] to dst[di:], both of the same element type: the one type switch the engines'
+// padded buffers, boxes and sub-domain rows share.
+func CopyElems(dst any, di int, src any, si, n int) {
+	switch d := dst.(type) {
+	case []float32:
+		copy(d[di:di+n], src.([]float32)[si:si+n])
+	case []float64:
+		copy(d[di:di+n], src.([]float64)[si:si+n])
+	case []int32:
+		copy(d[di:di+n], src.([]int32)[si:si+n])
+	case []int64:
+		copy(d[di:di+n], src.([]int64)[si:si+n])
+	default:
+		panic(fmt.Sprintf("internal error: array data %T", dst))
+	}
+}
