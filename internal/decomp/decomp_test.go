@@ -581,7 +581,16 @@ type fakeHub struct {
 	in     int
 	gen    int
 	err    error
-	due    [][][2]gpu.P2P // per rank: the (send, receive) pairs a started exchange left to Wait
+	due    []fakeTransfer // the transfers started exchanges left to a Wait
+}
+
+// fakeTransfer is a started transfer from rank from to rank to: it lands at the first Wait of
+// either, the latest a real one may (the sender's later runs may overwrite its source rows
+// after its Wait, the receiver's may read the target rows after its own).
+type fakeTransfer struct {
+	from, to int
+	send     gpu.P2P
+	recv     gpu.P2P
 }
 
 type fakeComm struct {
@@ -601,15 +610,20 @@ func (c fakeComm) Start(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, 
 func (c fakeComm) Wait() error {
 	h := c.h
 	h.mu.Lock()
-	due := h.due[c.rank]
-	h.due[c.rank] = nil
-	h.mu.Unlock()
-	for _, sr := range due {
-		if err := gpu.CopyRange(sr[1].Buf, sr[1].Off, sr[0].Buf, sr[0].Off, sr[0].Bytes); err != nil {
-			return err
+	defer h.mu.Unlock()
+	keep := h.due[:0]
+	var first error
+	for _, tr := range h.due {
+		if tr.from != c.rank && tr.to != c.rank {
+			keep = append(keep, tr)
+			continue
+		}
+		if err := gpu.CopyRange(tr.recv.Buf, tr.recv.Off, tr.send.Buf, tr.send.Off, tr.send.Bytes); err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	h.due = keep
+	return first
 }
 
 func (h *fakeHub) exchange(rank int, ops []gpu.P2P, deferred bool) error {
@@ -649,7 +663,7 @@ func (h *fakeHub) exchange(rank int, ops []gpu.P2P, deferred bool) error {
 					continue
 				}
 				if deferred {
-					h.due[b] = append(h.due[b], [2]gpu.P2P{s, r})
+					h.due = append(h.due, fakeTransfer{a, b, s, r})
 				} else if err := gpu.CopyRange(r.Buf, r.Off, s.Buf, s.Off, s.Bytes); err != nil {
 					h.err = err
 				}
@@ -694,7 +708,7 @@ func TestNCCLTransportOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Close()
-			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts), due: make([][][2]gpu.P2P, c.parts)}
+			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
 			h.cond = sync.NewCond(&h.mu)
 			tr := &NCCL{Comms: make([]Comm, c.parts)}
 			for i := range tr.Comms {

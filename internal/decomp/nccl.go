@@ -80,6 +80,20 @@ func (t *NCCL) Start(parts []Part, copies []Copy, levels []Level) (Pending, erro
 	return ncclPending{t, parts}, nil
 }
 
+// StartPart implements PartStarter: part i's rank posts its group alone, on the calling
+// goroutine (the other local ranks post theirs from their own).
+func (t *NCCL) StartPart(i int, parts []Part, copies []Copy, levels []Level) (Pending, error) {
+	if t.Comms[i] == nil {
+		return nil, fmt.Errorf("internal error: part %d has no NCCL communicator", i)
+	}
+	if err := t.postPart(i, parts[i], copies, levels, Comm.Start); err != nil {
+		return nil, fmt.Errorf("halo exchange: %w", err)
+	}
+	one := make([]Part, len(parts))
+	one[i] = parts[i]
+	return ncclPending{t, one}, nil
+}
+
 type ncclPending struct {
 	t     *NCCL
 	parts []Part
@@ -98,23 +112,27 @@ func (p ncclPending) Wait() error {
 
 // post has each local rank post its group through send.
 func (t *NCCL) post(parts []Part, copies []Copy, levels []Level, send func(Comm, []gpu.P2P) error) error {
-	return t.onRanks(parts, func(i int, p Part) error {
-		var ops []gpu.P2P
-		for _, c := range copies {
-			for _, lv := range levels {
-				rb := rowBytes(p.State(), lv.Grid)
-				if c.From == i {
-					sp, row := slab(p, c.FromRow, c.Rows)
-					ops = append(ops, gpu.P2P{Send: true, Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.To})
-				}
-				if c.To == i {
-					sp, row := slab(p, c.ToRow, c.Rows)
-					ops = append(ops, gpu.P2P{Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.From})
-				}
+	return t.onRanks(parts, func(i int, p Part) error { return t.postPart(i, p, copies, levels, send) })
+}
+
+// postPart has part i's rank post its group through send: a send for every copy it is the
+// source of and a receive for every copy it is the target of, in schedule order.
+func (t *NCCL) postPart(i int, p Part, copies []Copy, levels []Level, send func(Comm, []gpu.P2P) error) error {
+	var ops []gpu.P2P
+	for _, c := range copies {
+		for _, lv := range levels {
+			rb := rowBytes(p.State(), lv.Grid)
+			if c.From == i {
+				sp, row := slab(p, c.FromRow, c.Rows)
+				ops = append(ops, gpu.P2P{Send: true, Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.To})
+			}
+			if c.To == i {
+				sp, row := slab(p, c.ToRow, c.Rows)
+				ops = append(ops, gpu.P2P{Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.From})
 			}
 		}
-		return send(t.Comms[i], ops)
-	})
+	}
+	return send(t.Comms[i], ops)
 }
 
 // onRanks runs work for every local rank's part, each on its own goroutine (a rank's group

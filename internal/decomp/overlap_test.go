@@ -328,7 +328,7 @@ func TestNCCLOverlapOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Close()
-			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts), due: make([][][2]gpu.P2P, c.parts)}
+			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
 			h.cond = sync.NewCond(&h.mu)
 			tr := &NCCL{Comms: make([]Comm, c.parts)}
 			for i := range tr.Comms {
@@ -347,11 +347,18 @@ func TestNCCLOverlapOrder(t *testing.T) {
 			if n := countBanded(d); n != c.parts {
 				t.Fatalf("%d of %d parts banded", n, c.parts)
 			}
+			prof := d.EnableProfile()
 			if err := d.Run(steps); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Gather(g); err != nil {
 				t.Fatal(err)
+			}
+			if err := prof.Collect(); err != nil {
+				t.Fatal(err)
+			}
+			if rep := prof.Report(); len(rep) != c.parts || !strings.Contains(rep[0], "sub-domain 0, 3 periods") {
+				t.Errorf("profile of %d parts, 3 periods each:\n%s", c.parts, strings.Join(rep, "\n"))
 			}
 			if err := sameBits(want, g); err != nil {
 				t.Error(err)

@@ -2,6 +2,9 @@ package decomp
 
 import (
 	"fmt"
+	"sync"
+
+	"tempest/internal/gpu"
 
 	"tempest/internal/lower"
 	"tempest/internal/plan"
@@ -20,6 +23,7 @@ type Domain struct {
 	// since is the steps run since the last exchange (or since the split): the halos still
 	// hold Period-since steps of valid rows.
 	since int
+	prof  *Profile // nil unless EnableProfile
 }
 
 // NewDomain checks the parts against the layout: every exchange period must be a multiple of
@@ -52,6 +56,22 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 // (SplitOverlapped), the interiors of the run after an exchange overlap it.
 func (d *Domain) Run(steps int) error {
 	for done := 0; done < steps; {
+		if d.byPart() {
+			due := d.since == d.L.Period
+			if due {
+				d.since = 0
+			}
+			n := min(d.L.Period-d.since, steps-done)
+			if err := d.periodByPart(n, due); err != nil {
+				return err
+			}
+			if due {
+				d.Exchanges++
+			}
+			done += n
+			d.since += n
+			continue
+		}
 		var pending Pending
 		if d.since == d.L.Period {
 			if len(d.phases) > 0 {
@@ -71,6 +91,97 @@ func (d *Domain) Run(steps int) error {
 		d.since += n
 	}
 	return nil
+}
+
+// byPart says each local part can run its period on its own (Domain.periodByPart): the
+// transport lets parts post their sides apart, and the exchange is one phase of whole rows.
+func (d *Domain) byPart() bool {
+	_, ok := d.T.(PartStarter)
+	return ok && len(d.phases) == 1 && !hasRegions(d.phases[0])
+}
+
+// periodByPart runs n steps of every local part, each from a goroutine of its own and as one
+// batch of device calls: the part's side of the exchange first where due, then its interior
+// (which needs nothing from the exchange), then, after the exchange, its bands (or the whole
+// part where it has no bands). Parts on different devices are thus posted at once, and each
+// device's calls cost one hand-over to its thread, not one each.
+func (d *Domain) periodByPart(n int, due bool) error {
+	pt := d.T.(PartStarter)
+	errs := make([]error, len(d.Parts))
+	run := func(i int, p Part) {
+		errs[i] = batch(p, func() error {
+			m := d.prof.begin(i, p)
+			defer m.end(d.prof)
+			var pending Pending
+			if due {
+				var err error
+				if pending, err = pt.StartPart(i, d.Parts, d.phases[0], d.levels); err != nil {
+					return err
+				}
+			}
+			b, banded := p.(*banded)
+			if banded {
+				if err := b.runInterior(n); err != nil {
+					if pending != nil {
+						pending.Wait() // no transfer may outlive the run; the interior's error says why it ended
+					}
+					return fmt.Errorf("sub-domain %d: %w", i, err)
+				}
+			}
+			m.mark(1)
+			if pending != nil {
+				if err := pending.Wait(); err != nil {
+					return err
+				}
+			}
+			m.mark(2)
+			var err error
+			if banded {
+				err = b.runBands(n)
+			} else {
+				err = p.Run(n)
+			}
+			if err != nil {
+				return fmt.Errorf("sub-domain %d: %w", i, err)
+			}
+			return nil
+		})
+	}
+	var wg sync.WaitGroup
+	last := -1
+	for i, p := range d.Parts {
+		if p == nil {
+			continue
+		}
+		if last >= 0 {
+			wg.Add(1)
+			go func(i int, p Part) {
+				defer wg.Done()
+				run(i, p)
+			}(last, d.Parts[last])
+		}
+		last = i
+	}
+	run(last, d.Parts[last]) // the last on this goroutine: a process of one rank starts none
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// batch runs f as one batch of device calls on part p's device (gpu.Batch); host parts run
+// it as it is.
+func batch(p Part, f func() error) error {
+	switch q := p.(type) {
+	case *devicePart:
+		return gpu.Batch(q.r.Device(), f)
+	case *banded:
+		return batch(q.subs[0], f)
+	}
+	return f()
 }
 
 // Gather syncs the local parts and copies their owned rows into the global state g.

@@ -22,6 +22,16 @@ type Transport interface {
 	Close() error
 }
 
+// PartStarter is a transport whose parts post their side of an exchange independently of one
+// another (NCCL: each part is a rank with its own communicator). The domain then drives every
+// local part's whole period, exchange included, from a goroutine of its own and in one batch
+// of device calls (Domain.Run), so that one process posts to several devices at once.
+type PartStarter interface {
+	// StartPart starts part i's sends and receives of the exchange; the Pending orders part
+	// i's later runs after them.
+	StartPart(i int, parts []Part, copies []Copy, levels []Level) (Pending, error)
+}
+
 // Pending is a started exchange.
 type Pending interface {
 	// Wait orders the parts' later runs after the exchange (on a device it need not block).

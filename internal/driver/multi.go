@@ -615,6 +615,14 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		}
 	}
 	sp := &splitStepper{d: d, s: s, coord: mr.coord, depth: depth}
+	if os.Getenv("TEMPEST_SPLIT_PROFILE") != "" {
+		sp.prof = d.EnableProfile()
+		defer func() {
+			for _, line := range sp.prof.Report() {
+				fmt.Fprintf(stdout, "rank %d: %s\n", m.Rank, line)
+			}
+		}()
+	}
 	loop := &loop{eng: sp, s: s, target: o.Steps}
 	if mr.coord != nil {
 		loop.agree = agreeOver(mr.coord)

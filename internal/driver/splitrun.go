@@ -30,6 +30,7 @@ type splitStepper struct {
 	// before holds, by grid index, the gathered values before the last step of the one-level
 	// grids whose .prev an observable reads; nil after a plain Advance.
 	before []*gridio.Array
+	prof   *decomp.Profile // TEMPEST_SPLIT_PROFILE; nil otherwise
 }
 
 // Advance runs n steps on every part and waits for them: the wall time, exchanges included.
@@ -50,7 +51,11 @@ func (sp *splitStepper) Advance(n int) (float64, error) {
 			}
 		}
 	}
-	return time.Since(t).Seconds(), nil
+	secs := time.Since(t).Seconds()
+	if err := sp.prof.Collect(); err != nil {
+		return 0, fmt.Errorf("reading the split profile: %w", err)
+	}
+	return secs, nil
 }
 
 // Sync gathers the parts' owned rows into the global state (on rank 0 in a multi-process run),

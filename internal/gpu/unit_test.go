@@ -2,10 +2,13 @@ package gpu
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -190,5 +193,40 @@ func TestExecutor(t *testing.T) {
 	}
 	if n != 100 {
 		t.Errorf("n = %d", n)
+	}
+}
+
+// TestExecutorNested: a call made from the executor's own thread runs at once (a batch of
+// device calls), where a hand-over would wait for itself forever; other goroutines' calls
+// still go through the thread.
+func TestExecutorNested(t *testing.T) {
+	e := newExecutor()
+	defer e.stop(nil)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.do(func() error {
+			outer := syscall.Gettid()
+			return e.do(func() error {
+				if tid := syscall.Gettid(); tid != outer {
+					return fmt.Errorf("nested call ran on thread %d, the batch on %d", tid, outer)
+				}
+				return nil
+			})
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a nested call waited for its own batch")
+	}
+	var inside int
+	if err := e.do(func() error { inside = syscall.Gettid(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if inside != e.tid || inside == syscall.Gettid() {
+		t.Errorf("a call from another goroutine ran on thread %d, the executor's is %d", inside, e.tid)
 	}
 }

@@ -265,14 +265,19 @@ func (r *Runner) rotate(k int) {
 // plan (plan.Chain), each launch that follows one of the same kernel within the call runs as a
 // programmatic dependent launch of it; the first, and every launch after another kernel, waits
 // for everything before it as usual.
+//
+// The launches go as one batch of device calls (gpu.Batch): short launches are then posted at
+// the driver's speed rather than one hand-over to the device's thread each.
 func (r *Runner) Run(n int) error {
 	ls := r.schedule(n)
-	for i, c := range chained(ls) {
-		if err := r.launch(ls[i], c); err != nil {
-			return err
+	return gpu.Batch(r.dev, func() error {
+		for i, c := range chained(ls) {
+			if err := r.launch(ls[i], c); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // chained says which launches of a sequence run as programmatic dependent launches of the
