@@ -55,23 +55,10 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 // of Period after the split) and gives the same values. Where parts are split into bands
 // (SplitOverlapped), the interiors of the run after an exchange overlap it.
 func (d *Domain) Run(steps int) error {
+	if d.byPart() {
+		return d.runByPart(steps)
+	}
 	for done := 0; done < steps; {
-		if d.byPart() {
-			due := d.since == d.L.Period
-			if due {
-				d.since = 0
-			}
-			n := min(d.L.Period-d.since, steps-done)
-			if err := d.periodByPart(n, due); err != nil {
-				return err
-			}
-			if due {
-				d.Exchanges++
-			}
-			done += n
-			d.since += n
-			continue
-		}
 		var pending Pending
 		if d.since == d.L.Period {
 			if len(d.phases) > 0 {
@@ -93,56 +80,47 @@ func (d *Domain) Run(steps int) error {
 	return nil
 }
 
-// byPart says each local part can run its period on its own (Domain.periodByPart): the
+// byPart says each local part can run its periods on its own (Domain.runByPart): the
 // transport lets parts post their sides apart, and the exchange is one phase of whole rows.
 func (d *Domain) byPart() bool {
 	_, ok := d.T.(PartStarter)
 	return ok && len(d.phases) == 1 && !hasRegions(d.phases[0])
 }
 
-// periodByPart runs n steps of every local part, each from a goroutine of its own and as one
-// batch of device calls: the part's side of the exchange first where due, then its interior
-// (which needs nothing from the exchange), then, after the exchange, its bands (or the whole
-// part where it has no bands). Parts on different devices are thus posted at once, and each
-// device's calls cost one hand-over to its thread, not one each.
-func (d *Domain) periodByPart(n int, due bool) error {
+// segment is a run of n steps, preceded by an exchange where due.
+type segment struct {
+	n   int
+	due bool
+}
+
+// runByPart runs steps on every local part, each from a goroutine of its own and as one batch
+// of device calls: per period the part's side of the exchange first where due, then its
+// interior (which needs nothing from the exchange), then, after the exchange, its bands (or
+// the whole part where it has no bands). The parts meet only on the devices, through the
+// exchanges, so one process posts to all its devices at once and no device waits for the
+// host to finish posting another's period; each device's calls cost one hand-over to its
+// thread, not one each.
+func (d *Domain) runByPart(steps int) error {
+	var segs []segment
+	for done := 0; done < steps; {
+		due := d.since == d.L.Period
+		if due {
+			d.since = 0
+			d.Exchanges++
+		}
+		n := min(d.L.Period-d.since, steps-done)
+		segs = append(segs, segment{n, due})
+		done += n
+		d.since += n
+	}
 	pt := d.T.(PartStarter)
 	errs := make([]error, len(d.Parts))
 	run := func(i int, p Part) {
 		errs[i] = batch(p, func() error {
-			m := d.prof.begin(i, p)
-			defer m.end(d.prof)
-			var pending Pending
-			if due {
-				var err error
-				if pending, err = pt.StartPart(i, d.Parts, d.phases[0], d.levels); err != nil {
+			for _, sg := range segs {
+				if err := d.periodOf(pt, i, p, sg); err != nil {
 					return err
 				}
-			}
-			b, banded := p.(*banded)
-			if banded {
-				if err := b.runInterior(n); err != nil {
-					if pending != nil {
-						pending.Wait() // no transfer may outlive the run; the interior's error says why it ended
-					}
-					return fmt.Errorf("sub-domain %d: %w", i, err)
-				}
-			}
-			m.mark(1)
-			if pending != nil {
-				if err := pending.Wait(); err != nil {
-					return err
-				}
-			}
-			m.mark(2)
-			var err error
-			if banded {
-				err = b.runBands(n)
-			} else {
-				err = p.Run(n)
-			}
-			if err != nil {
-				return fmt.Errorf("sub-domain %d: %w", i, err)
 			}
 			return nil
 		})
@@ -168,6 +146,45 @@ func (d *Domain) periodByPart(n int, due bool) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// periodOf posts one segment of part i (runByPart).
+func (d *Domain) periodOf(pt PartStarter, i int, p Part, sg segment) error {
+	m := d.prof.begin(i, p)
+	defer m.end(d.prof)
+	var pending Pending
+	if sg.due {
+		var err error
+		if pending, err = pt.StartPart(i, d.Parts, d.phases[0], d.levels); err != nil {
+			return err
+		}
+	}
+	b, banded := p.(*banded)
+	if banded {
+		if err := b.runInterior(sg.n); err != nil {
+			if pending != nil {
+				pending.Wait() // no transfer may outlive the run; the interior's error says why it ended
+			}
+			return fmt.Errorf("sub-domain %d: %w", i, err)
+		}
+	}
+	m.mark(1)
+	if pending != nil {
+		if err := pending.Wait(); err != nil {
+			return err
+		}
+	}
+	m.mark(2)
+	var err error
+	if banded {
+		err = b.runBands(sg.n)
+	} else {
+		err = p.Run(sg.n)
+	}
+	if err != nil {
+		return fmt.Errorf("sub-domain %d: %w", i, err)
 	}
 	return nil
 }
