@@ -360,6 +360,13 @@ func TestNCCLOverlapOrder(t *testing.T) {
 			if rep := prof.Report(); len(rep) != c.parts || !strings.Contains(rep[0], "sub-domain 0, 3 periods") {
 				t.Errorf("profile of %d parts, 3 periods each:\n%s", c.parts, strings.Join(rep, "\n"))
 			}
+			var csv strings.Builder
+			if err := prof.WriteCSV(&csv); err != nil {
+				t.Fatal(err)
+			}
+			if rows := strings.Count(csv.String(), "\n"); rows != 1+3*c.parts {
+				t.Errorf("%d lines of CSV, want a header and 3 periods of %d parts:\n%s", rows, c.parts, csv.String())
+			}
 			if err := sameBits(want, g); err != nil {
 				t.Error(err)
 			}

@@ -1,7 +1,9 @@
 package decomp
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -155,6 +157,31 @@ func (p *Profile) Report() []string {
 		out = append(out, strings.TrimSuffix(b.String(), ";"))
 	}
 	return out
+}
+
+// WriteCSV writes every period's times, one row per part and period (milliseconds; idle is
+// the gap before the period, empty for a part's first), for plotting where the time goes.
+func (p *Profile) WriteCSV(w io.Writer) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ids []int
+	for i := range p.parts {
+		ids = append(ids, i)
+	}
+	slices.Sort(ids)
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "part,period,host_ms,interior_ms,wait_ms,bands_ms,idle_before_ms")
+	for _, i := range ids {
+		pp := p.parts[i]
+		for k := range pp.interior {
+			idle := ""
+			if k > 0 && k-1 < len(pp.idle) {
+				idle = fmt.Sprintf("%.4f", pp.idle[k-1])
+			}
+			fmt.Fprintf(bw, "%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", i, k, pp.host[k], pp.interior[k], pp.wait[k], pp.bands[k], idle)
+		}
+	}
+	return bw.Flush()
 }
 
 func median(v []float64) float64 {

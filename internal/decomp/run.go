@@ -80,6 +80,29 @@ func (d *Domain) Run(steps int) error {
 	return nil
 }
 
+// Connect makes one exchange of the halos as the split left them, before any timed run:
+// transports that connect on first use pay for it here (NCCL makes a point-to-point connection
+// at the first transfer to a peer). Right after the split every
+// halo already holds its neighbour's owned rows, so the copies change no value.
+func (d *Domain) Connect() error {
+	if d.since != 0 || d.Exchanges != 0 {
+		panic("internal error: Connect after the domain ran")
+	}
+	for _, copies := range d.phases {
+		if err := d.T.Exchange(d.Parts, copies, d.levels); err != nil {
+			return err
+		}
+	}
+	for i, p := range d.Parts {
+		if p != nil {
+			if err := p.Wait(); err != nil {
+				return fmt.Errorf("sub-domain %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
 // byPart says each local part can run its periods on its own (Domain.runByPart): the
 // transport lets parts post their sides apart, and the exchange is one phase of whole rows.
 func (d *Domain) byPart() bool {

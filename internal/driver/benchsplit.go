@@ -177,6 +177,9 @@ func (b *bencher) splitOne(mr *multiRun, t decomp.Transport, prof *probe.Profile
 	if err != nil {
 		return "", err
 	}
+	if err := d.Connect(); err != nil {
+		return "", err
+	}
 	split, err := median(func() (float64, error) {
 		start := time.Now()
 		if err := d.Run(steps); err != nil {

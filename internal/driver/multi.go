@@ -615,11 +615,22 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		}
 	}
 	sp := &splitStepper{d: d, s: s, coord: mr.coord, depth: depth}
-	if os.Getenv("TEMPEST_SPLIT_PROFILE") != "" {
+	if v := os.Getenv("TEMPEST_SPLIT_PROFILE"); v != "" {
+		// A diagnostic: where a split run's periods go (decomp.Profile); a value ending in .csv
+		// also names a file for every period's times (a rank's file adds .rankN).
 		sp.prof = d.EnableProfile()
 		defer func() {
 			for _, line := range sp.prof.Report() {
 				fmt.Fprintf(stdout, "rank %d: %s\n", m.Rank, line)
+			}
+			if strings.HasSuffix(v, ".csv") {
+				if m.Ranks > 0 {
+					v = strings.TrimSuffix(v, ".csv") + fmt.Sprintf(".rank%d.csv", m.Rank)
+				}
+				if f, err := os.Create(v); err == nil {
+					sp.prof.WriteCSV(f)
+					f.Close()
+				}
 			}
 		}()
 	}
@@ -632,6 +643,9 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return nil, err
 	}
 	defer ss.abort()
+	if err := d.Connect(); err != nil {
+		return nil, fmt.Errorf("connecting the sub-domains: %w", err)
+	}
 	if mr.coord != nil {
 		if err := mr.coord.Barrier(); err != nil {
 			return nil, fmt.Errorf("waiting for the ranks to start: %w", err)

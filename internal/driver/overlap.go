@@ -7,10 +7,9 @@ import (
 )
 
 // overlapFor decides whether a split run overlaps its exchanges with the sub-domains'
-// interiors, and says why. Auto overlaps where halos travel between devices or processes
-// beside the compute: through NCCL (on the communicators' streams) or relayed by the
-// coordinator (on a goroutine). Local copies finish before compute goes on, so splitting
-// parts into bands would only add their launches and redundant rows.
+// interiors, and says why. Auto overlaps where halos are relayed by the coordinator (on a
+// goroutine, beside the processes' compute). NCCL's transfers take less than the bands cost,
+// and local copies finish before compute goes on, so there auto keeps the parts whole.
 func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
 	switch m.Overlap {
 	case "on":
@@ -20,7 +19,11 @@ func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
 	}
 	switch t.(type) {
 	case *decomp.NCCL:
-		return true, "auto: halos travel through NCCL beside the kernels"
+		// Measured on four H200s (docs/performance.md, "Several GPUs posted at once"): the bands'
+		// own launches and redundant rows cost more than the exchange they hide, which NCCL
+		// carries in a fraction of a period (j2d5pt 5821 GCells/s unsplit against 4988 in bands,
+		// star3d1r 1088 against 701).
+		return false, "auto: through NCCL the halos take less time than the bands' extra launches and rows; --overlap on splits the sub-domains anyway"
 	case *decomp.Coordinator, relay:
 		return true, "auto: halos travel between processes while they compute"
 	}
