@@ -3,7 +3,8 @@
 # For each case it runs one GPU, one process over G GPUs (--gpus G) and G processes (torchrun's
 # environment), with each binary given, interleaved, ROUNDS rounds (median); then one profiled
 # run of each split kind with the first binary (TEMPEST_SPLIT_PROFILE=1: per sub-domain, the
-# host's posting time and the device's interior, exchange wait, bands and idle time a period).
+# host's posting time and the device's interior, exchange wait, bands and idle time a period,
+# medians and totals in the log and every period in $OUT/NAME-gpusG.csv and NAME-ranksG.rankR.csv).
 #
 # usage: bench/gpu/multi-profile.sh G STEPS TEMPEST [TEMPEST...]   (logs under $OUT or ./multi-out)
 # CASES (';'-separated "name size plan [args]") overrides the default cases; ROUNDS (3).
@@ -41,8 +42,8 @@ for case in "${cases[@]}"; do
 	done
 	unset R
 	T=${BINS[0]}
-	TEMPEST_SPLIT_PROFILE=1 "$T" run $f "${args[@]}" --gpus $G 2>&1 | grep -i "profile\|GCells\|exchange\|halo" | tee -a "$log"
-	export TEMPEST_SPLIT_PROFILE=1
+	TEMPEST_SPLIT_PROFILE="$OUT/$name-gpus$G.csv" "$T" run $f "${args[@]}" --gpus $G 2>&1 | grep -i "profile\|GCells\|exchange\|halo\|overlap" | tee -a "$log"
+	export TEMPEST_SPLIT_PROFILE="$OUT/$name-ranks$G.csv"
 	ranks $G $f "${args[@]}" 2>&1 | grep -i "profile\|GCells" | tee -a "$log"
 	grep -h "profile" "$W"/rank*.log | tee -a "$log"
 	unset TEMPEST_SPLIT_PROFILE
