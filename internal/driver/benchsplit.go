@@ -148,9 +148,9 @@ func (b *bencher) splitOne(mr *multiRun, t decomp.Transport, prof *probe.Profile
 	in := model.SplitInput{Prog: pr.Prog, Shape: pr.State.Shape, Steps: steps, Parts: len(mr.devs), Period: period, Link: link,
 		Rate: float64(pr.State.Cells()) * float64(steps) / single, Overlap: b.overlap}
 	if mr.devs[0].Props().Backend == "cuda" {
-		// What the H100 measurements added to the model: the host's work per exchange for
-		// every device this process drives, and the halo rows' overhead.
-		in.HostUs, in.RowCells = model.ExchangeHostUs*float64(len(mr.devs)), model.HaloRowCells
+		// What the measurements added to the model: the time per exchange beyond the link's,
+		// and the halo rows' overhead.
+		in.HostUs, in.RowCells = model.ExchangeUs, model.HaloRowCells
 	}
 	l, chose, err := layoutFor(b.o.Split, in)
 	if err != nil {

@@ -243,9 +243,9 @@ func (mr *multiRun) transport(o RunOptions, stderr io.Writer) (decomp.Transport,
 
 // exchangePeriod is the split model's exchange period for sub-domains on CUDA devices
 // exchanging through NCCL along the slowest axis (model.ExchangePeriod): the plan's
-// predicted rate on one part, with local of the parts driven by this process. Every rank
-// derives the same period from rank 0's plan and the same device kind.
-func exchangePeriod(pr *Prepared, pl plan.Plan, dev gpu.Device, parts, local, depth int) int {
+// predicted rate on one part. Every rank derives the same period from rank 0's plan and the
+// same device kind.
+func exchangePeriod(pr *Prepared, pl plan.Plan, dev gpu.Device, parts, depth int) int {
 	shape := pr.State.Shape
 	rows := (shape[0] + parts - 1) / parts
 	part := append([]int{rows}, shape[1:]...)
@@ -261,7 +261,7 @@ func exchangePeriod(pr *Prepared, pl plan.Plan, dev gpu.Device, parts, local, de
 			row *= int64(n)
 		}
 	}
-	return model.ExchangePeriod(cells*1000/p.Seconds, row, pr.Prog.Reach()[0], depth, local, rows)
+	return model.ExchangePeriod(cells*1000/p.Seconds, row, pr.Prog.Reach()[0], depth, rows, model.Links["nvlink4"])
 }
 
 // relay is the coordinator as the halos' transport. The run closes the coordinator itself,
@@ -453,7 +453,7 @@ func (mr *multiRun) choosePlan(o RunOptions, pr *Prepared, dev gpu.Device, parts
 	if m.Exchange > 0 {
 		period = m.Exchange
 	} else if dev != nil && dev.Props().Backend == "cuda" && parts > 1 && m.Subdomains == 0 && (m.Split == "" || m.Split == "1d") {
-		period = exchangePeriod(pr, pl, dev, parts, max(m.GPUs, 1), depth)
+		period = exchangePeriod(pr, pl, dev, parts, depth)
 	}
 	return pl, depth, period, nil
 }

@@ -57,9 +57,8 @@ type SplitInput struct {
 	Rate float64
 	Plan plan.Plan
 	Dev  *probe.Profile
-	// HostUs is host work per exchange that nothing hides, in microseconds: posting each
-	// sub-domain's launches and transfers (ExchangeHostUs for each sub-domain one process
-	// drives, measured); 0 leaves it out.
+	// HostUs is time per exchange beyond the link's that nothing hides, in microseconds
+	// (ExchangeUs, measured); 0 leaves it out.
 	HostUs float64
 	// RowCells is what one halo row costs per step beyond its cells, in cells (HaloRowCells,
 	// measured: the bands are short grids); 0 leaves it out.
@@ -89,8 +88,8 @@ type SplitPrediction struct {
 	// then what of Exchange the interiors do not hide, else all of it.
 	Overlap bool
 	Exposed float64
-	// Host is the host's work on the exchanges and HaloRows the halo rows' overhead (HostUs,
-	// RowCells), both added to Seconds.
+	// Host is the exchanges' time beyond the link's and HaloRows the halo rows' overhead
+	// (HostUs, RowCells), both added to Seconds.
 	Host, HaloRows float64
 	Seconds        float64
 	Single         float64 // the same run on one device
@@ -216,7 +215,7 @@ func PredictSplit(in SplitInput) (SplitPrediction, error) {
 }
 
 // measuredCosts are a split's costs beyond compute and the link that the measurements found
-// (HostUs, RowCells): the host's work per exchange, and per step RowCells cells for every
+// (HostUs, RowCells): the time per exchange beyond the link's, and per step RowCells cells for every
 // halo row, at the single device's rate.
 func measuredCosts(in SplitInput, out SplitPrediction) (host, rows float64) {
 	host = float64(out.Exchanges) * in.HostUs * 1e-6
@@ -298,30 +297,35 @@ func SplitTable(rows []SplitInput, counts []int) (string, error) {
 	return b.String(), nil
 }
 
-// Exchange costs measured on 4 x H100 SXM (NVLink, NCCL 2.28, 2026-11-27; docs/performance.md,
-// "Several GPUs measured"): strong-scaling runs of j2d5pt 16386^2 and star3d1r 514^3 at
-// --exchange 4 to 128 fit a step's time T0 + E/p + K p r row / rate (T0 one step of a part,
-// p the period, r the reach, row the cells of one row along the split axis), with E about
-// 250 us per exchange for each sub-domain one process drives (the host posts their launches
-// and transfers one after another) and K about 6 + 5e5/row: the two bands that overlap an
-// exchange recompute three halos each, and every halo row costs a fixed overhead besides,
-// which weighs on the short rows of 2D grids (K 37 for j2d5pt, 8 for star3d1r).
+// Exchange costs measured on 4 x H200 SXM (NVLink, NCCL 2.28.3, 2026-11-28; docs/performance.md,
+// "Several GPUs posted at once"), once each device's period was posted by a goroutine of its
+// own in one batch of driver calls, NCCL connected before the clock and the parts left whole:
+// twelve runs of j2d5pt 16386^2 and star3d1r 514^3 (strong and weak, 2 and 4 GPUs, one process
+// and a process per GPU, periods 12 to 40, two plans each) fit the split model within 7% with
+// ExchangeUs 105 us per exchange beyond the link's own time (the parts' streams wait for
+// NCCL's kernels; the host posts ahead and costs nothing) and HaloRowCells 2.5e5 cells per
+// halo row per step (smaller parts run their plan less efficiently: wave tails, short
+// chunks). Before those changes the host's posting cost about 250 us per exchange for each
+// sub-domain one process drove, one after another.
 const (
-	ExchangeHostUs   = 250.0
-	HaloRowCells     = 5e5
+	ExchangeUs       = 105.0
+	HaloRowCells     = 2.5e5
 	exchangePeriodUp = 256 // the deepest period the rule picks
 )
 
-// ExchangePeriod is the exchange period that minimises that fit: p = sqrt(E rate / (K r row)),
-// with rate a device's cells per second on this plan and row the cells of one row (plane)
-// along the split axis, rounded to a multiple of depth (the plan's deepest launch), at least
-// depth, and no deeper than an eighth of a part's rows.
-func ExchangePeriod(rate float64, row int64, reach, depth, localParts, partRows int) int {
+// ExchangePeriod is the exchange period that minimises that fit, a step costing
+// T0 + E/p + K p r row / rate: p = sqrt(E rate / (K r row)), with E the link's latency plus
+// ExchangeUs, K = 2 + HaloRowCells/row (the two halos' rows each part recomputes and their
+// overhead), rate a device's cells per second on this plan and row the cells of one row
+// (plane) along the split axis; rounded to a multiple of depth (the plan's deepest launch), at
+// least depth, and no deeper than an eighth of a part's rows. The parts one process drives no
+// longer matter: each device's posting runs beside the others'.
+func ExchangePeriod(rate float64, row int64, reach, depth, partRows int, link Link) int {
 	if rate <= 0 || row <= 0 || reach <= 0 || depth < 1 {
 		return max(depth, 1)
 	}
-	e := ExchangeHostUs * 1e-6 * float64(max(localParts, 1))
-	k := 6 + HaloRowCells/float64(row)
+	e := (ExchangeUs + link.LatencyUs) * 1e-6
+	k := 2 + HaloRowCells/float64(row)
 	p := math.Sqrt(e * rate / (k * float64(reach) * float64(row)))
 	m := max(int(math.Round(p/float64(depth))), 1)
 	for m > 1 && (m*depth > exchangePeriodUp || m*depth*reach > partRows/8) {

@@ -232,26 +232,26 @@ func TestChooseGrid(t *testing.T) {
 	}
 }
 
-// TestExchangePeriod holds the rule to the periods that ran fastest on 4 x H100 (10000
-// steps, docs/performance.md): j2d5pt 16386^2 in one process between 16 and 64 (4: 829,
-// 16: 1709, 40: 2092, 64: 2169, 128: 1720 GCells/s), in four processes near 16 (4: 1587,
-// 16: 1746, 20: 1710, 64: 1590, 128: 1336); star3d1r 514^3 in one process near 16 (4: 384,
-// 8: 476, 16: 810, 32: 634), in four processes below 16 (4: 768, 16: 662, 32: 520).
+// TestExchangePeriod holds the rule near the periods of the fastest measured runs on 4 x
+// H200 (10000 steps, sub-domains whole, docs/performance.md): j2d5pt 16386^2 on its tuned
+// plan (depth 10) ran at 7763 GCells/s with period 40 in one process and 7612 with 20 in a
+// process per GPU; star3d1r 514^3 on its tuned plan (depth 4) at 2214 with 16 and 2254 with
+// 12. The fit puts their optima near 35 and 12.
 func TestExchangePeriod(t *testing.T) {
+	link := Links["nvlink4"]
 	for _, c := range []struct {
-		name                              string
-		rate                              float64
-		row                               int64
-		reach, depth, local, rows, lo, hi int
+		name                       string
+		rate                       float64
+		row                        int64
+		reach, depth, rows, lo, hi int
 	}{
-		{"j2d5pt, one process, 4 GPUs", 975e9, 16386, 1, 4, 4, 4096, 32, 64},
-		{"j2d5pt, a process per GPU", 975e9, 16386, 1, 4, 1, 4096, 16, 24},
-		{"star3d1r, one process, 4 GPUs", 499e9, 514 * 514, 1, 4, 4, 128, 16, 16},
-		{"star3d1r, a process per GPU", 499e9, 514 * 514, 1, 4, 1, 128, 4, 8},
-		{"no rate: the plan's depth", 0, 16386, 1, 4, 4, 4096, 4, 4},
-		{"thin parts stay shallow", 975e9, 16386, 1, 4, 4, 64, 4, 8},
+		{"j2d5pt, tuned plan", 2721e9, 16386, 1, 10, 4096, 30, 40},
+		{"j2d5pt, n5d at bt 4", 1086e9, 16386, 1, 4, 4096, 20, 24},
+		{"star3d1r, tuned plan", 906e9, 514 * 514, 1, 4, 128, 12, 16},
+		{"no rate: the plan's depth", 0, 16386, 1, 4, 4096, 4, 4},
+		{"thin parts stay shallow", 2721e9, 16386, 1, 4, 64, 4, 8},
 	} {
-		got := ExchangePeriod(c.rate, c.row, c.reach, c.depth, c.local, c.rows)
+		got := ExchangePeriod(c.rate, c.row, c.reach, c.depth, c.rows, link)
 		if got < c.lo || got > c.hi || got%c.depth != 0 {
 			t.Errorf("%s: period %d, want a multiple of %d in %d..%d", c.name, got, c.depth, c.lo, c.hi)
 		}
