@@ -230,3 +230,25 @@ func TestExecutorNested(t *testing.T) {
 		t.Errorf("a call from another goroutine ran on thread %d, the executor's is %d", inside, e.tid)
 	}
 }
+
+// BenchmarkExecutorDo is one device call's hand-over to the device's thread and back, what a
+// call from any other goroutine costs beyond the call itself.
+func BenchmarkExecutorDo(b *testing.B) {
+	e := newExecutor()
+	defer e.stop(nil)
+	for b.Loop() {
+		e.do(func() error { return nil })
+	}
+}
+
+// BenchmarkExecutorBatched is the same call made inside a batch (gpu.Batch): no hand-over.
+func BenchmarkExecutorBatched(b *testing.B) {
+	e := newExecutor()
+	defer e.stop(nil)
+	e.do(func() error {
+		for b.Loop() {
+			e.do(func() error { return nil })
+		}
+		return nil
+	})
+}
