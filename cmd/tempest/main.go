@@ -200,10 +200,13 @@ exhaustive: all). Results go to the tuning cache (TEMPEST_CACHE_DIR, else the us
 directory)/tempest/tune, keyed by stencil, element type, size class, device, driver,
 compiler, Tempest version and math mode (--fastmath); a second run resumes, measuring only
 what is missing.
-tempest run uses the cached plan (--tune cached, the default when the cache has one).`,
+tempest run uses the cached plan (--tune cached, the default when the cache has one); a split
+run (--gpus N, --ranks N, --subdomains N) first takes a plan tuned with --gpus N for its
+sub-domains' size, then the whole grid's.`,
 		Example: `  tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386
   tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386 --fastmath
   tempest tune examples/an5d/star3d1r.stencil --size 514x514x514 --mode exhaustive
+  tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386 --fastmath --gpus 4
   tempest tune --list`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if list {
@@ -235,6 +238,7 @@ tempest run uses the cached plan (--tune cached, the default when the cache has 
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile every candidate with fast math; fast and exact results are cached apart (tempest run --fastmath uses the fast ones)")
 	f.BoolVar(&o.NoRefine, "no-refine", false, "skip the refinement: register caps and deeper prefetches tried on the best plans of the space, then shorter and longer stream chunks and, for n5d, other loop and tile variants of the fastest (scalar accesses, phased loops, two-row threads, shorter 3D blocks under a register cap)")
 	f.BoolVar(&o.Fresh, "fresh", false, "measure again what the cache already holds (results still go to the cache)")
+	f.IntVar(&o.Parts, "gpus", 0, "tune one sub-domain of a run split this many ways along the slowest axis (--gpus, --ranks or --subdomains of tempest run), whose plan such runs take first")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar or progress lines")
 	return c

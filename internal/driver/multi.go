@@ -429,6 +429,9 @@ func (mr *multiRun) choosePlan(o RunOptions, pr *Prepared, dev gpu.Device, parts
 	if dev != nil {
 		name := o.Plan
 		if name == "" && m.Rank == 0 {
+			name = subdomainPlan(dev, pr, o, parts, stderr)
+		}
+		if name == "" && m.Rank == 0 {
 			name = ChoosePlanName(dev, pr, o.Tune, o.FastMath, stderr)
 		}
 		if mr.coord != nil {
@@ -456,6 +459,23 @@ func (mr *multiRun) choosePlan(o RunOptions, pr *Prepared, dev gpu.Device, parts
 		period = exchangePeriod(pr, pl, dev, parts, depth)
 	}
 	return pl, depth, period, nil
+}
+
+// subdomainPlan is the tuning cache's plan for the sub-domains' size (`tempest tune --gpus N`),
+// which a split run takes before the whole grid's: a part a quarter of the grid is another
+// size class, with other best chunks and tiles. "" when the cache has none or --tune asks
+// otherwise.
+func subdomainPlan(dev gpu.Device, pr *Prepared, o RunOptions, parts int, log io.Writer) string {
+	if parts < 2 || (o.Tune != "" && o.Tune != "cached") || (o.Multi.Split != "" && o.Multi.Split != "1d") {
+		return ""
+	}
+	shape := SubdomainShape(pr.State.Shape, parts)
+	pl, b, err := cachedPlan(dev, pr.Prog, shape, o.FastMath)
+	if err != nil || b == nil {
+		return ""
+	}
+	fmt.Fprintf(log, "plan %s from the tuning cache, tuned for a sub-domain (%.4f ms/step measured at %v)\n", pl, b.SecondsPerStep*1e3, sizeString(b.Shape))
+	return pl.String()
 }
 
 // layout lays the parts out: rank 0 (or the only process) decides, and every other rank lays

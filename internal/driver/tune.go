@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"tempest/internal/state"
 	"time"
 
 	"tempest/internal/gpu"
@@ -31,8 +32,11 @@ type TuneOptions struct {
 	FastMath         bool     // compile every candidate with fast math (a separate cache entry)
 	Fresh            bool     // measure again what the cache already holds
 	NoRefine         bool     // skip the refinement of the best plans (register caps, prefetch, chunks, vec)
-	JSON             bool
-	Quiet            bool
+	// Parts, above 1, tunes one sub-domain of a run split into that many along its slowest
+	// axis (--gpus, --ranks, --subdomains), whose plan such runs look up first.
+	Parts int
+	JSON  bool
+	Quiet bool
 }
 
 // TuneModes are the values of `tempest run --tune`.
@@ -67,13 +71,20 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer dev.Close()
-	pr, err := Prepare(RunOptions{File: o.File, Size: o.Size, Type: o.Type, Params: o.Params, Seed: o.Seed}, 1.5)
+	size, err := tuneSize(o)
+	if err != nil {
+		return err
+	}
+	pr, err := Prepare(RunOptions{File: o.File, Size: size, Type: o.Type, Params: o.Params, Seed: o.Seed}, 1.5)
 	if err != nil {
 		return err
 	}
 	var log io.Writer
 	if !o.Quiet {
 		log = stderr
+	}
+	if o.Parts > 1 && log != nil {
+		fmt.Fprintf(log, "tuning one sub-domain of a run split %d ways: %s\n", o.Parts, size)
 	}
 	prof := loadDeviceProfile(dev, true, log)
 	cache, err := tune.OpenCache("")
@@ -127,6 +138,30 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "note: the model used estimated device rates; run `tempest probe` for measured ones")
 	}
 	return nil
+}
+
+// tuneSize is the size `tempest tune` measures at: the given one (or the program's default),
+// or with Parts one sub-domain of it (SubdomainShape).
+func tuneSize(o TuneOptions) (string, error) {
+	if o.Parts <= 1 {
+		return o.Size, nil
+	}
+	p, err := loadRunProgram(RunOptions{File: o.File, Type: o.Type, Params: o.Params}, o.Type)
+	if err != nil {
+		return "", err
+	}
+	size := o.Size
+	if size == "" {
+		size = defaultSizes[p.Dims()]
+	}
+	shape, err := state.ParseShape(p, size)
+	if err != nil {
+		return "", err
+	}
+	if shape[0] < o.Parts {
+		return "", fmt.Errorf("--gpus %d: the slowest axis has %d cells, fewer than the sub-domains", o.Parts, shape[0])
+	}
+	return sizeString(SubdomainShape(shape, o.Parts)), nil
 }
 
 // mathName says how plans are compiled, for reports.
@@ -233,19 +268,12 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, fast bool, log io.Wri
 		return def()
 	}
 	if mode == "" || mode == "cached" {
-		cache, err := tune.OpenCache("")
-		if err == nil {
-			key := tune.KeyFor(p, s.Shape, dev.Props(), Version, fast)
-			if e, err := cache.Load(key); err == nil {
-				if b := e.Best(); b != nil {
-					if pl, err := plan.Parse(b.Plan, p); err == nil {
-						say("plan %s from the tuning cache (%.4f ms/step measured at %v)", pl, b.SecondsPerStep*1e3, sizeString(b.Shape))
-						return pl, nil
-					}
-				}
-			} else {
-				say("note: %v", err)
-			}
+		pl, b, err := cachedPlan(dev, p, s.Shape, fast)
+		if err != nil {
+			say("note: %v", err)
+		} else if b != nil {
+			say("plan %s from the tuning cache (%.4f ms/step measured at %v)", pl, b.SecondsPerStep*1e3, sizeString(b.Shape))
+			return pl, nil
 		}
 		if mode == "cached" {
 			hint := "`tempest tune`"
@@ -284,6 +312,34 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, fast bool, log io.Wri
 	}
 	say("plan %s tuned: %.4f ms/step (%d measured, %d from the cache, %.1f s)", res.Best.Plan, res.Best.SecondsPerStep*1e3, res.Measured, res.Resumed, res.Elapsed.Seconds())
 	return res.Best.Plan, nil
+}
+
+// cachedPlan is the tuning cache's best plan for p at shape's size class on dev (nil record:
+// none); the error is the cache's own (unreadable), not a miss.
+func cachedPlan(dev gpu.Device, p *ir.Program, shape []int, fast bool) (plan.Plan, *tune.Record, error) {
+	cache, err := tune.OpenCache("")
+	if err != nil {
+		return plan.Plan{}, nil, nil
+	}
+	e, err := cache.Load(tune.KeyFor(p, shape, dev.Props(), Version, fast))
+	if err != nil {
+		return plan.Plan{}, nil, err
+	}
+	if b := e.Best(); b != nil {
+		if pl, err := plan.Parse(b.Plan, p); err == nil {
+			return pl, b, nil
+		}
+	}
+	return plan.Plan{}, nil, nil
+}
+
+// SubdomainShape is the shape tuned for, and looked up in the tuning cache, for a run split
+// into parts along its slowest axis: the largest part's owned rows (its halos, a few rows,
+// leave the size class as it is).
+func SubdomainShape(shape []int, parts int) []int {
+	out := append([]int(nil), shape...)
+	out[0] = (shape[0] + parts - 1) / parts
+	return out
 }
 
 // ChoosePlanName is ChoosePlan for runGPU: the plan's text, DefaultPlan when the choice
