@@ -138,12 +138,8 @@ func (p *Profile) Report() []string {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var ids []int
-	for i := range p.parts {
-		ids = append(ids, i)
-	}
-	slices.Sort(ids)
 	var out []string
+	ids := p.ids()
 	for _, i := range ids {
 		pp := p.parts[i]
 		var b strings.Builder
@@ -164,11 +160,7 @@ func (p *Profile) Report() []string {
 func (p *Profile) WriteCSV(w io.Writer) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var ids []int
-	for i := range p.parts {
-		ids = append(ids, i)
-	}
-	slices.Sort(ids)
+	ids := p.ids()
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "part,period,host_ms,interior_ms,wait_ms,bands_ms,idle_before_ms")
 	for _, i := range ids {
@@ -182,6 +174,16 @@ func (p *Profile) WriteCSV(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// ids are the profiled parts in order (the caller holds mu).
+func (p *Profile) ids() []int {
+	var ids []int
+	for i := range p.parts {
+		ids = append(ids, i)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func median(v []float64) float64 {
