@@ -3,6 +3,7 @@ package decomp
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"tempest/internal/gpu"
 
@@ -138,10 +139,15 @@ func (d *Domain) runByPart(steps int) error {
 	}
 	pt := d.T.(PartStarter)
 	errs := make([]error, len(d.Parts))
+	var failed atomic.Bool // a part failed: the others post no further periods
 	run := func(i int, p Part) {
 		errs[i] = batch(p, func() error {
 			for _, sg := range segs {
+				if failed.Load() {
+					return nil
+				}
 				if err := d.periodOf(pt, i, p, sg); err != nil {
+					failed.Store(true)
 					return err
 				}
 			}
