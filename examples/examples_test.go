@@ -81,6 +81,33 @@ func otherFLOPs() map[string]flopCase {
 		"demos/wave.stencil":      {11, "leapfrog with damping"},
 		"demos/life.stencil":      {0, "integer"},
 	}
+	// The peers of docs/benchmarks.md section "peers" (bench/gpu/peers): the counts of the
+	// operations as written; where a peer counts two FLOPs per point, the header says so.
+	for p, c := range map[string]flopCase{
+		"peers/ebisu_2d5pt.stencil":    {10, "EBISU FPC"},
+		"peers/ebisu_2ds9pt.stencil":   {18, "EBISU FPC"},
+		"peers/ebisu_2d9pt.stencil":    {18, "EBISU FPC"},
+		"peers/ebisu_2d25pt.stencil":   {50, "EBISU FPC"},
+		"peers/ebisu_2d49pt.stencil":   {98, "EBISU FPC"},
+		"peers/ebisu_3d7pt.stencil":    {13, "as written (EBISU FPC 14)"},
+		"peers/ebisu_3d13pt.stencil":   {25, "as written (EBISU FPC 26)"},
+		"peers/ebisu_3d17pt.stencil":   {28, "as written (EBISU FPC 34)"},
+		"peers/ebisu_3d27pt.stencil":   {54, "EBISU FPC"},
+		"peers/ebisu_poisson.stencil":  {21, "as written (EBISU FPC 38)"},
+		"peers/conv_1d1r.stencil":      {5, "3 mul + 2 add"},
+		"peers/conv_1d2r.stencil":      {9, "5 mul + 4 add"},
+		"peers/flash_1d7p.stencil":     {13, "7 mul + 6 add"},
+		"peers/conv_star2d1r.stencil":  {9, "5 mul + 4 add"},
+		"peers/conv_box2d1r.stencil":   {17, "9 mul + 8 add"},
+		"peers/conv_star2d3r.stencil":  {25, "13 mul + 12 add"},
+		"peers/conv_box2d3r.stencil":   {97, "49 mul + 48 add"},
+		"peers/flash_star2d9p.stencil": {17, "9 mul + 8 add"},
+		"peers/flash_box2d25p.stencil": {49, "25 mul + 24 add"},
+		"peers/conv_star3d1r.stencil":  {13, "7 mul + 6 add"},
+		"peers/conv_box3d1r.stencil":   {53, "27 mul + 26 add"},
+	} {
+		m[p] = c
+	}
 	for r := 1; r <= 6; r++ {
 		m[fmt.Sprintf("inplane/inplane_order%d.stencil", 2*r)] = flopCase{7*r + 1, fmt.Sprintf("7r+1, r=%d (in-plane paper)", r)}
 	}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# EBISU (Zhang et al., ICS'23) and Tempest side by side on one GPU: EBISU's ten stencils
+# (examples/peers/ebisu_*.stencil), float and double, interleaved rounds, medians of 3.
+# EBISU's code stays out of this repository: clone it elsewhere and pass its directory
+# (README.md here gives the commit read). Nothing of it is edited but the copies of its
+# CMakeLists.txt files under OUTDIR, whose sm_80 becomes ARCH.
+#
+# Usage (repository root): bench/gpu/peers/ebisu.sh EBISU_DIR TEMPEST_BIN OUTDIR
+#
+# EBISU's --experiment setting is fixed to the A100's 108 SMs: 2D grids of N x N with
+# N = (256 - 2*T*r) * 36 (36 thread blocks along x, 108/36 = 3 rows of them per block-per-SM),
+# 3D grids of (12*TILE_X) x (9*TILE_Y) x 2560 (12 x 9 = 108), T the temporal depth of its
+# common/temporalconfig.cuh and T steps (one launch). This script re-derives them for SMS SMs:
+# XBLOCKS2D (default SMS/3) blocks along x in 2D, GRID3D (default 12x11 for 132 SMs) in 3D,
+# T read from EBISU's own output (a probe run), and LAUNCHES (1) launches of T steps each.
+#
+# Environment: STENCILS (all ten), TYPES ("float double"), SMS (132), XBLOCKS2D, GRID3D,
+# LAUNCHES (1), ROUNDS ("1 2 3"), ARCH (sm_90), PLAN (empty: Tempest's tuned plan), RUN_TIMEOUT,
+# SKIP_BUILD=1, BUILD_ONLY=1, REPORT_ONLY=1, DRY_RUN=1 (print the commands, run nothing).
+set -u
+cd "$(dirname "$0")/../../.." || exit 2
+. bench/gpu/peers/lib.sh
+ALL="2d5pt 2ds9pt 2d9pt 2d25pt 2d49pt 3d7pt 3d13pt 3d17pt 3d27pt poisson"
+[ $# -eq 3 ] || die "usage: $0 EBISU_DIR TEMPEST_BIN OUTDIR"
+SRC=$(cd "$1" 2>/dev/null && pwd) || die "EBISU_DIR $1: no such directory"
+TEMPEST=$2 OUTDIR=$3 PEER=EBISU
+STENCILS=${STENCILS:-$ALL} TYPES=${TYPES:-"float double"}
+SMS=${SMS:-132} LAUNCHES=${LAUNCHES:-1}
+XBLOCKS2D=${XBLOCKS2D:-$((SMS / 3))} GRID3D=${GRID3D:-12x11}
+FASTMATH=0 # EBISU builds without --use_fast_math
+[ -f "$SRC/2dstencil/jacobi.driver.cpp" ] || die "$SRC is not EBISU-ICS23 (no 2dstencil/jacobi.driver.cpp)"
+[ -z "$DRY" ] && { mkdir -p "$OUTDIR" || exit 2; OUTDIR=$(cd "$OUTDIR" && pwd); }
+
+radius() { case $1 in 2ds9pt | 2d25pt | 3d13pt) echo 2 ;; 2d49pt) echo 3 ;; *) echo 1 ;; esac; }
+dim() { case $1 in 2d*) echo 2 ;; *) echo 3 ;; esac; }
+bin() { echo "$OUTDIR/build$(dim "$1")d/$1/$1_ebisu.exe"; }
+
+# parse_ebisu LOG: "ms gcells tstep" from EBISU's tab-separated line (share/printHelper.hpp,
+# not verbose): ptx, sizeof/4, width_x, width_y[, height], iteration, TSTEP, ..., runtime(ms),
+# GCells/s. T is the field after the iteration count: field 6 in 2D, 7 in 3D.
+parse_ebisu() {
+  awk -v d="$2" -F'\t' 'NF >= 10 && $1 ~ /^[0-9]+$/ { n = NF; if ($n == "") n--; ms = $(n - 1); g = $n; t = (d == 2) ? $6 : $7 }
+    END { if (g != "") print ms, g, t }' "$1"
+}
+
+if [ -n "${REPORT_ONLY:-}" ]; then CSV=$OUTDIR/$PEER.csv; report; exit 0; fi
+
+# 1. Build: a copy of the sources with the architecture changed, then EBISU's own
+#    config.sh/build.sh steps (cmake -S . -B build; cmake --build build -j).
+if [ -z "${SKIP_BUILD:-}" ]; then
+  command -v nvcc >/dev/null || [ -n "$DRY" ] || die "nvcc is not on PATH"
+  n=${ARCH#sm_}
+  for d in 2 3; do
+    run mkdir -p "$OUTDIR/src"
+    run rm -rf "$OUTDIR/src/${d}dstencil"
+    run cp -r "$SRC/${d}dstencil" "$SRC/share" "$OUTDIR/src/"
+    run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i \
+      -e "s/CUDA_ARCHITECTURES \"80\"/CUDA_ARCHITECTURES \"$n\"/" -e "s/compute_80,code=sm_80/compute_$n,code=sm_$n/" {} +
+    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_BUILD_TYPE=Release
+    run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}"
+  done
+fi
+[ -n "${BUILD_ONLY:-}" ] && exit 0
+csv_init
+
+# 2. Per stencil and type: a probe for T, the size for this GPU, then interleaved rounds.
+for s in $STENCILS; do
+  case " $ALL " in *" $s "*) ;; *) die "STENCILS: $s is not one of $ALL" ;; esac
+  r=$(radius "$s") d=$(dim "$s") b=$(bin "$s")
+  for t in $TYPES; do
+    fl=() tt=f64
+    [ "$t" = float ] && fl=(--fp32) tt=f32
+    if [ -n "$DRY" ]; then
+      T=4 # stands for the probe's answer
+      run "$b" 512 512 512 --iter=1 "${fl[@]}"
+    else
+      timeout "$RUN_TIMEOUT" "$b" 512 512 512 --iter=1 "${fl[@]}" > "$OUTDIR/logs/probe-$s-$t.log" 2>&1
+      read -r _ _ T <<< "$(parse_ebisu "$OUTDIR/logs/probe-$s-$t.log" "$d")"
+      [[ ${T:-} =~ ^[0-9]+$ ]] || { echo "$s $t: no T from the probe (see logs/probe-$s-$t.log)"; continue; }
+    fi
+    steps=$((T * LAUNCHES))
+    if [ "$d" = 2 ]; then
+      N=$(((256 - 2 * T * r) * XBLOCKS2D))
+      pargs=("$N" "$N") size=${N}x$N
+    else
+      if [ "$t" = float ]; then tx=64; else tx=32; fi
+      X=$((${GRID3D%x*} * tx)) Y=$((${GRID3D#*x} * 32)) Z=2560
+      pargs=("$X" "$Y" "$Z") size=${Z}x${Y}x$X
+    fi
+    # EBISU's widths include its halo, as Tempest's --size includes the rim.
+    case=ebisu_$s
+    warm_tempest "$case" "$tt" "$size"
+    for rd in $ROUNDS; do
+      log=$OUTDIR/logs/r$rd/ebisu-$s-$t.log
+      if [ -n "$DRY" ]; then
+        run "$b" "${pargs[@]}" --iter="$steps" --warmup --bdim=256 "${fl[@]}"
+      else
+        mkdir -p "$(dirname "$log")"
+        st=ok
+        timeout "$RUN_TIMEOUT" "$b" "${pargs[@]}" --iter="$steps" --warmup --bdim=256 "${fl[@]}" > "$log" 2>&1 || st="failed rc=$?"
+        read -r _ g _ <<< "$(parse_ebisu "$log" "$d")"
+        [ "$st" = ok ] && [ -z "${g:-}" ] && st="no result line"
+        row "$rd" "$case" peer "$tt" "$size" "$steps" "$st" "${g:-}" "$log"
+      fi
+      measure_tempest "$rd" "$case" "$case" "$tt" "$size" "$steps"
+    done
+  done
+done
+report
