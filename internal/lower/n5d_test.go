@@ -845,26 +845,3 @@ func TestEvaluationOrder(t *testing.T) {
 		}
 	}
 }
-
-// TestN5DVecBytes checks that vecbytes caps the vector width of n5d's accesses: four floats
-// a thread move as one 16-byte vector, or as two of 8 bytes with vecbytes=8.
-func TestN5DVecBytes(t *testing.T) {
-	p, pl := testkit.Parsed(t, "axes y, x\ntype f32\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n", "n5d:bx=64,rx=4")
-	for _, c := range []struct{ bytes, vw int }{{0, 4}, {16, 4}, {8, 2}, {4, 1}} {
-		pl.VecBytes = c.bytes
-		lay, err := N5DLayoutOf(p, pl, pl.BT)
-		if err != nil || lay.VW != c.vw {
-			t.Errorf("vecbytes=%d: VW %d (%v), want %d", c.bytes, lay.VW, err, c.vw)
-		}
-		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
-			t.Errorf("vecbytes=%d: %s reads back as %v (%v)", c.bytes, pl, back, err)
-		}
-		if _, err := Lower(p, []int{258, 258}, make([]int, len(p.Grids)), pl); err != nil {
-			t.Errorf("vecbytes=%d: %v", c.bytes, err)
-		}
-	}
-	pl.VecBytes = 12
-	if err := pl.Validate(p, plan.Limits{}, 0); err == nil {
-		t.Errorf("vecbytes=12 accepted")
-	}
-}

@@ -60,13 +60,9 @@ func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 	l.BlockCells[0] = 1
 	// Along x the outputs start at a multiple of rx (2 or 4, unless vec=1) and are a multiple
 	// of it wide, so that where the row length is one too, a thread's rx cells are one aligned
-	// vector in global memory (VW elements per access, at most 16 bytes or vecbytes).
-	most := 16
-	if pl.VecBytes > 0 {
-		most = pl.VecBytes
-	}
+	// vector in global memory (VW elements per access, at most 16 bytes).
 	l.VW = pl.N5DAlign()
-	for l.VW > 1 && l.VW*p.Updates[0].Grid.Type.Size() > most {
+	for l.VW > 1 && l.VW*p.Updates[0].Grid.Type.Size() > 16 {
 		l.VW /= 2
 	}
 	for a := 1; a < d; a++ {

@@ -94,8 +94,6 @@ var Params = []param{
 		valid: upTo(0, 8, "pf, the planes n5d loads ahead, must be 1..8")},
 	{key: "vec", parse: n5dOnly, num: func(p *Plan) *int { return &p.Vec }, show: func(p Plan) bool { return p.Vec == 1 }, least: 1,
 		valid: &valid{oneOf: []int{0, 1}, says: "n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)"}},
-	{key: "vecbytes", parse: n5dOnly, num: func(p *Plan) *int { return &p.VecBytes },
-		valid: &valid{oneOf: []int{0, 4, 8, 16}, says: "vecbytes, the bytes of one of n5d's vector accesses, is 4, 8 or 16 (or left out: 16)"}},
 	{key: "async", parse: n5dOnly, num: func(p *Plan) *int { return &p.Async },
 		valid: upTo(0, 8, "async, the planes n5d copies ahead into shared memory, must be 0 (off) to 8")},
 	{key: "cx", parse: n5dOnly, num: func(p *Plan) *int { return &p.CX }, show: func(p Plan) bool { return p.CX > 1 }, least: 1, valid: clusterDims},

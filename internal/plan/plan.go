@@ -50,10 +50,6 @@ type Plan struct {
 	// rx is 2 or 4, the tiles' outputs aligned to rx along x) or 1 (scalar accesses, tiles
 	// unaligned).
 	Vec int
-	// VecBytes caps the bytes of one of n5d's vector accesses along x (0: 16, the widest
-	// vector CUDA and OpenCL load in one instruction): 8 moves a thread's four floats as two
-	// 8-byte vectors, which keeps their alignment needs at 8 bytes (lower.N5DLayout's VW).
-	VecBytes int
 	// Shfl makes each warp of a 2D n5d block a tile of its own whose threads exchange their x
 	// neighbours through warp shuffles: no shared memory and no barriers, at the price of a
 	// halo per 32 threads. CUDA only.
