@@ -27,6 +27,7 @@ type Profile struct {
 // stages' times read so far (milliseconds).
 type partProfile struct {
 	dev                               gpu.Device
+	banded                            bool // split into bands and an interior; else one run
 	open                              [][4]gpu.Event
 	last                              gpu.Event // the previous period's end, read for idle
 	host, interior, wait, bands, idle []float64
@@ -58,7 +59,8 @@ func (p *Profile) begin(i int, part Part) *marks {
 	p.mu.Lock()
 	pp := p.parts[i]
 	if pp == nil {
-		pp = &partProfile{dev: dp.r.Device()}
+		_, banded := part.(*banded)
+		pp = &partProfile{dev: dp.r.Device(), banded: banded}
 		p.parts[i] = pp
 	}
 	p.mu.Unlock()
@@ -144,10 +146,15 @@ func (p *Profile) Report() []string {
 		pp := p.parts[i]
 		var b strings.Builder
 		fmt.Fprintf(&b, "profile of sub-domain %d, %d periods, median | total ms:", i, len(pp.host))
-		for _, st := range []struct {
+		stages := []struct {
 			name string
 			v    []float64
-		}{{"host posting", pp.host}, {"interior", pp.interior}, {"exchange wait", pp.wait}, {"bands", pp.bands}, {"idle between periods", pp.idle}} {
+		}{{"host posting", pp.host}, {"interior", pp.interior}, {"exchange wait", pp.wait}, {"bands", pp.bands}, {"idle between periods", pp.idle}}
+		if !pp.banded {
+			// A whole part: the exchange's post, its wait, then the run.
+			stages[1].name, stages[3].name = "exchange post", "run"
+		}
+		for _, st := range stages {
 			fmt.Fprintf(&b, " %s %.3f | %.1f;", st.name, median(st.v), sum(st.v))
 		}
 		out = append(out, strings.TrimSuffix(b.String(), ";"))
