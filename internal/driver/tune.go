@@ -32,6 +32,9 @@ type TuneOptions struct {
 	FastMath         bool     // compile every candidate with fast math (a separate cache entry)
 	Fresh            bool     // measure again what the cache already holds
 	NoRefine         bool     // skip the refinement of the best plans (register caps, prefetch, chunks, vec)
+	// Budget bounds the search's wall time (0: none); a search it cuts short resumes from
+	// the cache next time.
+	Budget time.Duration
 	// Parts, above 1, tunes one sub-domain of a run split into that many along its slowest
 	// axis (--gpus, --ranks, --subdomains), whose plan such runs look up first.
 	Parts int
@@ -92,7 +95,7 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := tune.Options{Mode: mode, K: o.K, Beta: o.Beta, Seed: o.Seed, Steps: o.Steps, Reps: o.Reps, Strategies: o.Strategies,
-		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log, NoRefine: o.NoRefine}
+		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log, NoRefine: o.NoRefine, Budget: o.Budget}
 	if !o.Quiet {
 		opt.Progress = stderr
 	}
@@ -131,6 +134,9 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d measured, %d failed, %d pruned, %d from the cache; up to %d steps per timed run; %.1f s\n",
 		res.Measured, res.Failed, res.Pruned, res.Resumed, res.Steps, res.Elapsed.Seconds())
+	if res.Skipped > 0 {
+		fmt.Fprintf(stdout, "the time budget (--budget %v) was spent with %d candidates untimed: run again to go on from the cache, or give a longer budget (0: none)\n", o.Budget, res.Skipped)
+	}
 	if !o.Fresh {
 		fmt.Fprintf(stdout, "cached in %s (key %s, size class %s)\n", cache.Dir, res.Key.ID(), res.Key.SizeClass)
 	}
@@ -306,6 +312,7 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, fast bool, log io.Wri
 	}
 	opt.Profile = loadDeviceProfile(dev, true, log)
 	opt.Cache, opt.Mode, opt.Log, opt.Progress = cache, tune.TopK, nil, log
+	opt.Budget = time.Minute // as `tempest tune`'s default: a run tunes in a minute at most
 	res, err := tune.Tune(dev, s, opt)
 	if err != nil {
 		return plan.Plan{}, err

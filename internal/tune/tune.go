@@ -111,6 +111,10 @@ type Options struct {
 	// Progress receives a progress bar when it is a terminal; Log receives lines of text.
 	Progress io.Writer
 	Log      io.Writer
+	// Budget bounds the search's wall time (0: none): once it is spent and some candidate has
+	// run, no further candidate is timed; what was measured is kept (and cached), so a second
+	// search resumes where this one stopped.
+	Budget time.Duration
 }
 
 // Candidate is one plan of the search.
@@ -152,6 +156,8 @@ type Result struct {
 	Elapsed   time.Duration // wall time of the search
 	// Counts of this search (resumed records not included in Measured and Failed).
 	Measured, Failed, Pruned, Resumed int
+	// Skipped counts the candidates the search would have timed after its Budget was spent.
+	Skipped int
 	Calibrations                      []*model.PyramidCal
 }
 
@@ -343,7 +349,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 			}
 		}
 	}
-	t := &tuner{dev: dev, s: s, o: o, res: res, quantum: quantum}
+	t := &tuner{dev: dev, s: s, o: o, res: res, quantum: quantum, start: start}
 	t.startBar()
 	defer t.finishBar()
 
@@ -384,6 +390,10 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 					}
 				}
 				if len(next) == 0 {
+					break
+				}
+				if t.spent() {
+					res.Skipped += len(next)
 					break
 				}
 				t.measure(next)
@@ -1151,6 +1161,22 @@ type tuner struct {
 	// timeFor, where set, times a candidate in place of the device (tests of the search's
 	// steps on made-up times).
 	timeFor func(*Candidate)
+	start   time.Time // the search's start, for Options.Budget
+	// since, where set, replaces time.Since (tests of the budget on a made-up clock).
+	since func(time.Time) time.Duration
+}
+
+// spent says the search's time budget is used up and it has a result to show: the candidates
+// not yet timed are left.
+func (t *tuner) spent() bool {
+	since := time.Since
+	if t.since != nil {
+		since = t.since
+	}
+	if t.o.Budget <= 0 || since(t.start) < t.o.Budget {
+		return false
+	}
+	return t.res == nil || fastest(t.res.Candidates) != nil
 }
 
 func (t *tuner) logf(format string, a ...any) {
@@ -1363,8 +1389,16 @@ func (t *tuner) measure(cands []*Candidate) {
 	if len(todo) == 0 {
 		return
 	}
+	if t.spent() {
+		t.skip(todo, false)
+		return
+	}
 	if t.timeFor != nil {
-		for _, c := range todo {
+		for i, c := range todo {
+			if t.spent() {
+				t.skip(todo[i:], false)
+				return
+			}
 			t.timeFor(c)
 		}
 		return
@@ -1387,6 +1421,9 @@ func (t *tuner) measure(cands []*Candidate) {
 	}
 	go func() {
 		for i := range todo {
+			if t.spent() {
+				break // no more compilations once the budget is spent
+			}
 			next <- i
 		}
 		close(next)
@@ -1394,7 +1431,24 @@ func (t *tuner) measure(cands []*Candidate) {
 	if probe.LooksLikeCPU(t.dev.Props()) {
 		wg.Wait()
 	}
+	defer func() {
+		// Compilations the budget left untimed: free their modules.
+		wg.Wait()
+		for _, r := range ready {
+			select {
+			case cm := <-r:
+				if cm.mod != nil {
+					cm.mod.Close()
+				}
+			default:
+			}
+		}
+	}()
 	for i, c := range todo {
+		if t.spent() {
+			t.skip(todo[i:], true)
+			return
+		}
 		cm := <-ready[i]
 		if cm.err == nil {
 			cm.err = t.time(c, cm)
@@ -1410,7 +1464,19 @@ func (t *tuner) measure(cands []*Candidate) {
 		t.record(c)
 		t.step(c.Plan.String())
 	}
-	wg.Wait()
+}
+
+// skip leaves candidates untimed because the budget is spent; counted says the progress bar
+// counts them already.
+func (t *tuner) skip(cands []*Candidate, counted bool) {
+	if t.res != nil {
+		t.res.Skipped += len(cands)
+	}
+	if counted {
+		for range cands {
+			t.step("skipped: time budget spent")
+		}
+	}
 }
 
 // time uploads the state, runs a warm-up and Reps timed runs of Steps steps.

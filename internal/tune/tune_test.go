@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tempest/internal/cpu"
 	"tempest/internal/gpu"
@@ -919,6 +920,37 @@ func TestFineChunks(t *testing.T) {
 		}
 		if fmt.Sprint(got) != tc.want {
 			t.Errorf("chunk %d of %d planes: %v, want %s", tc.chunk, tc.axis, got, tc.want)
+		}
+	}
+}
+
+// TestBudgetStopsTheSearch: once the time budget is spent, no further candidate is timed, and
+// the skipped ones are counted; a search whose budget is spent before anything ran still times
+// its first candidate, so that it has a result.
+func TestBudgetStopsTheSearch(t *testing.T) {
+	p := program(t, "an5d/j2d5pt.stencil")
+	lim := gpurun.Limits(fakeDevice{props: h100Props})
+	for _, c := range []struct {
+		budget    time.Duration
+		wantTimed int
+	}{{0, 8}, {time.Nanosecond, 1}, {55 * time.Millisecond, 3}} {
+		var cands []*Candidate
+		for _, bx := range []int{32, 64, 96, 128, 160, 192, 224, 256} {
+			cands = append(cands, &Candidate{Plan: plans(t, p, fmt.Sprintf("n5d:bx=%d,bt=4", bx))[0], Status: Unmeasured})
+		}
+		timed := 0
+		var clock time.Duration // each timing takes 25 ms of a made-up clock
+		tu := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)),
+			o: Options{Limits: &lim, Profile: h100Probed(), Budget: c.budget}, res: &Result{Candidates: cands},
+			since: func(time.Time) time.Duration { return clock }}
+		tu.timeFor = func(c *Candidate) {
+			clock += 25 * time.Millisecond
+			c.Status, c.SecondsPerStep = Measured, 1e-3
+			timed++
+		}
+		tu.measure(cands)
+		if timed != c.wantTimed || tu.res.Skipped != 8-timed {
+			t.Errorf("budget %v: %d timed, %d skipped; want %d timed and the rest skipped", c.budget, timed, tu.res.Skipped, c.wantTimed)
 		}
 	}
 }
