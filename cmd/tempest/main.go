@@ -111,7 +111,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect (an empty HOST is this machine's loopback; launchers' environments name it: torchrun, mpirun, srun)")
 	f.StringVar(&o.Multi.Secret, "secret", "", "multi-process runs: a secret every rank shares, which rank 0 checks before admitting a rank (default: TEMPEST_SECRET; the environment keeps it out of the process list)")
 	f.DurationVar(&o.Multi.Timeout, "rank-timeout", 5*time.Minute, "multi-process runs: how long to wait for the ranks to join, and for a silent rank before every rank stops, naming it")
-	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on or off: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where halos go through NCCL or the coordinator's relay)")
+	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on or off: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where the coordinator relays the halos; NCCL's sub-domains stay whole, as they run faster)")
 	return c
 }
 
@@ -317,7 +317,7 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&o.Split, "split", "auto", "with --gpus, how the split run lays out its sub-domains: 1d, 2d, PxQ or auto (the split model decides; the row reports its choice)")
 	f.IntVar(&o.GPUs, "gpus", 0, "benchmark each stencil split over this many devices against one device, with the split model's prediction beside the measurement")
 	f.StringVar(&o.Link, "link", "nvlink4", "interconnect the split model assumes with --gpus: nvlink4, pcie5, pcie4 or ndr")
-	f.StringVar(&o.Overlap, "overlap", "auto", "with --gpus: auto, on or off: overlap halo exchanges with the sub-domains' interiors (auto: where halos go through NCCL); the model follows")
+	f.StringVar(&o.Overlap, "overlap", "auto", "with --gpus: auto, on or off: overlap halo exchanges with the sub-domains' interiors (auto: off with NCCL, whose sub-domains run faster whole); the model follows")
 	return c
 }
 
