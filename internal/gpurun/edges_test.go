@@ -250,19 +250,6 @@ func TestN5DAscendOpenCL(t *testing.T) {
 	checkSwitch(t, "ascend=true", func(pl *plan.Plan) { pl.Ascend = true }, cases)
 }
 
-// TestN5DSplitOpenCL runs an n5d plan with its shared rows split by cell where side by side is
-// the default (plan.Split; reach 2 along x) on PoCL: it must agree with the reference and
-// bitwise with the plan without it. One case (PoCL's builds of these kernels take 10-50 s
-// each): TestN5DSplitRows checks the layout on 3D boxes too, and the CUDA matrix's sampled
-// variant with asynchronous copies runs it on every example with pairs of cells.
-func TestN5DSplitOpenCL(t *testing.T) {
-	testkit.LongTest(t)
-	cases := []switchCase{
-		{"an5d/star2d2r", "n5d:bx=8,rx=2,bt=2,wave=true,pf=5,rimblocks=true,chunk=6", []int{40, 70}},
-	}
-	checkSwitch(t, "split=true", func(pl *plan.Plan) { pl.Split = true }, cases)
-}
-
 // TestN5DConstSizeOpenCL runs an n5d plan compiled for its size (plan.ConstSize: the sizes are
 // constants of the kernels) on PoCL, the main kernel and a shallower one, on a size no tile
 // divides, with the rim's blocks and the edge loop, and with chunks cut at the rim: it must agree with the reference and bitwise

@@ -211,14 +211,13 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				// variant (short chunks, register tiles, vector copies in the interior blocks,
 				// the edge loop, the other level order; reach 2 and more along the streaming
 				// axis take a ring of more planes than three, the fewest that divide the round;
-				// its shared rows split by cell where side by side is the default, plan.Split;
 				// compiled for the shape it runs, plan.ConstSize).
 				as := def
 				as.Async = 1
 				as.Ascend = as.Wave && lower.N5DAscends(p)
 				out = append(out, as)
 				as = alt
-				as.Prefetch, as.Async, as.Split, as.ConstSize = 0, 2, as.RX > 1, true
+				as.Prefetch, as.Async, as.ConstSize = 0, 2, true
 				as.Edges = lower.N5DEdges(p, as) // the edge loop's copies of clamped runs
 				out = append(out, as)
 				// Chained launches (plan.Chain, CUDA sm_90): each block of a launch waits for

@@ -579,9 +579,10 @@ func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
 	// cell reads two or more words of a neighbouring thread: reach 2 and more along x, and 3D
 	// boxes, which read whole row segments of the rows above and below. Measured on the H100
 	// (docs/performance.md): split gains on the first-order stencils and loses on those
-	// others; plan.Split asks for split on them too.
+	// others (a plan setting that asked for split on them too measured a tie or a loss, and
+	// went).
 	TX := bsize[X] / RX
-	split := RX > 1 && !shfl && (pl.Split || h[X] < 2 && !(d == 3 && offPlaneInPlane))
+	split := RX > 1 && !shfl && h[X] < 2 && !(d == 3 && offPlaneInPlane)
 	// A row clustered along x has gx ghost places on either side for the neighbours' cells
 	// (split: thread places in each run of RS words; side by side: cells). Ghost rows along y
 	// lie in the plane's pad.

@@ -666,11 +666,11 @@ func evalInt(t *testing.T, e kir.Expr, env map[string]int, block, grid [3]int) i
 	return 0
 }
 
-// TestN5DSplitRows checks plan.Split's layout where side by side is the default (reach 2 along
-// x, 3D boxes): a thread publishes its two cells of a level a word apart side by side and a
-// run of TX words apart split (32 threads along x here); first-order stars are split either
-// way.
-func TestN5DSplitRows(t *testing.T) {
+// TestN5DRowLayout checks where a thread's cells lie in n5d's shared rows: side by side (a
+// thread publishes its two cells of a level a word apart) where a cell reads two or more words
+// of a neighbouring thread (reach 2 along x, 3D boxes), split by cell (a run of TX words apart,
+// 32 threads along x here) for first-order stars.
+func TestN5DRowLayout(t *testing.T) {
 	stores := regexp.MustCompile(`smem\[tid \+ (\d+)\] = (\w+)_([01]);`)
 	gap := func(src string) int {
 		m := stores.FindAllStringSubmatch(src, -1)
@@ -686,19 +686,16 @@ func TestN5DSplitRows(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, plan string
-		side       int // the gap without split
+		gap        int
 	}{
 		{"star2d2r", "n5d:bx=32,bt=2,rx=2,wave=true,pf=5,chunk=16", 1},
 		{"box2d2r", "n5d:bx=32,bt=2,rx=2,wave=true,chunk=16", 1},
 		{"box3d1r", "n5d:bx=32,by=4,bt=2,rx=2,ry=3,wave=true,pf=2,chunk=8", 1},
 		{"star2d1r", "n5d:bx=32,bt=2,rx=2,wave=true,chunk=16", 32},
 	} {
-		split, side := an5dWithAndWithout(t, c.name, c.plan, func(pl *plan.Plan) { pl.Split = true })
-		if g := gap(side); g != c.side {
-			t.Errorf("%s %s: cells published %d words apart, want %d", c.name, c.plan, g, c.side)
-		}
-		if g := gap(split); g != 32 {
-			t.Errorf("%s %s,split=true: cells published %d words apart, want 32", c.name, c.plan, g)
+		src, _ := an5dWithAndWithout(t, c.name, c.plan, func(pl *plan.Plan) {})
+		if g := gap(src); g != c.gap {
+			t.Errorf("%s %s: cells published %d words apart, want %d", c.name, c.plan, g, c.gap)
 		}
 	}
 }

@@ -107,7 +107,6 @@ var Params = []param{
 	{key: "unclamped", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Unclamped }},
 	{key: "shrink", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Shrink }},
 	{key: "ascend", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Ascend }},
-	{key: "split", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Split }},
 	{key: "constsize", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.ConstSize }},
 	{key: "chain", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Chain }},
 	{key: "load", parse: inplaneOnly, num: func(p *Plan) *int { return &p.Load }, show: func(Plan) bool { return true },

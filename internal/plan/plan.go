@@ -141,14 +141,6 @@ type Plan struct {
 	// refuses it. It may also cost (the loops compile differently), so it is the tuner's to
 	// choose.
 	ConstSize bool
-	// Split lays out every shared row of n5d with a thread's rx cells split into runs (cell i
-	// of every thread in the row's i-th run) also where side by side is the default: reach 2
-	// or more along x, and 3D boxes. Side by side lets a thread publish its cells with one
-	// vector store and read pairs of neighbours with one vector load, but its single reads
-	// across a thread boundary are rx-way bank conflicts; split reads are conflict-free
-	// scalars, which may pay where side by side conflicts much (the tuned 3D box plans).
-	// Needs rx > 1; not with shfl.
-	Split bool
 	// KeepScale keeps, under fast math, an update's arithmetic as written: a constant scale of
 	// a weighted sum stays its own multiplication instead of being folded into the sum's
 	// coefficients (lower.RewritesFastMath), and a box with affine coefficients is not factored into
@@ -651,9 +643,6 @@ func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
 	}
 	if pl.Chain && (lim.NoChain || lim.SM > 0 && lim.SM < 90) {
 		return fmt.Errorf("plan %s: chained launches (chain=true) need CUDA on sm_90 or newer; drop chain on this device", pl)
-	}
-	if pl.Split && (pl.RX < 2 || pl.Shfl) {
-		return fmt.Errorf("plan %s: split lays out the shared rows by a thread's rx cells; it needs rx=2 or more and no shfl (whose tiles have no shared rows)", pl)
 	}
 	if cx, cy := pl.Cluster(); cx*cy > 1 {
 		switch {

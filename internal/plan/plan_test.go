@@ -447,14 +447,6 @@ func checkSwitchPlan(t *testing.T, example, key, good string, on func(plan.Plan)
 	}
 }
 
-// TestN5DSplit checks that split reads back and is refused where a thread has one cell or the
-// tile has no shared rows.
-func TestN5DSplit(t *testing.T) {
-	checkSwitchPlan(t, "an5d/star2d2r", "split", "n5d:bx=128,bt=8,rx=2,wave=true,pf=5,split=true,chunk=640",
-		func(pl plan.Plan) bool { return pl.Split },
-		[]string{"n5d:bx=64,bt=4,wave=true,split=true", "n5d:bx=64,bt=4,rx=2,wave=true,shfl=true,split=true"})
-}
-
 // TestCentreFirst checks that centrefirst reads back and is refused outside fast math or with
 // keepscale, which keep every sum as written.
 func TestCentreFirst(t *testing.T) {
