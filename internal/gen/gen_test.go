@@ -265,43 +265,6 @@ func TestShflCUDAOnly(t *testing.T) {
 	}
 }
 
-// TestClusterCUDAOnly checks that n5d in thread-block clusters generates CUDA compiled for its
-// cluster (__cluster_dims__, so a plain launch works) with a host grid of whole clusters, and
-// that OpenCL refuses it.
-func TestClusterCUDAOnly(t *testing.T) {
-	p, err := load.File("../../examples/an5d/star3d1r.stencil", load.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Parse("n5d:bx=16,by=8,rx=2,bt=2,cx=2,cy=2", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Generate(p, Options{Target: "cuda", Plan: pl, Shape: []int{50, 60, 70}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src string
-	for _, f := range g.Files {
-		if strings.HasSuffix(f.Name, ".cu") {
-			src = string(f.Data)
-		}
-	}
-	if !strings.Contains(src, "__cluster_dims__(2, 2, 1) star3d1r_tempest_n5d(") || !strings.Contains(src, "barrier.cluster.arrive") || !strings.Contains(src, "tempest_st_cluster(") {
-		t.Errorf("cluster kernel lacks its cluster dimensions, barriers or stores into neighbours:\n%s", src[:min(len(src), 3000)])
-	}
-	// A cluster's tile: 2 x 32 cells along x and 2 x 8 rows along y, less a halo of 2 on
-	// each side: 60 and 12 outputs, two blocks each.
-	for _, want := range []string{"grid[0] = (size_t)(((int64_t)c->n[2] + 59) / 60) * 2;", "grid[1] = (size_t)(((int64_t)c->n[1] + 11) / 12) * 2;"} {
-		if !strings.Contains(src, want) {
-			t.Errorf("the host's grid lacks %q", want)
-		}
-	}
-	if _, err := Generate(p, Options{Target: "opencl", Plan: pl, Shape: []int{50, 60, 70}}); err == nil || !strings.Contains(err.Error(), "sm_90") {
-		t.Errorf("opencl with clusters: got %v, want a CUDA sm_90 error", err)
-	}
-}
-
 // TestConstSizeRefused: generated code serves every size, so a plan compiled for one size
 // (constsize) is refused with a hint, and the same plan without it generates.
 func TestConstSizeRefused(t *testing.T) {

@@ -502,11 +502,7 @@ func (g *gen) launchFunc(x *w, i int) {
 		case dv.Chunk:
 			x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + chunk - 1) / chunk);", dim, dv.Axis)
 		default:
-			if dv.Times > 1 {
-				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d) * %d;", dim, dv.Axis, dv.By-1, dv.By, dv.Times)
-			} else {
-				x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d);", dim, dv.Axis, dv.By-1, dv.By)
-			}
+			x.f("  grid[%d] = (size_t)(((int64_t)c->n[%d] + %d) / %d);", dim, dv.Axis, dv.By-1, dv.By)
 		}
 	}
 	// Argument values.

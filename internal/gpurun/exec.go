@@ -13,8 +13,7 @@ import (
 func Limits(dev gpu.Device) plan.Limits {
 	p := dev.Props()
 	return plan.Limits{MaxThreadsPerBlock: p.MaxThreadsPerBlock, MaxSharedPerBlock: p.SharedPerBlockOptin, NoShuffle: p.Backend != "cuda",
-		NoClusters: p.Backend != "cuda" || p.ComputeMajor < 9,
-		NoAsync:    p.Backend != "cuda", NoChain: p.Backend != "cuda" || p.ComputeMajor < 9, SM: p.ComputeMajor*10 + p.ComputeMinor}
+		NoAsync: p.Backend != "cuda", NoChain: p.Backend != "cuda" || p.ComputeMajor < 9, SM: p.ComputeMajor*10 + p.ComputeMinor}
 }
 
 // Prepare lowers a plan for the state's program and size, validates it against the device and

@@ -328,9 +328,6 @@ func runMatrix(t *testing.T, backend string) {
 		}
 		start := time.Now()
 		plans := planVariants(p, backend == "cuda")
-		if clustersOn(dev) {
-			plans = append(plans, clusterVariants(p)...)
-		}
 		n := matrixProgram(t, dev, mods, name, p, plans)
 		t.Logf("%s: %d comparisons in %.1fs", name, n, time.Since(start).Seconds())
 		runs += n
@@ -409,86 +406,6 @@ func matrixShape(t *testing.T, dev gpu.Device, mods *Modules, name string, p *ir
 		r.Close()
 	}
 	return runs
-}
-
-// clustersOn says the device runs thread-block clusters (CUDA, sm_90 and newer).
-func clustersOn(dev gpu.Device) bool {
-	p := dev.Props()
-	return p.Backend == "cuda" && p.ComputeMajor >= 9
-}
-
-// clusterVariants are n5d plans in thread-block clusters: small blocks so that the matrix's
-// shapes hold several clusters, partial ones and blocks wholly outside the domain; pairs and
-// quads of blocks along x, pairs along y and both (3D), middle blocks with neighbours on both
-// sides (cx=4), both level orders, cells per thread split (first order, rx=2) and side by side,
-// scalar accesses (vec=1) and deep prefetches.
-func clusterVariants(p *ir.Program) []plan.Plan {
-	def, err := plan.Default("n5d", p)
-	if err != nil {
-		return nil
-	}
-	type variant struct {
-		bx, by, rx, ry, bt, cx, cy, pf, vec int
-		wave                                bool
-	}
-	vs := []variant{{8, 1, 2, 1, 3, 2, 1, 1, 0, true}, {8, 1, 1, 1, 2, 4, 1, 2, 1, false}, {4, 1, 3, 1, 2, 2, 1, 1, 0, true}}
-	if p.Dims() == 3 {
-		vs = []variant{{4, 4, 2, 1, 2, 2, 2, 1, 0, true}, {8, 4, 1, 1, 3, 2, 1, 2, 1, false}, {4, 2, 2, 2, 2, 1, 2, 1, 0, true}, {4, 4, 1, 1, 1, 4, 2, 1, 0, true}}
-	}
-	if slices.Max(p.Reach()) > 2 {
-		vs = vs[:1] // wide programs' unrolled kernels compile slowly: one variant
-	}
-	var out []plan.Plan
-	for _, v := range vs {
-		pl := def
-		pl.BX, pl.BY, pl.RX, pl.RY, pl.BT, pl.CX, pl.CY, pl.Prefetch, pl.Vec, pl.Wave, pl.Chunk = v.bx, v.by, v.rx, v.ry, v.bt, v.cx, v.cy, v.pf, v.vec, v.wave, 5
-		if pl.FitBT(p) == nil {
-			out = append(out, pl)
-		}
-	}
-	return out
-}
-
-// TestClusterCUDA checks the n5d cluster plans alone against the reference (a subset of the
-// CUDA matrix, quicker to run): the matrix's variants at its shapes and at shapes of several
-// clusters per axis, and tuned-size blocks (16 x 32 threads, two cells each) in 2 x 2
-// clusters on the first-order 3D stencils. It needs CUDA on sm_90 or newer.
-func TestClusterCUDA(t *testing.T) {
-	dev := openDevice(t, "cuda")
-	if !clustersOn(dev) {
-		t.Skipf("%s has no thread-block clusters (sm_90 and newer)", dev.Props().Name)
-	}
-	mods := matrixModules(dev)
-	defer mods.Close()
-	big := map[int][][]int{2: {{21, 150}}, 3: {{12, 40, 70}, {7, 70, 130}}}
-	runs := 0
-	for _, f := range examples(t) {
-		p, err := load.File(f, load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plans := clusterVariants(p)
-		if len(plans) == 0 {
-			continue
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(f, "../../examples/"), ".stencil")
-		n := matrixProgram(t, dev, mods, name, p, plans)
-		for _, shape := range big[p.Dims()] {
-			n += matrixShape(t, dev, mods, name, p, plans, shape)
-		}
-		if p.Dims() == 3 && slices.Max(p.Reach()) == 1 {
-			var tuned []plan.Plan
-			for _, v := range []struct{ bt, cx, cy int }{{4, 2, 2}, {2, 2, 2}, {3, 2, 1}} {
-				pl := plans[0]
-				pl.BX, pl.BY, pl.RX, pl.RY, pl.BT, pl.CX, pl.CY, pl.Wave, pl.Chunk, pl.Prefetch = 16, 32, 2, 1, v.bt, v.cx, v.cy, true, 16, 2
-				tuned = append(tuned, pl)
-			}
-			n += matrixShape(t, dev, mods, name, p, tuned, []int{7, 70, 130})
-		}
-		t.Logf("%s: %d comparisons", name, n)
-		runs += n
-	}
-	t.Logf("%d comparisons with the reference", runs)
 }
 
 // TestMatrixOpenCL is the correctness matrix on OpenCL (PoCL in CI).

@@ -15,7 +15,7 @@ const (
 	I64
 	F32
 	F64
-	// U32 is an unsigned 32-bit integer: a shared::cluster address (CUDA only).
+	// U32 is an unsigned 32-bit integer: the chained launches' completion flags (CUDA only).
 	U32
 )
 
@@ -60,10 +60,6 @@ type Kernel struct {
 	// __launch_bounds__, so that the compiler keeps the registers within what such a block
 	// may use (spilling if it must) rather than build a kernel that cannot launch.
 	MaxThreads int
-	// Cluster, when set, is the thread-block cluster (x, y, z) the kernel is compiled for
-	// (CUDA sm_90 __cluster_dims__): its blocks run together and may store into each other's
-	// shared memory (ClusterStore) between cluster barriers. Grids are multiples of it.
-	Cluster [3]int
 	// Chained says the kernel runs as a programmatic dependent launch after a launch of itself
 	// (ChainWait, ChainSignal): its input buffers are written while it runs, so the CUDA printer
 	// gives its read-only pointer parameters no __restrict__. Their reads then stay plain
@@ -72,9 +68,6 @@ type Kernel struct {
 	// (__ldcg) would do too, but the compiler schedules them apart, which costs.
 	Chained bool
 }
-
-// Clustered says the kernel runs in thread-block clusters of more than one block.
-func (k *Kernel) Clustered() bool { return k.Cluster[0]*k.Cluster[1]*k.Cluster[2] > 1 }
 
 // Param is a kernel parameter: a pointer to global memory or a scalar.
 type Param struct {
@@ -139,25 +132,8 @@ type (
 		Unroll   bool
 		Body     []Stmt
 	}
-	// Barrier synchronises the threads of a block (and makes shared memory consistent); with
-	// Cluster, the threads of every block of the kernel's cluster, and the stores into each
-	// other's shared memory (ClusterStore) before it are visible after it.
-	Barrier struct{ Cluster bool }
-	// ClusterArrive and ClusterWait are the two halves of a cluster barrier (Barrier with
-	// Cluster): stores before the arrive are visible to the cluster after the wait, and what
-	// lies between them (global loads and stores no other block reads) neither waits for the
-	// cluster nor is waited for by this barrier's release. Every thread runs both, in order.
-	ClusterArrive struct{}
-	ClusterWait   struct{}
-	// ClusterStore writes Val (of type T) into element Idx of the dynamic shared array smem
-	// of another block of the cluster, whose smem starts at the shared::cluster address Base
-	// (a U32 variable initialised with a ClusterAddr). CUDA only.
-	ClusterStore struct {
-		Base Expr
-		Idx  Expr
-		T    Type
-		Val  Expr
-	}
+	// Barrier synchronises the threads of a block (and makes shared memory consistent).
+	Barrier struct{}
 	// Return leaves the kernel.
 	Return struct{}
 	// Comment is printed as a line comment.
@@ -269,20 +245,17 @@ func (*AsyncCopy) stmt()   {}
 func (*AsyncCommit) stmt() {}
 func (*AsyncWait) stmt()   {}
 
-func (*Decl) stmt()          {}
-func (*ArrayDecl) stmt()     {}
-func (*Assign) stmt()        {}
-func (*If) stmt()            {}
-func (*For) stmt()           {}
-func (*Barrier) stmt()       {}
-func (*Return) stmt()        {}
-func (*Comment) stmt()       {}
-func (*Block) stmt()         {}
-func (*VecLoad) stmt()       {}
-func (*VecStore) stmt()      {}
-func (*ClusterStore) stmt()  {}
-func (*ClusterArrive) stmt() {}
-func (*ClusterWait) stmt()   {}
+func (*Decl) stmt()      {}
+func (*ArrayDecl) stmt() {}
+func (*Assign) stmt()    {}
+func (*If) stmt()        {}
+func (*For) stmt()       {}
+func (*Barrier) stmt()   {}
+func (*Return) stmt()    {}
+func (*Comment) stmt()   {}
+func (*Block) stmt()     {}
+func (*VecLoad) stmt()   {}
+func (*VecStore) stmt()  {}
 
 // Expr is an expression.
 type Expr interface{ expr() }
@@ -366,26 +339,22 @@ type (
 		X     Expr
 		Delta int
 	}
-	// ClusterAddr is the shared::cluster address (U32) of element 0 of the dynamic shared
-	// array smem of the cluster's block of rank Rank (%cluster_ctarank: x fastest). CUDA only.
-	ClusterAddr struct{ Rank Expr }
 )
 
-func (*Ident) expr()       {}
-func (*Int) expr()         {}
-func (*Float) expr()       {}
-func (*BoolLit) expr()     {}
-func (*Unary) expr()       {}
-func (*Binary) expr()      {}
-func (*Cond) expr()        {}
-func (*Call) expr()        {}
-func (*Cast) expr()        {}
-func (*Index) expr()       {}
-func (*Builtin) expr()     {}
-func (*Lane) expr()        {}
-func (*Aligned) expr()     {}
-func (*Shuffle) expr()     {}
-func (*ClusterAddr) expr() {}
+func (*Ident) expr()   {}
+func (*Int) expr()     {}
+func (*Float) expr()   {}
+func (*BoolLit) expr() {}
+func (*Unary) expr()   {}
+func (*Binary) expr()  {}
+func (*Cond) expr()    {}
+func (*Call) expr()    {}
+func (*Cast) expr()    {}
+func (*Index) expr()   {}
+func (*Builtin) expr() {}
+func (*Lane) expr()    {}
+func (*Aligned) expr() {}
+func (*Shuffle) expr() {}
 
 // Helpers that keep strategy code short.
 

@@ -42,37 +42,10 @@ func Print(m *Module, d Dialect) string {
 		p.line("#pragma OPENCL FP_CONTRACT OFF")
 	}
 	for _, k := range m.Kernels {
-		if k.Clustered() {
-			if d != CUDA {
-				panic("internal error: thread-block clusters in " + d.String())
-			}
-			p.clusterHelpers()
-			break
-		}
-	}
-	for _, k := range m.Kernels {
 		p.line("")
 		p.kernel(k)
 	}
 	return p.b.String()
-}
-
-// clusterHelpers prints the inline PTX that clustered kernels use: NVRTC compiles them
-// without cooperative_groups' headers. A store into another block's shared memory has no
-// memory clobber: the cluster barriers that order it have one.
-func (p *printer) clusterHelpers() {
-	p.line("")
-	p.line("__device__ __forceinline__ unsigned tempest_cluster_addr(const void* p, int rank) {")
-	p.line("  unsigned a, r;")
-	p.line("  asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %%1; cvt.u32.u64 %%0, t; }\" : \"=r\"(a) : \"l\"(p));")
-	p.line("  asm(\"mapa.shared::cluster.u32 %%0, %%1, %%2;\" : \"=r\"(r) : \"r\"(a), \"r\"(rank));")
-	p.line("  return r;")
-	p.line("}")
-	for _, t := range []struct{ c, ptx, con string }{{"float", "f32", "f"}, {"double", "f64", "d"}, {"int", "s32", "r"}, {"long long", "s64", "l"}} {
-		p.line("__device__ __forceinline__ void tempest_st_cluster(unsigned base, int i, %s v) {", t.c)
-		p.line("  asm volatile(\"st.shared::cluster.%s [%%0], %%1;\" :: \"r\"(base + (unsigned)i * %du), \"%s\"(v));", t.ptx, map[string]int{"f32": 4, "f64": 8, "s32": 4, "s64": 8}[t.ptx], t.con)
-		p.line("}")
-	}
 }
 
 type printer struct {
@@ -179,9 +152,6 @@ func (p *printer) kernel(k *Kernel) {
 		if k.MaxThreads > 0 {
 			bounds = fmt.Sprintf("__launch_bounds__(%d) ", k.MaxThreads)
 		}
-		if k.Clustered() {
-			bounds += fmt.Sprintf("__cluster_dims__(%d, %d, %d) ", k.Cluster[0], k.Cluster[1], k.Cluster[2])
-		}
 		p.line("extern \"C\" __global__ void %s%s(%s) {", bounds, k.Name, strings.Join(params, ", "))
 	} else {
 		p.line("__kernel void %s(%s) {", k.Name, strings.Join(params, ", "))
@@ -270,34 +240,11 @@ func (p *printer) stmt(s Stmt) {
 		p.indent--
 		p.line("}")
 	case *Barrier:
-		switch {
-		case s.Cluster && p.d != CUDA:
-			panic("internal error: cluster barrier in " + p.d.String())
-		case s.Cluster:
-			// Arrive (release by default: this thread's stores into its own and other blocks'
-			// shared memory) then wait (acquire: every thread's of the cluster). No explicit
-			// .release/.acquire, which need PTX ISA 8.0: the defaults are the same.
-			p.line("asm volatile(\"barrier.cluster.arrive.aligned;\\n\\tbarrier.cluster.wait.aligned;\" ::: \"memory\");")
-		case p.d == CUDA:
+		if p.d == CUDA {
 			p.line("__syncthreads();")
-		default:
+		} else {
 			p.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
 		}
-	case *ClusterArrive:
-		if p.d != CUDA {
-			panic("internal error: cluster barrier in " + p.d.String())
-		}
-		p.line("asm volatile(\"barrier.cluster.arrive.aligned;\" ::: \"memory\");")
-	case *ClusterWait:
-		if p.d != CUDA {
-			panic("internal error: cluster barrier in " + p.d.String())
-		}
-		p.line("asm volatile(\"barrier.cluster.wait.aligned;\" ::: \"memory\");")
-	case *ClusterStore:
-		if p.d != CUDA {
-			panic("internal error: cluster store in " + p.d.String())
-		}
-		p.line("tempest_st_cluster(%s, %s, (%s)%s);", p.expr(s.Base, 0), p.expr(s.Idx, 0), p.typ(s.T), p.expr(s.Val, precUnary))
 	case *Return:
 		p.line("return;")
 	case *Comment:
@@ -616,11 +563,6 @@ func (p *printer) leaf(e Expr, outer int) string {
 			fn, d = "__shfl_up_sync", -d
 		}
 		return fmt.Sprintf("%s(0xffffffffu, %s, %d)", fn, p.expr(e.X, 0), d)
-	case *ClusterAddr:
-		if p.d != CUDA {
-			panic("internal error: cluster address in " + p.d.String())
-		}
-		return fmt.Sprintf("tempest_cluster_addr(smem, %s)", p.expr(e.Rank, 0))
 	case *Aligned:
 		if e.Bytes <= 0 || e.Bytes&(e.Bytes-1) != 0 {
 			panic(fmt.Sprintf("internal error: alignment of %d bytes", e.Bytes))

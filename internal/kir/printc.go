@@ -116,7 +116,7 @@ func (p *printer) cCast(e *Cast, outer int) string {
 
 // cKernel prints a kernel's body function and its entry point.
 func (p *printer) cKernel(k *Kernel) {
-	if k.DynShared != Void || k.Clustered() || k.Chained {
+	if k.DynShared != Void || k.Chained {
 		panic("internal error: GPU kernel " + k.Name + " printed as C for the host")
 	}
 	var params, slots []string

@@ -12,7 +12,6 @@ type GridDim struct {
 	Axis  int // the domain axis whose extent it divides; -1: the dimension is 1
 	By    int // cells per block along Axis (0 with Chunk)
 	Chunk bool
-	Times int // blocks per tile of By cells (a thread-block cluster's); 0 means 1
 	// Rim: the chunks give the planes near the axis's ends blocks of their own, RimLo and
 	// RimHi planes (plan.RimBlocks, N5DRimBlocks).
 	Rim          bool
@@ -20,7 +19,7 @@ type GridDim struct {
 }
 
 // Blocks is the launch's blocks along the dimension for tiles ceil(n/By).
-func (g GridDim) Blocks(tiles int) int { return tiles * max(g.Times, 1) }
+func (g GridDim) Blocks(tiles int) int { return tiles }
 
 // GridDims says, per grid dimension (x, y, z), how launch l's block count follows from the
 // domain's size under plan pl: host code written for every size (gen) computes the grid the
@@ -106,7 +105,7 @@ func n5dGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
 		if a == lay.X {
 			by *= lay.Tiles // a block holds Tiles tiles along x (shfl: one a warp)
 		}
-		div[d-1-a] = GridDim{Axis: a, By: by, Times: lay.Cluster[a]}
+		div[d-1-a] = GridDim{Axis: a, By: by}
 	}
 	lo, hi, rim := N5DRimBlocks(p, pl, l.Steps)
 	div[d-1] = GridDim{Axis: 0, Chunk: true, Rim: rim, RimLo: lo, RimHi: hi}

@@ -414,10 +414,9 @@ const (
 // N5DEdges says p's n5d blocks on the in-plane edges can run the edge loop under pl
 // (plan.Edges, n5dEdge): p has a loop without the rim's checks, and every grid's rim along
 // each in-plane axis is at least the reach, so cells outside the domain (whose clamped loads
-// hold any in-domain value) feed only rim cells, which keep their values; and pl does not
-// group blocks in clusters (which must run the same rounds).
+// hold any in-domain value) feed only rim cells, which keep their values.
 func N5DEdges(p *ir.Program, pl plan.Plan) bool {
-	if !n5dHasFastLoop(p) || pl.CX > 1 || (p.Dims() == 3 && pl.CY > 1) {
+	if !n5dHasFastLoop(p) {
 		return false
 	}
 	h := p.Reach()
@@ -455,7 +454,6 @@ func n5dKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, name
 	if err := b.prefetch(); err != nil {
 		return builtKernel{}, 0, err
 	}
-	b.clusterPushes()
 	if err := b.asyncRing(); err != nil {
 		return builtKernel{}, 0, err
 	}
@@ -546,7 +544,7 @@ type n5dPlanes struct {
 	offPlaneInPlane bool
 	tx              int  // threads along x
 	split           bool // a thread's cells lie in separate runs of a row (else side by side)
-	gx, rs, rowLen  int  // ghost places on either side of a clustered row, places per run, row length
+	rs, rowLen      int  // places per run, row length
 	tstride         []int
 	// plane is the words of one plane, pad the room for halo threads' reads on each side,
 	// stride the words from one plane to the next.
@@ -555,7 +553,7 @@ type n5dPlanes struct {
 
 // n5dPlanesOf lays out the shared planes of an n5d kernel with layout lay.
 func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
-	d, h, X, RX, RY, bsize, cd := lay.Dims, lay.Reach, lay.X, lay.RX, lay.RY, lay.BlockCells, lay.Cluster
+	d, h, X, RX, RY, bsize := lay.Dims, lay.Reach, lay.X, lay.RX, lay.RY, lay.BlockCells
 	shfl := pl.Shfl
 	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
 	inPlaneReads := map[*ir.Grid]bool{}
@@ -583,18 +581,8 @@ func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
 	// went).
 	TX := bsize[X] / RX
 	split := RX > 1 && !shfl && h[X] < 2 && !(d == 3 && offPlaneInPlane)
-	// A row clustered along x has gx ghost places on either side for the neighbours' cells
-	// (split: thread places in each run of RS words; side by side: cells). Ghost rows along y
-	// lie in the plane's pad.
-	gx := 0
-	if cd[X] > 1 {
-		gx = h[X]
-		if split {
-			gx = (h[X] + RX - 1) / RX
-		}
-	}
-	RS := TX + 2*gx
-	rowLen := bsize[X] + 2*gx
+	RS := TX
+	rowLen := bsize[X]
 	if split {
 		rowLen = RX * RS
 	}
@@ -627,6 +615,6 @@ func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
 	}
 	pad = (pad + 3) / 4 * 4
 	stride := plane + 2*pad // a shared plane with room for halo threads' reads on both sides
-	return n5dPlanes{inPlaneReads: inPlaneReads, offPlaneInPlane: offPlaneInPlane, tx: TX, split: split, gx: gx, rs: RS,
+	return n5dPlanes{inPlaneReads: inPlaneReads, offPlaneInPlane: offPlaneInPlane, tx: TX, split: split, rs: RS,
 		rowLen: rowLen, tstride: tstride, plane: plane, pad: pad, stride: stride}
 }

@@ -20,13 +20,12 @@ import (
 	"tempest/internal/testkit"
 )
 
-// emuPrelude lets a CUDA n5d kernel run as C++ on the CPU: every GPU thread of a cluster is
-// a coroutine (ucontext) that runs until its next barrier, block or cluster, and the next
-// phase starts when all of them have arrived (a cluster's blocks meet at the same barriers,
-// so one kind serves both; a thread that finished while others wait is reported, as that
-// would hang the GPU). The blocks' shared memory is bounds-checked and filled with NaN (an
-// output that depends on a word nobody wrote shows), and a store into another block's
-// shared memory is a plain store into that block's array (a cluster address is its rank).
+// emuPrelude lets a CUDA n5d kernel run as C++ on the CPU: every GPU thread of a block is a
+// coroutine (ucontext) that runs until its next barrier, and the next phase starts when all
+// of them have arrived (a thread that finished while others wait is reported, as that would
+// hang the GPU). The block's shared memory is bounds-checked and filled with NaN (an output
+// that depends on a word nobody wrote shows). The host code runs groups of blocks together
+// (all of size one now that no plan clusters blocks).
 const emuPrelude = `#include <ucontext.h>
 #include <vector>
 #include <cmath>
@@ -55,9 +54,6 @@ std::vector<ucontext_t> emu_ctx;
 int emu_cur;
 inline void emu_sync() { swapcontext(&emu_ctx[emu_cur], &emu_main); }
 inline void emu_block_sync() { emu_sync(); }
-inline void emu_cluster_sync() { emu_sync(); }
-inline unsigned tempest_cluster_addr(Smem, int rank) { return (unsigned)rank; }
-inline void tempest_st_cluster(unsigned b, int i, float v) { cl_smem[b][i] = v; }
 `
 
 // emuCXX is a C++ compiler, or "" when there is none.
@@ -72,49 +68,10 @@ func emuCXX() string {
 
 // emuSource makes a printed CUDA module C++ for emuPrelude.
 func emuSource(cu string) string {
-	if i := strings.Index(cu, "__device__ __forceinline__ unsigned tempest_cluster_addr"); i >= 0 {
-		cu = cu[:i] + cu[strings.Index(cu, "extern \"C\""):]
-	}
-	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");`, "emu_cluster_sync();")
-	// An arrive and its wait: the wait completes the barrier (nothing between them touches
-	// shared memory).
-	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");`, "")
-	cu = strings.ReplaceAll(cu, `asm volatile("barrier.cluster.wait.aligned;" ::: "memory");`, "emu_cluster_sync();")
 	cu = strings.ReplaceAll(cu, "__syncthreads();", "emu_block_sync();")
 	cu = strings.ReplaceAll(cu, "extern __shared__ float smem[];", "Smem smem = tl_smem;")
-	cu = regexp.MustCompile(`extern "C" __global__ void (__launch_bounds__\(\d+\) )?(__cluster_dims__\(\d+, \d+, \d+\) )?`).ReplaceAllString(cu, "void ")
+	cu = regexp.MustCompile(`extern "C" __global__ void (__launch_bounds__\(\d+\) )?`).ReplaceAllString(cu, "void ")
 	return strings.ReplaceAll(cu, "__restrict__", "")
-}
-
-// TestN5DClusterEmulated runs n5d kernels in thread-block clusters on the CPU (the printed
-// CUDA compiled as C++, emuPrelude) through the host's schedule of deep and shallow launches
-// and compares the result with the reference interpreter (tolerance 1e-4 relative, float):
-// the blocks of a cluster must find every cell their neighbours own in their ghost words, at
-// shapes with partial clusters and blocks wholly outside the domain. It needs a C++
-// compiler (skipped without one, and with -short).
-func TestN5DClusterEmulated(t *testing.T) {
-	testkit.LongTest(t) // compiles C++ for every case
-	cxx := emuCXX()
-	if cxx == "" {
-		t.Skip("no C++ compiler")
-	}
-	cases := []struct {
-		file, plan string
-		shape      []int
-		steps      int
-	}{
-		// split rows (rx=2, first order), pushes to the four sides, bt=3 plus a remainder
-		{"an5d/star3d1r", "n5d:bx=4,by=4,rx=2,bt=3,cx=2,cy=2,pf=2", []int{9, 30, 45}, 5},
-		// middle blocks with neighbours on both sides (cx=4), scalar accesses
-		{"an5d/star3d1r", "n5d:bx=4,by=4,bt=2,cx=4,cy=2,vec=1", []int{9, 21, 70}, 4},
-		// partial sums, corners, one barrier per level
-		{"an5d/box3d1r", "n5d:bx=8,by=4,bt=3,cx=2,cy=2,wave=false", []int{9, 33, 47}, 3},
-		// 2D, reach 2, cells side by side
-		{"an5d/box2d2r", "n5d:bx=16,rx=2,bt=2,cx=2", []int{12, 150}, 3},
-	}
-	for _, c := range cases {
-		emulateN5D(t, cxx, c.file, c.plan, 5, []emuRun{{c.shape, c.steps}}, nil)
-	}
 }
 
 // TestN5DFastLoopLoadsInside runs n5d kernels whose loop without the rim's checks loads its
@@ -239,10 +196,7 @@ func emulateN5D(t *testing.T, cxx, file, planText string, chunk int, runs []emuR
 		for i, la := range l.Launches {
 			for ; left >= la.Steps; left -= la.Steps {
 				k := l.Module.Kernels[i]
-				cl := k.Cluster
-				if !k.Clustered() {
-					cl = [3]int{1, 1, 1}
-				}
+				cl := [3]int{1, 1, 1}
 				fmt.Fprintf(&sched, "  launch(%s, {%d, %d, %d}, {%d, %d, %d}, {%d, %d, %d}, %d, %d);\n", k.Name,
 					la.Grid[0], la.Grid[1], la.Grid[2], la.Block[0], la.Block[1], la.Block[2], cl[0], cl[1], cl[2], la.Shared/4, la.Steps)
 			}

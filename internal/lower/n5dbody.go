@@ -15,15 +15,14 @@ import (
 // level only where it is active (the head and tail phases).
 func (b *n5dBuilder) bodyAt(r int, mode n5dMode, phased bool) []kir.Stmt {
 	c := &n5dCopy{b: b, r: r, mode: mode, phased: phased,
-		vec:         mode != n5dChecked && b.lay.VW > 1,
-		deferGlobal: b.lay.Clustered && b.wave && b.windows,
-		cur:         map[*ir.Grid][]kir.Expr{},
+		vec: mode != n5dChecked && b.lay.VW > 1,
+		cur: map[*ir.Grid][]kir.Expr{},
 	}
 	var loop []kir.Stmt
 	if !b.wave || b.ascend {
 		loop = append(loop, c.level0()...)
 		if b.windows && !b.wave {
-			loop = append(loop, &kir.Barrier{Cluster: b.lay.Clustered})
+			loop = append(loop, &kir.Barrier{})
 		}
 	}
 	for _, t := range b.levelOrder() {
@@ -33,13 +32,8 @@ func (b *n5dBuilder) bodyAt(r int, mode n5dMode, phased bool) []kir.Stmt {
 		if !b.ascend {
 			loop = append(loop, c.level0()...)
 		}
-		switch {
-		case c.deferGlobal:
-			loop = append(loop, &kir.ClusterArrive{})
-			loop = append(loop, c.late...)
-			loop = append(loop, &kir.ClusterWait{})
-		case b.windows:
-			loop = append(loop, &kir.Barrier{Cluster: b.lay.Clustered})
+		if b.windows {
+			loop = append(loop, &kir.Barrier{})
 		}
 	}
 	return loop
@@ -68,12 +62,6 @@ type n5dCopy struct {
 	phased bool
 	// vec: blocks of aligned rows without per-plane checks load and store vectors.
 	vec bool
-	// late is what clustered wave-order copies run between the arrive and the wait of
-	// their cluster barrier: the next plane's global loads and the deepest level's global
-	// stores. The arrive's release orders the memory accesses before it, which would make
-	// every plane wait for its prefetch and its stores to complete.
-	late        []kir.Stmt
-	deferGlobal bool
 	// cur holds each grid's newest plane value per cell of the level below the one being
 	// computed, for publishing and partial sums. In wave order the level below has not run
 	// yet in this copy: its values from the previous copy wait in the d_ registers.
@@ -103,9 +91,6 @@ func (c *n5dCopy) level0() []kir.Stmt {
 	b := c.b
 	var loop []kir.Stmt
 	loads := &loop
-	if c.deferGlobal {
-		loads = &c.late
-	}
 	vals := map[*ir.Grid][]kir.Expr{}
 	if b.D > 0 {
 		// Plane jr's group has landed once at most D-1 newer ones are in flight.
@@ -169,8 +154,7 @@ func (c *n5dCopy) fromRing(g *ir.Grid, loop *[]kir.Stmt) []kir.Expr {
 }
 
 // fromPrefetch declares (into loop) g's values of plane jr, taken from the prefetch
-// registers, and returns them; the loads of plane jr+PD into those registers go to loads
-// (loop, or the late statements of clustered wave order).
+// registers, and returns them; the loads of plane jr+PD into those registers go to loads.
 func (c *n5dCopy) fromPrefetch(g *ir.Grid, loop, loads *[]kir.Stmt) []kir.Expr {
 	b, VW := c.b, c.b.lay.VW
 	next := kir.Add(kir.Id("jr"), kir.I(b.PD))
@@ -250,7 +234,7 @@ func (c *n5dCopy) level(t int) []kir.Stmt {
 	lvl := []kir.Stmt{&kir.Decl{Name: lv.row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(b.L*t))}}
 	cells := lv.cells()
 	lvl = append(append(lvl, lv.shf...), cells...)
-	lvl, lateStores := lv.results(lvl)
+	lvl = lv.results(lvl)
 	for _, u := range b.p.Updates {
 		lvl = append(lvl, c.keepD(u.Grid, t, lv.next[u.Grid])...)
 	}
@@ -258,9 +242,6 @@ func (c *n5dCopy) level(t int) []kir.Stmt {
 		for g, v := range lv.next {
 			c.cur[g] = v
 		}
-	}
-	if len(lateStores) > 0 {
-		c.late = append(c.late, &kir.Block{Body: append([]kir.Stmt{lvl[0]}, lateStores...)})
 	}
 	var cond kir.Expr = &kir.BoolLit{V: true}
 	if c.phased {
@@ -276,7 +257,7 @@ func (c *n5dCopy) level(t int) []kir.Stmt {
 	}
 	out = append(out, &kir.Block{Body: lvl})
 	if t < b.bt && b.windows && !b.wave {
-		out = append(out, &kir.Barrier{Cluster: b.lay.Clustered})
+		out = append(out, &kir.Barrier{})
 	}
 	return out
 }
@@ -493,19 +474,18 @@ func (lv *n5dLevel) valid(i int, coords []kir.Expr) kir.Expr {
 	valid := and(ge(kir.Id(lv.row), kir.I(0)), lt(kir.Id(lv.row), kir.Id("n0")))
 	for a := 1; a < lay.Dims; a++ {
 		n := kir.Id(fmt.Sprintf("n%d", a))
-		li := lv.b.tileLocal(a, i)
+		li := lv.b.cellLocal(a, i)
 		valid = and(valid, and(ge(coords[a], kir.I(0)), lt(coords[a], n)))
 		if h := lay.Reach[a]; h > 0 {
-			valid = and(valid, and(ge(li, kir.I(h*lv.t)), lt(li, kir.I(lay.Cluster[a]*lay.BlockCells[a]-h*lv.t))))
+			valid = and(valid, and(ge(li, kir.I(h*lv.t)), lt(li, kir.I(lay.BlockCells[a]-h*lv.t))))
 		}
 	}
 	return valid
 }
 
 // results appends to lvl what becomes of the level's new values: level bt's are stored into
-// the output where this block owns them (into lateStores instead where global accesses are
-// deferred), the others' entered into the level's window.
-func (lv *n5dLevel) results(lvl []kir.Stmt) (_ []kir.Stmt, lateStores []kir.Stmt) {
+// the output where this block owns them, the others' entered into the level's window.
+func (lv *n5dLevel) results(lvl []kir.Stmt) []kir.Stmt {
 	b, c, VW := lv.b, lv.c, lv.b.lay.VW
 	for _, u := range b.p.Updates {
 		g := u.Grid
@@ -525,11 +505,6 @@ func (lv *n5dLevel) results(lvl []kir.Stmt) (_ []kir.Stmt, lateStores []kir.Stmt
 					st = &kir.VecStore{Vals: lv.next[g][i : i+VW], T: kir.FromIR(g.Type), Width: VW, Array: bufName(g, Out0), Idx: idx, Global: true}
 				}
 				cond := and(kir.Id(fmt.Sprintf("own_%d", i)), and(ge(kir.Id(lv.row), kir.Id("zb")), lt(kir.Id(lv.row), kir.Id("ze"))))
-				if c.deferGlobal {
-					// The condition implies the level is active (phased copies).
-					lateStores = append(lateStores, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
-					continue
-				}
 				lvl = append(lvl, &kir.If{Cond: cond, Then: []kir.Stmt{st}})
 				continue
 			}
@@ -537,5 +512,5 @@ func (lv *n5dLevel) results(lvl []kir.Stmt) (_ []kir.Stmt, lateStores []kir.Stmt
 			lvl = append(lvl, b.enter(w, lv.mrel, i, v)...)
 		}
 	}
-	return lvl, lateStores
+	return lvl
 }

@@ -33,11 +33,10 @@ type n5dBuilder struct {
 	em0              *emitter // addresses of global elements
 
 	// The tile geometry (coordinates): edgeAt is the block's place in edgesfirst's order,
-	// kc[a] its place in its cluster along a (clustered axes only), local[a] the thread's
-	// first cell in the block along a, col[a][i] cell i's coordinate along a (possibly
+	// local[a] the thread's first cell in the block along a, col[a][i] cell i's coordinate along a (possibly
 	// outside the domain) and ccol[a][i] the same clamped into the domain, for loads.
 	edgeAt    [3]kir.Expr
-	kc, local []kir.Expr
+	local     []kir.Expr
 	col, ccol [][]kir.Expr
 	// liveAt[t] says the thread's warp computes level t (plan.Shrink; nil: every warp does).
 	liveAt map[int]kir.Expr
@@ -62,7 +61,7 @@ type n5dBuilder struct {
 	// The storage (storage, asyncRing): ringWin is level 0's ring of shared planes that
 	// asynchronous copies fill (0: none), win each grid's and level's window, shElems and
 	// shared the shared memory in elements and bytes, PD the planes prefetched into registers,
-	// pushes[i] where a cluster's cell i goes besides its own word, D the planes copied ahead
+	// D the planes copied ahead
 	// asynchronously into rings of S slots, windows that other threads read shared planes
 	// (barriers), private that the copies have rings of their own (at ringBase, ringPlane
 	// elements a slot), edges that blocks on an in-plane edge run the edge loop (runCol its
@@ -71,7 +70,6 @@ type n5dBuilder struct {
 	win                          map[[2]int]*n5dWindow
 	shElems, shared              int
 	PD                           int
-	pushes                       [][]n5dPush
 	D, S                         int
 	windows, private, edges      bool
 	runCol                       map[int]kir.Expr
@@ -86,13 +84,6 @@ type n5dWindow struct {
 	sh    int        // element offset of its planes in smem
 	ring  int        // shared planes: 0, dbl (2: double-buffered, or U), the round or ringWin
 	every bool       // the ring holds every plane (the round or ringWin), not only the latest
-}
-
-// n5dPush is a ghost word of a neighbouring block of the cluster that a cell's published value
-// goes to, under a flag that holds for the threads within reach of that shared edge.
-type n5dPush struct {
-	flag, base string
-	shift      int // the cell's word in the neighbour's plane, from its own word
 }
 
 // newN5DBuilder starts p's n5d kernel name of bt steps under pl: its layout, its parameters
@@ -203,15 +194,11 @@ func (b *n5dBuilder) tileIdx(a int) kir.Expr {
 // tileLo is the first cell of the block's tile along in-plane axis a.
 func (b *n5dBuilder) tileLo(a int) kir.Expr {
 	lay := b.lay
-	if lay.Cluster[a] == 1 {
-		return kir.Bin("-", kir.Mul(b.tileIdx(a), kir.I(lay.Out[a])), kir.I(lay.Before[a]))
-	}
-	cl := kir.Bin("/", &kir.Builtin{D: kir.BlockIdx, Axis: lay.Dims - 1 - a}, kir.I(lay.Cluster[a]))
-	return kir.Add(kir.Bin("-", kir.Mul(cl, kir.I(lay.Out[a])), kir.I(lay.Before[a])), kir.Mul(b.kc[a], kir.I(lay.BlockCells[a])))
+	return kir.Bin("-", kir.Mul(b.tileIdx(a), kir.I(lay.Out[a])), kir.I(lay.Before[a]))
 }
 
 // coordinates declares the thread's place in the tile geometry: with edgesfirst the block's
-// place in the reordered launch (pre), the block's place in its cluster, and per in-plane axis
+// place in the reordered launch (pre), and per in-plane axis
 // the thread's first cell and its cells' columns, as they are and clamped, then its word in a
 // shared plane (tid).
 func (b *n5dBuilder) coordinates() {
@@ -219,12 +206,6 @@ func (b *n5dBuilder) coordinates() {
 	d, X, Y := lay.Dims, lay.X, lay.Y
 	if b.pl.EdgesFirst {
 		b.pre, b.edgeAt = edgesFirstBlocks(d)
-	}
-	b.kc = make([]kir.Expr, d)
-	for a := d - 1; a >= 1; a-- {
-		if lay.Cluster[a] > 1 {
-			b.kc[a] = b.decl(fmt.Sprintf("k%d", a), kir.I32, kir.Bin("%", &kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(lay.Cluster[a])))
-		}
 	}
 	// Cell i of the thread's RX cells along x: local coordinate lx + i, column cx_i; likewise
 	// its RY rows along y in 3D.
@@ -261,9 +242,9 @@ func (b *n5dBuilder) coordinates() {
 		}
 	}
 	// tid is the thread's word in a shared plane: its row and its place in the row's runs.
-	var tid kir.Expr = kir.Add(&kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(b.sp.gx))
+	var tid kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: 0}
 	if !b.sp.split {
-		tid = kir.Add(b.local[X], kir.I(b.sp.gx))
+		tid = b.local[X]
 	}
 	for a := X - 1; a >= 1; a-- {
 		tid = kir.Add(kir.Mul(b.local[a], kir.I(b.sp.tstride[a])), tid)
@@ -299,15 +280,6 @@ func (b *n5dBuilder) cellLocal(a, c int) kir.Expr {
 	return b.local[a]
 }
 
-// tileLocal is cell c's coordinate along a in the cluster's tile (cellLocal without
-// clusters).
-func (b *n5dBuilder) tileLocal(a, c int) kir.Expr {
-	if b.lay.Cluster[a] == 1 {
-		return b.cellLocal(a, c)
-	}
-	return kir.Add(kir.Mul(b.kc[a], kir.I(b.lay.BlockCells[a])), b.cellLocal(a, c))
-}
-
 // owners declares own_i: cell i's column is one this block stores.
 func (b *n5dBuilder) owners() {
 	lay := b.lay
@@ -316,7 +288,7 @@ func (b *n5dBuilder) owners() {
 		var o kir.Expr = &kir.BoolLit{V: true}
 		for a := 1; a < lay.Dims; a++ {
 			n := kir.Id(fmt.Sprintf("n%d", a))
-			li := b.tileLocal(a, i)
+			li := b.cellLocal(a, i)
 			o = and(o, and(and(ge(cell[a], kir.I(0)), lt(cell[a], n)), and(ge(li, kir.I(lay.Before[a])), lt(li, kir.I(lay.Before[a]+lay.Out[a])))))
 		}
 		b.decl(fmt.Sprintf("own_%d", i), kir.Bool, o)
@@ -603,88 +575,6 @@ func (b *n5dBuilder) prefetch() error {
 	return nil
 }
 
-// clusterPushes declares where each cell's published values go besides its own word
-// (pushes[i]): the ghost words of each neighbouring block of the cluster that reads the cell
-// (a direction e per clustered axis, diagonals only where some read is diagonal), under a flag
-// that holds for the threads within reach of that shared edge.
-func (b *n5dBuilder) clusterPushes() {
-	lay := b.lay
-	d, h, X, Y, RX, RY, cd, bsize := lay.Dims, lay.Reach, lay.X, lay.Y, lay.RX, lay.RY, lay.Cluster, lay.BlockCells
-	b.pushes = make([][]n5dPush, b.NC)
-	if !lay.Clustered || b.shElems == 0 {
-		return
-	}
-	var offs [][]int
-	for _, u := range b.p.Updates {
-		ir.WalkDeep(u.Value, func(e ir.Expr) {
-			if l, ok := e.(*ir.Load); ok && l.G.Update != nil && l.Layer == nil && nonzero(l.Off[1:]) {
-				offs = append(offs, l.Off)
-			}
-		})
-	}
-	axes := []int{X}
-	if d == 3 {
-		axes = []int{Y, X}
-	}
-	n := 0
-	for _, e := range b.pl.ClusterPushes(d, offs) {
-		// The neighbour's rank (x fastest) and where the cell lies in its plane.
-		var rank kir.Expr = kir.I(0)
-		shift := 0
-		for _, a := range axes {
-			if cd[a] == 1 {
-				continue
-			}
-			var ka kir.Expr = b.kc[a]
-			if e[a] != 0 {
-				ka = kir.Bin("%", kir.Add(b.kc[a], kir.I(e[a]+cd[a])), kir.I(cd[a]))
-			}
-			if a == X {
-				rank = kir.Add(rank, ka)
-			} else {
-				rank = kir.Add(rank, kir.Mul(ka, kir.I(cd[X])))
-			}
-			switch {
-			case a == X && b.sp.split:
-				shift -= e[a] * b.sp.tx
-			case a == X:
-				shift -= e[a] * bsize[X]
-			default:
-				shift -= e[a] * bsize[a] * b.sp.tstride[a]
-			}
-		}
-		base := fmt.Sprintf("rb_%d", n)
-		b.decl(base, kir.U32, &kir.ClusterAddr{Rank: rank})
-		for i := 0; i < b.NC; i++ {
-			var cond kir.Expr = &kir.BoolLit{V: true}
-			possible := true
-			for _, a := range axes {
-				if e[a] == 0 {
-					continue
-				}
-				lo, hi := b.cx(i), (b.sp.tx-1)*RX+b.cx(i)
-				if a != X {
-					lo, hi = b.cy(i), (lay.Block[d-1-a]-1)*RY+b.cy(i)
-				}
-				li := b.cellLocal(a, i)
-				if e[a] < 0 {
-					possible = possible && lo < h[a]
-					cond = and(cond, and(&kir.Binary{Op: ">", X: b.kc[a], Y: kir.I(0)}, lt(li, kir.I(h[a]))))
-				} else {
-					possible = possible && hi >= bsize[a]-h[a]
-					cond = and(cond, and(lt(b.kc[a], kir.I(cd[a]-1)), ge(li, kir.I(bsize[a]-h[a]))))
-				}
-			}
-			if possible {
-				flag := fmt.Sprintf("push_%d_%d", n, i)
-				b.decl(flag, kir.Bool, cond)
-				b.pushes[i] = append(b.pushes[i], n5dPush{flag: flag, base: base, shift: shift})
-			}
-		}
-		n++
-	}
-}
-
 // asyncRing settles the asynchronous copies, or says why the plan cannot have them, and lays
 // out their ring: instead of prefetch registers, a ring of S >= D+1 shared planes per state
 // grid (plan.N5DRing) that asynchronous copies fill D planes ahead. Plane first+x (first: the
@@ -705,9 +595,6 @@ func (b *n5dBuilder) asyncRing() error {
 	}
 	if b.D >= copies {
 		return fmt.Errorf("plan %s: async=%d copies further ahead than the %d planes of an unrolled round; use async=%d or less", pl, b.D, copies, copies-1)
-	}
-	if b.D > 0 && b.lay.Clustered {
-		return fmt.Errorf("plan %s: async and clusters (cx, cy) do not combine; give one of them", pl)
 	}
 	if b.D > 0 && b.PD > 1 {
 		return fmt.Errorf("plan %s: async replaces the register prefetch; give pf or async, not both", pl)
@@ -874,16 +761,10 @@ func (b *n5dBuilder) smemAt(w *n5dWindow, slot, i int, off []int) kir.Expr {
 	return kir.At("smem", kir.Add(kir.Id("tid"), kir.I(b.smemWord(w, slot, i, off))))
 }
 
-// publish stores cell i's value v of a level into its word of a window's slot and, in a
-// cluster, into the ghost words of the neighbouring blocks that read it (pushes[i]).
+// publish stores cell i's value v of a level into its word of a window's slot.
 func (b *n5dBuilder) publish(w *n5dWindow, slot, i int, v kir.Expr) []kir.Stmt {
 	word := b.smemWord(w, slot, i, nil)
-	out := []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.Id("tid"), kir.I(word))), v)}
-	for _, ps := range b.pushes[i] {
-		st := &kir.ClusterStore{Base: kir.Id(ps.base), Idx: kir.Add(kir.Id("tid"), kir.I(word+ps.shift)), T: kir.FromIR(b.shType), Val: v}
-		out = append(out, &kir.If{Cond: kir.Id(ps.flag), Then: []kir.Stmt{st}})
-	}
-	return out
+	return []kir.Stmt{kir.Set(kir.At("smem", kir.Add(kir.Id("tid"), kir.I(word))), v)}
 }
 
 // inThread says a read at l's in-plane offset from cell i lands on the thread's own cell
@@ -905,8 +786,7 @@ func (b *n5dBuilder) inThread(l *ir.Load, i int) (int, bool) {
 // readCells settles read[i]: another thread reads cell i of a state grid's shared plane.
 // Where the levels keep register queues, a thread reads its own cells from registers, so a
 // cell no neighbour reaches is never published: with rx = 4 and reach 1 along x, the two
-// middle cells of a 2D thread (half its shared stores). In a cluster every cell is
-// published, as its pushes to the neighbours' ghost words are (pushes exist only there).
+// middle cells of a 2D thread (half its shared stores).
 func (b *n5dBuilder) readCells() {
 	X, Y, RX, RY := b.lay.X, b.lay.Y, b.lay.RX, b.lay.RY
 	b.read = make([]bool, b.NC)
@@ -927,9 +807,6 @@ func (b *n5dBuilder) readCells() {
 				b.read[ty*RX+mod(b.cx(i)+l.Off[X], RX)] = true
 			}
 		})
-	}
-	for i := range b.read {
-		b.read[i] = b.read[i] || b.lay.Clustered
 	}
 }
 
@@ -1052,12 +929,6 @@ func (b *n5dBuilder) loops() {
 			rim[a] = max(rim[a], u.Grid.Rim[a])
 		}
 	}
-	if b.lay.Clustered && b.shElems > 0 {
-		// Every block of the cluster must have started before any stores into its shared
-		// memory. (Blocks of a cluster may take different branches below: each runs the same
-		// rounds, so they meet at the same cluster barriers.)
-		b.body = append(b.body, &kir.Barrier{Cluster: true})
-	}
 	// The planes a chunk keeps from the streaming axis's ends to run without the rim's checks.
 	fastLo, fastHi := n5dRimMargins(p, pl, bt)
 	if n5dHasFastLoop(p) { // nonzero(rim) && !guard
@@ -1101,19 +972,13 @@ func (b *n5dBuilder) chain() {
 	b.k.Chained = true
 }
 
-// launch finishes the kernel (its statements, dynamic shared memory and clusters) and its
-// launch over the domain.
+// launch finishes the kernel (its statements and dynamic shared memory) and its launch over
+// the domain.
 func (b *n5dBuilder) launch() builtKernel {
-	k, lay, d := b.k, b.lay, b.lay.Dims
+	k, lay := b.k, b.lay
 	k.Body = append(append(b.sizes, b.pre...), b.body...)
 	if b.shElems > 0 {
 		k.DynShared = kir.FromIR(b.shType)
-	}
-	if lay.Clustered {
-		k.Cluster = [3]int{1, 1, 1}
-		for a := 1; a < d; a++ {
-			k.Cluster[d-1-a] = lay.Cluster[a]
-		}
 	}
 	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain}}
 }

@@ -23,19 +23,15 @@ type N5DLayout struct {
 	// Tiles is the number of tiles a block holds along x: with shfl each warp is a tile of its
 	// own, exchanging x neighbours through shuffles; otherwise 1.
 	Tiles int
-	// Cluster is, per in-plane axis, the blocks of a thread-block cluster that together form
-	// one tile (1 elsewhere); Clustered says any axis has more than one.
-	Cluster   []int
-	Clustered bool
 	// BlockCells are one block's cells along each in-plane axis (axis 0: 1); Before and Out
-	// split a cluster's tile into the halo cells before the outputs and the outputs.
+	// split a block's tile into the halo cells before the outputs and the outputs.
 	BlockCells, Before, Out []int
 	// VW is the elements of one vector access along x (at most 16 bytes).
 	VW int
 }
 
 // N5DLayoutOf is the layout of p's n5d kernel of bt steps under pl (validated by lowerN5D:
-// clusters only on sm_90 paths, shfl only in 2D with whole warps).
+// shfl only in 2D with whole warps).
 func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 	d := p.Dims()
 	l := N5DLayout{Dims: d, Reach: p.Reach(), Steps: bt, X: d - 1, Y: d - 2, RX: max(pl.RX, 1), RY: 1}
@@ -47,15 +43,6 @@ func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 	if d == 3 {
 		l.Block[1] = pl.BY
 	}
-	l.Cluster = make([]int, d)
-	for a := range l.Cluster {
-		l.Cluster[a] = 1
-	}
-	l.Cluster[l.X] = max(pl.CX, 1)
-	if d == 3 {
-		l.Cluster[l.Y] = max(pl.CY, 1)
-	}
-	l.Clustered = l.Cluster[l.X]*l.Cluster[l.Y] > 1
 	l.BlockCells, l.Before, l.Out = make([]int, d), make([]int, d), make([]int, d)
 	l.BlockCells[0] = 1
 	// Along x the outputs start at a multiple of rx (2 or 4, unless vec=1) and are a multiple
@@ -73,18 +60,18 @@ func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 		if a == l.Y {
 			l.BlockCells[a] *= l.RY
 		}
-		l.Before[a], l.Out[a] = pl.N5DTile(l.Cluster[a]*l.BlockCells[a], l.Reach[a], bt, a == l.X)
+		l.Before[a], l.Out[a] = pl.N5DTile(l.BlockCells[a], l.Reach[a], bt, a == l.X)
 		if l.Out[a] < 1 {
-			return l, fmt.Errorf("plan %s: a tile of %d cells along %s leaves nothing after %d steps of reach %d", pl, l.Cluster[a]*l.BlockCells[a], p.Axes[a], bt, l.Reach[a])
+			return l, fmt.Errorf("plan %s: a tile of %d cells along %s leaves nothing after %d steps of reach %d", pl, l.BlockCells[a], p.Axes[a], bt, l.Reach[a])
 		}
 	}
 	return l, nil
 }
 
-// Blocks is the number of blocks along in-plane axis a of a domain n cells long: a cluster's
-// blocks share one tile of Out outputs, and a block holds Tiles tiles along x.
+// Blocks is the number of blocks along in-plane axis a of a domain n cells long: a tile has
+// Out outputs, and a block holds Tiles tiles along x.
 func (l N5DLayout) Blocks(a, n int) int {
-	b := ceilDiv(n, l.Out[a]) * l.Cluster[a]
+	b := ceilDiv(n, l.Out[a])
 	if a == l.X {
 		b = ceilDiv(b, l.Tiles)
 	}

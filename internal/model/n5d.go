@@ -106,16 +106,6 @@ type N5DCalibration struct {
 	RegBase, RegPerQueue, RegPerAcc, RegScale float64
 	// SpillCost is instructions per thread and level per register beyond a maxregs cap or 255.
 	SpillCost float64
-	// ClusterBarrier is the cycles a cluster barrier (plans with cx or cy > 1) adds to a
-	// block barrier's latency: arrival travels between multiprocessors. PushCost is the
-	// instructions per thread, level and push slot (a cell that may lie along an edge the
-	// block shares with a neighbour of its cluster, for each neighbour that reads it): the
-	// flag test and the store into the neighbour's shared memory. ClusterBarrier was set to
-	// the H100's j3d27pt at 16 x 32 threads, rx=2, bt=2 in pairs along y (2026-11-25,
-	// docs/performance.md): a barrier whose arrive releases the
-	// plane's outstanding global loads and stores, measured before those moved past the
-	// arrive. PushCost is nominal.
-	ClusterBarrier, PushCost float64
 	// AsyncPlane is instructions per thread and plane that asynchronous copies (async) add:
 	// the wait, the commit and the ring's shared addresses. Nominal, not yet fitted: no async
 	// plan had been measured when it was set.
@@ -137,8 +127,7 @@ var N5DCal = N5DCalibration{
 	AssocChain:   0.5259, FMALatency: 4,
 	Smooth:  3.015,
 	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.413,
-	SpillCost:      0.37,
-	ClusterBarrier: 1000, PushCost: 2,
+	SpillCost:  0.37,
 	AsyncPlane: 4,
 }
 
@@ -330,46 +319,6 @@ func n5dGeometryOf(p *ir.Program, f *n5dFacts, pl plan.Plan, shape []int, b int)
 	return g, nil
 }
 
-// n5dPushes is, for a plan in clusters, the neighbouring blocks a block stores cells into
-// (dirs: one per side, and per corner where some read is diagonal) and the push slots per
-// thread: its cells that may lie within reach of such an edge, once per neighbour (the
-// lowering's static test; which threads take them is decided at run time).
-func n5dPushes(f *n5dFacts, pl plan.Plan) (dirs, slots int) {
-	cx, cy := pl.Cluster()
-	if cx*cy == 1 || pl.Shfl {
-		return 0, 0
-	}
-	rx, ry := n5dTile(f, pl)
-	X, Y := f.d-1, f.d-2
-	axes := []int{X}
-	if f.d == 3 {
-		axes = []int{Y, X}
-	}
-	var reads [][]int
-	for _, r := range f.reads {
-		reads = append(reads, r[1:])
-	}
-	for _, e := range pl.ClusterPushes(f.d, reads) {
-		dirs++
-		for c := 0; c < rx*ry; c++ {
-			ok := true
-			for _, a := range axes {
-				i, n, h := c%rx, rx, f.reach[a]
-				if a == Y {
-					i, n = c/rx, ry
-				}
-				if (e[a] < 0 && i >= h) || (e[a] > 0 && i < n-h) {
-					ok = false
-				}
-			}
-			if ok {
-				slots++
-			}
-		}
-	}
-	return dirs, slots
-}
-
 // n5dTile is the cells a thread computes along x and y (ry in 3D only).
 func n5dTile(f *n5dFacts, pl plan.Plan) (rx, ry int) {
 	rx, ry = max(pl.RX, 1), 1
@@ -463,8 +412,6 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	reads := float64(f.sharedReads(rx, ry))
 	cells := float64(rx * ry * f.nState)
 	regs := n5dPlanRegisters(f, pl, b, c)
-	dirs, slots := n5dPushes(f, pl)
-	regs += 2*dirs + slots // a neighbour's address and the push flags
 	spill := 0.0
 	if limit := 255; regs > limit || (pl.MaxRegs > 0 && regs > pl.MaxRegs) {
 		if pl.MaxRegs > 0 {
@@ -491,7 +438,6 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	stores *= g.live
 	other := float64(b)*(reads+cells*c.Overhead+float64(f.globalRds)*cells+spill)*g.live + // levels 1..b
 		stores + barriers + // shared stores and barriers of levels 0..b-1
-		float64(b*slots*f.nState)*c.PushCost + // pushes into the cluster's neighbours
 		2*cells + c.PlaneOverhead // global load and store
 	ring := 0.0
 	switch {
@@ -537,10 +483,6 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		// The last plane's part is a chain of multiply-adds over its in-plane points, then
 		// the addition to its accumulator.
 		level += c.AssocChain + c.FMALatency*(math.Pow(float64(f.U), float64(f.d-1))+1)
-	}
-	if dirs > 0 {
-		// Each of the plane's barriers waits for the cluster: spread over its b levels.
-		level += barriers * c.ClusterBarrier / float64(b)
 	}
 	alone := math.Max(float64(b)*level, Z)
 	// (Wave order still pays each level's latency in this term: with the levels no longer
@@ -595,9 +537,6 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 func n5dSharedBytes(f *n5dFacts, pl plan.Plan, b int) int {
 	rx, ry := n5dTile(f, pl)
 	row := pl.BX * rx
-	if cx, _ := pl.Cluster(); cx > 1 {
-		row += 2 * f.reach[f.d-1] // ghost cells of the neighbours along x
-	}
 	if f.d == 3 && rx > 1 && pl.BX < 32 && 32%pl.BX == 0 {
 		// Rows split by cell start pl.BX banks apart (see lower's n5d kernel).
 		for n := 0; n < 32 && (ry*row)%32 != pl.BX; n++ {

@@ -67,8 +67,6 @@ var blockSizes = upTo(1, 0, "block sizes must be at least 1")
 var (
 	n5dOnly     = []string{N5D}
 	inplaneOnly = []string{InPlane}
-	// clusterDims is the range of n5d's cluster dimensions cx and cy.
-	clusterDims = upTo(0, 8, "the cluster dimensions cx and cy must be 1..8")
 	// registerTile is the range of each side of inplane's register tile (its area is
 	// inplaneCheck's).
 	registerTile = upTo(1, 32, "the register tile rx x ry must be 1..32 outputs")
@@ -96,8 +94,6 @@ var Params = []param{
 		valid: &valid{oneOf: []int{0, 1}, says: "n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)"}},
 	{key: "async", parse: n5dOnly, num: func(p *Plan) *int { return &p.Async },
 		valid: upTo(0, 8, "async, the planes n5d copies ahead into shared memory, must be 0 (off) to 8")},
-	{key: "cx", parse: n5dOnly, num: func(p *Plan) *int { return &p.CX }, show: func(p Plan) bool { return p.CX > 1 }, least: 1, valid: clusterDims},
-	{key: "cy", parse: n5dOnly, num: func(p *Plan) *int { return &p.CY }, show: func(p Plan) bool { return p.CY > 1 }, least: 1, valid: clusterDims},
 	{key: "unroll", parse: n5dOnly, num: func(p *Plan) *int { return &p.Unroll }},
 	{key: "phased", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Phased }},
 	{key: "rimcut", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.RimCut }},

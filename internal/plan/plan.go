@@ -57,12 +57,6 @@ type Plan struct {
 	// Prefetch is how many planes ahead n5d loads its input (0 or 1: the next plane). Deeper
 	// prefetches keep more loads in flight per thread, at pf registers per cell.
 	Prefetch int
-	// CX, CY group n5d blocks into thread-block clusters of CX x CY blocks along x and y
-	// (CUDA sm_90 and newer; 0 or 1: no cluster). The blocks of a cluster take adjacent tiles
-	// and exchange the cells along their shared edges through distributed shared memory, so
-	// the cluster's tiles behave like one tile whose redundant halo is paid only at the
-	// cluster's outer edges.
-	CX, CY int
 	// Async is how many planes ahead n5d copies its input into a ring of shared planes with
 	// asynchronous copies (cp.async, CUDA on sm_80 and later), instead of loading them into
 	// prefetch registers (0: off). The registers it frees let wider tiles and deeper temporal
@@ -109,7 +103,7 @@ type Plan struct {
 	// blocks whose warps cover whole rows of a 3D tile the rows near its edges are idle
 	// at the deeper levels instead of computing values that are never stored. Levels with a
 	// dead warp run under a warp-uniform condition; blocks whose warps all feed every level
-	// are unchanged. Not with shfl or clusters.
+	// are unchanged. Not with shfl.
 	Shrink bool
 	// Ascend runs wave order's levels lowest first, each only R planes behind the level below
 	// (R the reach along the streaming axis) instead of R+1, for stars: programs whose in-plane
@@ -118,20 +112,20 @@ type Plan struct {
 	// it R planes later, still with one barrier per plane; its register queue is read right
 	// after the level below wrote the newest plane, so 2R of its 2R+1 planes stay live between
 	// planes instead of all of them (rx x ry x bt registers fewer), and the chunk's warm-up is
-	// bt planes shorter. Needs wave; not with shfl or clusters.
+	// bt planes shorter. Needs wave; not with shfl.
 	Ascend bool
 	// Edges runs the n5d blocks on the in-plane edges of the domain whose planes lie inside
 	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
 	// checks, on clamped columns, with a select that keeps each rim column's value, instead of
 	// the loop that checks every cell and plane. Only where every rim is as wide as the reach
-	// (lower.N5DEdges); not with clusters.
+	// (lower.N5DEdges).
 	Edges bool
 	// EdgesFirst launches the n5d blocks of the tiles on the in-plane edges first, then the
 	// others in the usual order: the edge tiles run the loop with the rim's checks (or the
 	// edge loop), the slowest per plane, and launched where the raster order puts them the last
 	// of them finish long after the rest (longest first is the classic cure for such a tail).
 	// It paid on most 2D stencils and lost in 3D, so it is the tuner's to choose. Not with
-	// clusters (a cluster's blocks take adjacent tiles) or shfl (a block holds several tiles).
+	// shfl (a block holds several tiles).
 	EdgesFirst bool
 	// ConstSize compiles the n5d kernels for the run's size: the sizes are constants of the
 	// kernel text instead of arguments, so that the compiler folds the index arithmetic of
@@ -164,7 +158,7 @@ type Plan struct {
 	// Its kernels take their input without __restrict__, so that the compiler keeps the reads
 	// off the non-coherent read-only path (the input is written while they run). It pays on
 	// some plans and costs others, so it is a plan setting, which the tuner's last step
-	// measures. Not with clusters.
+	// measures.
 	Chain bool
 }
 
@@ -210,8 +204,6 @@ func (pl Plan) N5DLag(R int) int {
 	return R
 }
 
-// Cluster is the plan's cluster dimensions along x and y (1 where unset).
-func (pl Plan) Cluster() (cx, cy int) { return max(pl.CX, 1), max(pl.CY, 1) }
 
 // Default gives a strategy's default parameters for a program (Registry).
 func Default(strategy string, p *ir.Program) (Plan, error) {
@@ -296,8 +288,7 @@ func wideRead(p *ir.Program) *ir.Grid {
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
 	r := p.Reach()
-	cx, cy := pl.Cluster()
-	block := []int{pl.TileX() * max(pl.RX, 1) * cx, pl.BY * max(pl.RY, 1) * cy}
+	block := []int{pl.TileX() * max(pl.RX, 1), pl.BY * max(pl.RY, 1)}
 	for a := 1; a < len(r); a++ {
 		b := block[len(r)-1-a]
 		if r[a] == 0 {
@@ -506,9 +497,6 @@ type Limits struct {
 	MaxSharedPerBlock  int // the opt-in maximum
 	// NoShuffle says the backend generates no warp shuffles (Tempest emits them for CUDA).
 	NoShuffle bool
-	// NoClusters says the device has no thread-block clusters with distributed shared memory
-	// (they need CUDA on sm_90 or newer).
-	NoClusters bool
 	// NoAsync says the backend generates no asynchronous copies (Tempest emits them for CUDA).
 	NoAsync bool
 	// NoChain says the backend has no programmatic dependent launches (CUDA, sm_90 and newer).
@@ -626,36 +614,22 @@ func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
 	if pl.RimBlocks && pl.RimCut {
 		return fmt.Errorf("plan %s: rimblocks and rimcut both take the planes near the streaming axis's rim out of the other planes' loop (as blocks of their own, or as pieces of a block); keep one", pl)
 	}
-	if cx, cy := pl.Cluster(); pl.EdgesFirst && (pl.Shfl || cx*cy > 1) {
-		return fmt.Errorf("plan %s: edgesfirst reorders whole tiles, one per block; drop it with shfl or clusters (cx, cy), whose blocks share tiles", pl)
+	if pl.EdgesFirst && pl.Shfl {
+		return fmt.Errorf("plan %s: edgesfirst reorders whole tiles, one per block; drop it with shfl, whose blocks hold several tiles", pl)
 	}
-	if cx, cy := pl.Cluster(); pl.Shrink && (pl.Shfl || cx*cy > 1) {
-		return fmt.Errorf("plan %s: shrink skips the warps outside a level's part of one tile; drop it with shfl or clusters (cx, cy), whose tiles are a warp or several blocks", pl)
+	if pl.Shrink && pl.Shfl {
+		return fmt.Errorf("plan %s: shrink skips the warps outside a level's part of one tile; drop it with shfl, whose tiles are a warp", pl)
 	}
 	if pl.Ascend && !pl.Wave {
 		return fmt.Errorf("plan %s: ascend changes wave order's levels (one barrier per plane); without wave the levels already run lowest first, a barrier each: add wave=true or drop ascend", pl)
 	}
-	if cx, cy := pl.Cluster(); pl.Ascend && (pl.Shfl || cx*cy > 1) {
-		return fmt.Errorf("plan %s: ascend orders the levels around shared planes of one block; drop it with shfl or clusters (cx, cy)", pl)
-	}
-	if cx, cy := pl.Cluster(); pl.Chain && cx*cy > 1 {
-		return fmt.Errorf("plan %s: chain waits for the neighbouring blocks of the launch before, one per tile; drop it with clusters (cx, cy)", pl)
+	if pl.Ascend && pl.Shfl {
+		return fmt.Errorf("plan %s: ascend orders the levels around shared planes of one block; drop it with shfl", pl)
 	}
 	if pl.Chain && (lim.NoChain || lim.SM > 0 && lim.SM < 90) {
 		return fmt.Errorf("plan %s: chained launches (chain=true) need CUDA on sm_90 or newer; drop chain on this device", pl)
 	}
-	if cx, cy := pl.Cluster(); cx*cy > 1 {
-		switch {
-		case cx*cy > 8:
-			return fmt.Errorf("plan %s: a cluster of %d x %d blocks exceeds the 8 blocks a portable cluster may hold", pl, cx, cy)
-		case cy > 1 && d != 3:
-			return fmt.Errorf("plan %s: cy clusters blocks along y, which a 2D n5d block does not tile; use cx", pl)
-		case pl.Shfl:
-			return fmt.Errorf("plan %s: shfl tiles have no shared memory to exchange through clusters; drop cx and cy or shfl", pl)
-		case lim.NoClusters:
-			return fmt.Errorf("plan %s: thread-block clusters (cx, cy) need CUDA on sm_90 or newer; drop cx and cy on this device", pl)
-		}
-	}
+
 	return nil
 }
 
@@ -667,10 +641,9 @@ func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
 // lies in that region computes values no output uses. Where a warp covers whole rows of the
 // tile, the rows near its edges are such warps at the deeper levels. A level whose live
 // warps have holes gets the range around them. ok is false where no level has a dead warp,
-// or where warps do not map to tiles so (shfl, clusters).
+// or where warps do not map to tiles so (shfl).
 func (pl Plan) N5DLiveWarps(d int, h []int, bt int) (live [][2]int, ok bool) {
-	cx, cy := pl.Cluster()
-	if pl.Shfl || cx*cy > 1 || d < 2 || bt < 1 {
+	if pl.Shfl || d < 2 || bt < 1 {
 		return nil, false
 	}
 	X, Y := d-1, d-2

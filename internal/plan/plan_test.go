@@ -152,36 +152,24 @@ func TestN5DVec(t *testing.T) {
 	}
 }
 
-// TestN5DClusters checks where thread-block clusters are accepted (cx in 2D and 3D, cy in 3D,
-// at most 8 blocks, not with shfl, only where the device has them), that the plan prints
-// back to itself, and that FitBT sizes the temporal block by the cluster's tile.
-func TestN5DClusters(t *testing.T) {
+// TestEdgesFirstTiles checks where edgesfirst is accepted (tiles one per block) and that
+// thread-block clusters (cx, cy), removed as a measured loss, are refused as unknown keys.
+func TestEdgesFirstTiles(t *testing.T) {
 	load2 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
 	load3 := "axes z, y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1] + u[z+1]\n"
 	for _, c := range []struct {
-		src, plan  string
-		noClusters bool
-		err        string
+		src, plan string
+		err       string
 	}{
-		{load3, "n5d:bx=16,by=32,rx=2,cx=2,cy=2", false, ""},
-		{load3, "n5d:bx=16,by=16,cx=4,cy=2", false, ""},
-		{load2, "n5d:bx=128,rx=2,cx=2", false, ""},
-		{load2, "n5d:bx=128,cy=2", false, "2D n5d block"},
-		{load3, "n5d:bx=16,by=16,cx=4,cy=4", false, "8 blocks"},
-		{load3, "n5d:bx=16,by=16,cx=9", false, "1..8"},
-		{load2, "n5d:bx=64,shfl=true,cx=2", false, "drop cx and cy or shfl"},
-		{load3, "n5d:bx=16,by=32,cx=2,cy=2", true, "sm_90"},
-		{load3, "n5d:bx=16,by=32,cx=1,cy=1", true, ""},
-		{load3, "n5d:bx=16,by=32,rx=2,edgesfirst=true", false, ""},
-		{load2, "n5d:bx=128,rx=2,edges=true,edgesfirst=true", false, ""},
-		{load3, "n5d:bx=16,by=32,cy=2,edgesfirst=true", false, "edgesfirst reorders whole tiles"},
-		{load2, "n5d:bx=64,shfl=true,edgesfirst=true", false, "edgesfirst reorders whole tiles"},
+		{load3, "n5d:bx=16,by=32,rx=2,edgesfirst=true", ""},
+		{load2, "n5d:bx=128,rx=2,edges=true,edgesfirst=true", ""},
+		{load2, "n5d:bx=64,shfl=true,edgesfirst=true", "edgesfirst reorders whole tiles"},
 	} {
 		p, pl := testkit.Parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back.String() != pl.String() {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
-		err := pl.Validate(p, plan.Limits{NoClusters: c.noClusters}, 0)
+		err := pl.Validate(p, plan.Limits{}, 0)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%s: %v", c.plan, err)
@@ -193,14 +181,9 @@ func TestN5DClusters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 8 rows: a block alone leaves output for bt <= 3; two along y (16 rows) for bt <= 7.
-	for _, c := range []struct {
-		plan string
-		bt   int
-	}{{"n5d:bx=8,by=8,bt=8", 3}, {"n5d:bx=8,by=8,bt=8,cx=2", 3}, {"n5d:bx=8,by=8,bt=8,cx=2,cy=2", 7}} {
-		pl, _ := plan.Parse(c.plan, p)
-		if err := pl.FitBT(p); err != nil || pl.BT != c.bt {
-			t.Errorf("FitBT %s: bt=%d, %v; want %d", c.plan, pl.BT, err, c.bt)
+	for _, text := range []string{"n5d:bx=16,by=32,cx=2", "n5d:bx=16,by=32,cy=2"} {
+		if _, err := plan.Parse(text, p); err == nil {
+			t.Errorf("%s: accepted; clusters are no plan setting", text)
 		}
 	}
 }
@@ -316,7 +299,7 @@ func TestN5DRounds(t *testing.T) {
 // TestN5DLiveWarps: the warps each level of an n5d block computes (plan.Shrink). Whole-row
 // warps of a 3D tile lose a row of warps on each side as the halo shrinks past it; warps of
 // several rows only where the shrink spans them; 2D warps only where a level's halo is a
-// warp wide; clusters and shfl tiles never.
+// warp wide; shfl tiles never.
 func TestN5DLiveWarps(t *testing.T) {
 	for _, c := range []struct {
 		example, plan string
@@ -334,7 +317,6 @@ func TestN5DLiveWarps(t *testing.T) {
 		{"an5d/j2d5pt", "n5d:bx=128,bt=10,rx=2", nil},
 		// 96 cells of reach 4 at depth 8: level 8 needs cells 32 .. 63, the middle warp.
 		{"an5d/star2d4r", "n5d:bx=96,bt=8", [][2]int{{0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {1, 1}}},
-		{"an5d/star3d1r", "n5d:bx=32,by=12,bt=4,rx=2,ry=2,cy=2", nil},
 		{"an5d/star2d4r", "n5d:bx=96,bt=8,shfl=true", nil},
 	} {
 		p, pl := testkit.ExampleParsed(t, c.example, c.plan)
@@ -351,7 +333,7 @@ func TestN5DLiveWarps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, text := range []string{"n5d:bx=64,bt=4,shfl=true,shrink=true", "n5d:bx=64,bt=4,cx=2,shrink=true"} {
+	for _, text := range []string{"n5d:bx=64,bt=4,shfl=true,shrink=true"} {
 		pl, err := plan.Parse(text, p)
 		if err == nil {
 			err = pl.Validate(p, plan.Limits{}, 0)
@@ -364,7 +346,7 @@ func TestN5DLiveWarps(t *testing.T) {
 
 // TestN5DAscend: levels lowest first lag R planes and need a ring of at least R+1 shared
 // planes that divides the round; the switch round-trips through the plan's text, and is
-// refused without wave, with shfl and with clusters.
+// refused without wave and with shfl.
 func TestN5DAscend(t *testing.T) {
 	cases := []struct {
 		plan      string
@@ -407,7 +389,7 @@ func TestN5DAscend(t *testing.T) {
 			t.Errorf("%s: %s does not read back (%v)", c.plan, pl, err)
 		}
 	}
-	for _, text := range []string{"n5d:bx=64,bt=4,wave=false,ascend=true", "n5d:bx=64,bt=4,wave=true,shfl=true,ascend=true", "n5d:bx=64,bt=4,wave=true,cx=2,ascend=true"} {
+	for _, text := range []string{"n5d:bx=64,bt=4,wave=false,ascend=true", "n5d:bx=64,bt=4,wave=true,shfl=true,ascend=true"} {
 		pl, err := plan.Parse(text, p)
 		if err == nil {
 			err = pl.Validate(p, plan.Limits{}, 0)
@@ -462,12 +444,11 @@ func TestConstSize(t *testing.T) {
 		[]string{"tiled:bx=32,by=8,constsize=true"})
 }
 
-// TestChain checks that chain reads back and is refused with clusters and on devices without
-// programmatic dependent launches.
+// TestChain checks that chain reads back and is refused on devices without programmatic
+// dependent launches.
 func TestChain(t *testing.T) {
 	checkSwitchPlan(t, "an5d/star2d1r", "chain", "n5d:bx=128,bt=10,rx=2,wave=true,pf=3,rimblocks=true,edgesfirst=true,chunk=512,fastmath=true,chain=true",
-		func(pl plan.Plan) bool { return pl.Chain },
-		[]string{"n5d:bx=64,bt=4,rx=2,wave=true,cx=2,chain=true"})
+		func(pl plan.Plan) bool { return pl.Chain }, nil)
 	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -250,39 +250,6 @@ func TestRankAN5DSpaceOnH100(t *testing.T) {
 	}
 }
 
-// TestEnumerateClusters: the n5d spaces try thread-block clusters only as n5dClusters lists
-// (none since they measured slower): 2 x 2 clusters of the 16 x 32 two-cell 3D blocks, none
-// in 2D. A device without clusters prunes them with the reason.
-func TestEnumerateClusters(t *testing.T) {
-	for _, c := range []struct {
-		stencil string
-		shape   []int
-		want    bool
-	}{{"star3d1r", []int{514, 514, 514}, len(n5dClusters) > 0}, {"j2d5pt", []int{16386, 16386}, false}} {
-		p, err := load.File("../../examples/an5d/"+c.stencil+".stencil", load.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, pl := range Enumerate(p, c.shape, []string{"n5d"}, true) {
-			cx, cy := pl.Cluster()
-			if cx*cy == 1 {
-				continue
-			}
-			n++
-			if cx != 2 || cy != 2 || pl.BX != 16 || pl.BY != 32 || pl.RX != 2 {
-				t.Errorf("%s: unexpected cluster plan %s", c.stencil, pl)
-			}
-			if err := pl.Validate(p, plan.Limits{NoClusters: true}, 0); err == nil || !strings.Contains(err.Error(), "sm_90") {
-				t.Errorf("%s without clusters: %v", pl, err)
-			}
-		}
-		if (n > 0) != c.want {
-			t.Errorf("%s: %d cluster plans", c.stencil, n)
-		}
-	}
-}
-
 // TestSharedBytesIsLowered checks that ranking's shared memory without kernel bodies
 // (lower.SharedBytes) is the full lowering's, errors included, on a sample of the spaces of
 // first- and high-order stars and boxes in 2D and 3D, exact and with fast math.

@@ -46,16 +46,10 @@ var (
 	n5d3D = []n5dShape{
 		{bx: 16, by: 16, rx: 1, chunks: []int{64, 128}}, {bx: 32, by: 16, rx: 1, chunks: []int{64, 128}},
 		{bx: 32, by: 32, rx: 1, chunks: []int{64, 128}}, {bx: 64, by: 16, rx: 1, chunks: []int{64, 128}},
-		{bx: 16, by: 16, rx: 2, chunks: []int{64, 128}}, {bx: 16, by: 32, rx: 2, chunks: []int{64, 128}, clustered: true},
+		{bx: 16, by: 16, rx: 2, chunks: []int{64, 128}}, {bx: 16, by: 32, rx: 2, chunks: []int{64, 128}},
 		{bx: 32, by: 16, rx: 2, chunks: []int{64, 128}}, {bx: 8, by: 32, rx: 4, chunks: []int{64}},
 	}
 	n5dBT = map[int]int{2: 16, 3: 8} // deepest temporal block per dimension
-	// n5dClusters are the thread-block clusters (cx, cy) tried for the 3D shapes marked
-	// clustered, with their first chunk (devices without clusters, before sm_90 and OpenCL,
-	// prune them when they are validated). None: every cluster plan measured slower than the
-	// same plan without clusters on the H100 (docs/performance.md), so the tuner
-	// does not spend time on them; a forced --plan still runs them.
-	n5dClusters [][2]int
 
 	// forwardplane and inplane (3D): the block shapes that measured best on the H100
 	// (docs/performance.md), every loading variant, register tiles of two and four outputs
@@ -73,7 +67,6 @@ var (
 type n5dShape struct {
 	bx, by, rx int
 	chunks     []int
-	clustered  bool // also tried in n5dClusters
 }
 
 func pow2Ceil(n int) int {
@@ -268,25 +261,13 @@ func n5dSpace(sp *space, s string) {
 			// From bT = 2: with one level n5d blocks no time steps and is a 2.5D
 			// streaming kernel that carries n5d's halo threads; it measured slower than
 			// the best other plan on all 20 stencils of testdata/h100-exhaustive.txt.
-			clusters := [][2]int{{1, 1}}
-			if sh.clustered && c == sh.chunks[0] {
-				clusters = append(clusters, n5dClusters...)
-			}
-			for _, cl := range clusters {
-				for bt := 2; bt <= n5dBT[d]; bt++ {
-					pl := plan.Plan{Strategy: s, BX: sh.bx, BY: max(sh.by, 1), BZ: 1, BT: bt, RX: sh.rx, Chunk: c, Wave: true}
-					if cl[0] > 1 {
-						pl.CX = cl[0]
-					}
-					if cl[1] > 1 {
-						pl.CY = cl[1]
-					}
-					// Heights that leave a block no output cell are left out.
-					if pl.FitBT(sp.p) != nil || pl.BT != bt {
-						continue
-					}
-					sp.add(pl)
+			for bt := 2; bt <= n5dBT[d]; bt++ {
+				pl := plan.Plan{Strategy: s, BX: sh.bx, BY: max(sh.by, 1), BZ: 1, BT: bt, RX: sh.rx, Chunk: c, Wave: true}
+				// Heights that leave a block no output cell are left out.
+				if pl.FitBT(sp.p) != nil || pl.BT != bt {
+					continue
 				}
+				sp.add(pl)
 			}
 		}
 	}

@@ -157,8 +157,8 @@ type Result struct {
 	// Counts of this search (resumed records not included in Measured and Failed).
 	Measured, Failed, Pruned, Resumed int
 	// Skipped counts the candidates the search would have timed after its Budget was spent.
-	Skipped int
-	Calibrations                      []*model.PyramidCal
+	Skipped      int
+	Calibrations []*model.PyramidCal
 }
 
 // Selected are the candidates measured or failed, in rank order.
@@ -810,7 +810,7 @@ func fineChunks(shape []int, pl plan.Plan) []plan.Plan {
 func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 	// Plans that take bt are n5d's register-streamed temporal tiles, whose shapes the tile
 	// variants (deeperRows, widerTiles, occupancyVariants, neighbourPlans) change.
-	if p.Dims() != 3 || !pl.Takes("bt") || pl.BT > 2 || pl.RY < 2 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") || pl.BT > 2 || pl.RY < 2 || pl.Shfl {
 		return nil
 	}
 	rows := pl.BY * pl.RY
@@ -839,7 +839,7 @@ func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 // only once. The space and the steps before keep the blocks that share one, yet one wide
 // block per multiprocessor may run faster than two narrow ones.
 func widerTiles(p *ir.Program, pl plan.Plan) []plan.Plan {
-	if p.Dims() != 3 || !pl.Takes("bt") || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") || pl.Shfl {
 		return nil
 	}
 	wide, tall := pl, pl
@@ -938,7 +938,7 @@ func (t *tuner) unmeasured(variant func(plan.Plan) *Candidate, pls []plan.Plan) 
 // deeper prefetch under the cap spills). A copying plan's shorter block is also measured with
 // the register prefetch.
 func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, shared int) []plan.Plan {
-	if p.Dims() != 3 || !pl.Takes("bt") || regs <= 0 || props.RegsPerSM <= 0 || pl.CX > 1 || pl.CY > 1 || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") || regs <= 0 || props.RegsPerSM <= 0 || pl.Shfl {
 		return nil
 	}
 	if pl.MaxRegs > 0 {
@@ -1093,7 +1093,7 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 // only this step measures it: two-row threads paid on the 27-point stencils at bt=2 and lost
 // on deeper blocks.
 func rowVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
-	if p.Dims() != 3 || pl.BT > 2 || pl.RY > 1 || pl.BY < 2 || pl.BY%2 != 0 || pl.CX > 1 || pl.CY > 1 || pl.Async > 0 {
+	if p.Dims() != 3 || pl.BT > 2 || pl.RY > 1 || pl.BY < 2 || pl.BY%2 != 0 || pl.Async > 0 {
 		return nil
 	}
 	var out []plan.Plan

@@ -521,7 +521,7 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 
 // TestRoundVariants: phased loops where the depth runs one loop, chunks cut at the rim, the
 // rim's blocks, unclamped loads (not with asynchronous copies) and the edge loop, the
-// edge tiles first (not with clusters), idle warps skipping levels (where a warp is idle at
+// edge tiles first, idle warps skipping levels (where a warp is idle at
 // some level: whole-row warps of 3D tiles, not the four-row warps of j3d27pt's case), short
 // rounds where the program allows them, with a prefetch that divides them.
 func TestRoundVariants(t *testing.T) {
@@ -575,7 +575,6 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,phased=true,rimcut=true,edges=true,edgesfirst=true,chunk=80,maxregs=80"}},
 		// 2D stars do not ascend.
 		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,pf=2,phased=true,rimcut=true,edges=true,edgesfirst=true,unclamped=true,unroll=3,fastmath=true", nil},
-		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=10,rx=2,cx=2,phased=true,rimcut=true,unclamped=true,unroll=3", nil},
 		{"morph/dilate2d.stencil", "n5d:bx=32,bt=2", []string{
 			"n5d:bx=32,by=1,bt=2,wave=true,rimcut=true,chunk=256",
 			"n5d:bx=32,by=1,bt=2,wave=true,rimblocks=true,chunk=256",
@@ -586,7 +585,7 @@ func TestRoundVariants(t *testing.T) {
 }
 
 // TestWiderTiles: a 3D n5d plan gets twice its threads along x and along y where a block
-// still holds them (1024 threads); blocks that cannot double, 2D and clustered plans get none.
+// still holds them (1024 threads); blocks that cannot double and 2D plans get none.
 func TestWiderTiles(t *testing.T) {
 	checkVariants(t, widerTiles, []variantCase{
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=24,bt=4,rx=2,ry=2,unroll=3,ascend=true,chunk=64,maxregs=80", []string{
@@ -599,13 +598,12 @@ func TestWiderTiles(t *testing.T) {
 		{"an5d/star3d1r.stencil", "n5d:bx=32,by=16,bt=4,rx=2,chunk=64", []string{
 			"n5d:bx=64,by=16,bt=4,rx=2,wave=true,chunk=64",
 			"n5d:bx=32,by=32,bt=4,rx=2,wave=true,chunk=64"}},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=16,bt=2,rx=2,cx=2,chunk=64", nil},
 		{"an5d/star2d1r.stencil", "n5d:bx=128,bt=8,rx=2", nil},
 	})
 }
 
 // TestRowVariants: a shallow 3D n5d plan gets two-row threads over the same tile and over a
-// tile twice as wide; deep, 2D, already two-row and clustered plans get none.
+// tile twice as wide; deep, 2D and already two-row plans get none.
 func TestRowVariants(t *testing.T) {
 	checkVariants(t, rowVariants, []variantCase{
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,pf=2,fastmath=true", []string{
@@ -616,7 +614,6 @@ func TestRowVariants(t *testing.T) {
 			"n5d:bx=32,by=16,bt=1,rx=2,ry=2,wave=true,vec=1,chunk=64"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", nil},
 		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=16,bt=2,rx=2,ry=2", nil},
-		{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,cy=2", nil},
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=2,rx=2", nil},
 	})
 }
@@ -704,7 +701,7 @@ func TestRimBlockChunks(t *testing.T) {
 // TestOccupancyVariants: a 3D n5d plan whose registers let one block per SM is tried a quarter
 // shorter, capped where two of the shorter blocks would not fit otherwise (the 27-point
 // stencils' two-row blocks: 32 x 16 threads at 96 registers need 80; at 72, with asynchronous
-// copies, none); blocks that share an SM, unknown registers (OpenCL), 2D and clusters get none.
+// copies, none); blocks that share an SM, unknown registers (OpenCL) and 2D get none.
 func TestOccupancyVariants(t *testing.T) {
 	with := func(regs, shared int) func(*ir.Program, plan.Plan) []plan.Plan {
 		return func(p *ir.Program, pl plan.Plan) []plan.Plan {
@@ -723,7 +720,6 @@ func TestOccupancyVariants(t *testing.T) {
 			{"an5d/box3d1r.stencil", "n5d:bx=32,by=16,bt=2,rx=2,ry=2,pf=3,chunk=64", []string{
 				"n5d:bx=32,by=12,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,maxregs=80"}},
 			{"an5d/j3d27pt.stencil", "n5d:bx=32,by=12,bt=2,rx=2,ry=2,pf=2,maxregs=80", nil},
-			{"an5d/j3d27pt.stencil", "n5d:bx=16,by=32,bt=2,rx=2,cy=2", nil},
 			{"an5d/j2d9pt.stencil", "n5d:bx=512,bt=4,rx=2", nil},
 		}},
 		{72, 33000, []variantCase{
