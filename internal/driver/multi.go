@@ -634,26 +634,9 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 			break
 		}
 	}
-	sp := &splitStepper{d: d, s: s, coord: mr.coord, depth: depth}
-	if v := os.Getenv("TEMPEST_SPLIT_PROFILE"); v != "" {
-		// A diagnostic: where a split run's periods go (decomp.Profile); a value ending in .csv
-		// also names a file for every period's times (a rank's file adds .rankN).
-		sp.prof = d.EnableProfile()
-		defer func() {
-			for _, line := range sp.prof.Report() {
-				fmt.Fprintf(stdout, "rank %d: %s\n", m.Rank, line)
-			}
-			if strings.HasSuffix(v, ".csv") {
-				if m.Ranks > 0 {
-					v = strings.TrimSuffix(v, ".csv") + fmt.Sprintf(".rank%d.csv", m.Rank)
-				}
-				if f, err := os.Create(v); err == nil {
-					sp.prof.WriteCSV(f)
-					f.Close()
-				}
-			}
-		}()
-	}
+	prof, profReport := splitProfile(d, m, stdout)
+	defer profReport()
+	sp := &splitStepper{d: d, s: s, coord: mr.coord, depth: depth, prof: prof}
 	loop := &loop{eng: sp, s: s, target: o.Steps}
 	if mr.coord != nil {
 		loop.agree = agreeOver(mr.coord)
@@ -663,13 +646,8 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return nil, err
 	}
 	defer ss.abort()
-	if err := d.Connect(); err != nil {
-		return nil, fmt.Errorf("connecting the sub-domains: %w", err)
-	}
-	if mr.coord != nil {
-		if err := mr.coord.Barrier(); err != nil {
-			return nil, fmt.Errorf("waiting for the ranks to start: %w", err)
-		}
+	if err := mr.start(d); err != nil {
+		return nil, err
 	}
 	if res.Seconds, err = ss.run(loop, steps, stdout, stderr); err != nil {
 		return nil, err
@@ -725,6 +703,47 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return nil, err
 	}
 	return res, nil
+}
+
+// start readies the split run's clock: the sub-domains' first exchange (NCCL connects on
+// first use, which must not fall inside the run) and, between processes, a barrier, so that
+// no rank's clock runs while another still compiles.
+func (mr *multiRun) start(d *decomp.Domain) error {
+	if err := d.Connect(); err != nil {
+		return fmt.Errorf("connecting the sub-domains: %w", err)
+	}
+	if mr.coord != nil {
+		if err := mr.coord.Barrier(); err != nil {
+			return fmt.Errorf("waiting for the ranks to start: %w", err)
+		}
+	}
+	return nil
+}
+
+// splitProfile starts the diagnostic TEMPEST_SPLIT_PROFILE asks for: where a split run's
+// periods go (decomp.Profile), reported per sub-domain when the run ends; a value ending in
+// .csv also names a file for every period's times (a rank's file adds .rankN). Without it the
+// profile is nil and the report does nothing.
+func splitProfile(d *decomp.Domain, m MultiOptions, stdout io.Writer) (*decomp.Profile, func()) {
+	v := os.Getenv("TEMPEST_SPLIT_PROFILE")
+	if v == "" {
+		return nil, func() {}
+	}
+	prof := d.EnableProfile()
+	return prof, func() {
+		for _, line := range prof.Report() {
+			fmt.Fprintf(stdout, "rank %d: %s\n", m.Rank, line)
+		}
+		if strings.HasSuffix(v, ".csv") {
+			if m.Ranks > 0 {
+				v = strings.TrimSuffix(v, ".csv") + fmt.Sprintf(".rank%d.csv", m.Rank)
+			}
+			if f, err := os.Create(v); err == nil {
+				prof.WriteCSV(f)
+				f.Close()
+			}
+		}
+	}
 }
 
 // stateBytes is the size of a state's arrays, both levels.
