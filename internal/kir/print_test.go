@@ -81,4 +81,3 @@ func TestVectorStoreToBuffer(t *testing.T) {
 		t.Errorf("OpenCL:\n%s", cl)
 	}
 }
-

@@ -204,7 +204,6 @@ func (pl Plan) N5DLag(R int) int {
 	return R
 }
 
-
 // Default gives a strategy's default parameters for a program (Registry).
 func Default(strategy string, p *ir.Program) (Plan, error) {
 	pl := Plan{Strategy: strategy}
