@@ -56,29 +56,45 @@ func NewDomain(l *Layout, parts []Part, t Transport) (*Domain, error) {
 // of Period after the split) and gives the same values. Where parts are split into bands
 // (SplitOverlapped), the interiors of the run after an exchange overlap it.
 func (d *Domain) Run(steps int) error {
+	segs := d.schedule(steps)
 	if d.byPart() {
-		return d.runByPart(steps)
+		return d.runByPart(segs)
 	}
-	for done := 0; done < steps; {
+	for _, sg := range segs {
 		var pending Pending
-		if d.since == d.L.Period {
-			if len(d.phases) > 0 {
-				var err error
-				if pending, err = d.exchange(); err != nil {
-					return err
-				}
-				d.Exchanges++
+		if sg.due {
+			var err error
+			if pending, err = d.exchange(); err != nil {
+				return err
 			}
-			d.since = 0
 		}
-		n := min(d.L.Period-d.since, steps-done)
-		if err := d.advance(n, pending); err != nil {
+		if err := d.advance(sg.n, pending); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// schedule cuts a run of steps into segments of at most one period, each preceded by an
+// exchange where the halos are used up (none where the layout exchanges nothing), and moves
+// the domain's count of steps since the last exchange, and of exchanges, past them.
+func (d *Domain) schedule(steps int) []segment {
+	var segs []segment
+	for done := 0; done < steps; {
+		due := d.since == d.L.Period
+		if due {
+			d.since = 0
+			due = len(d.phases) > 0
+			if due {
+				d.Exchanges++
+			}
+		}
+		n := min(d.L.Period-d.since, steps-done)
+		segs = append(segs, segment{n, due})
 		done += n
 		d.since += n
 	}
-	return nil
+	return segs
 }
 
 // Connect makes one exchange of the halos as the split left them, before any timed run:
@@ -117,26 +133,14 @@ type segment struct {
 	due bool
 }
 
-// runByPart runs steps on every local part, each from a goroutine of its own and as one batch
+// runByPart runs the segments on every local part, each from a goroutine of its own and as one batch
 // of device calls: per period the part's side of the exchange first where due, then its
 // interior (which needs nothing from the exchange), then, after the exchange, its bands (or
 // the whole part where it has no bands). The parts meet only on the devices, through the
 // exchanges, so one process posts to all its devices at once and no device waits for the
 // host to finish posting another's period; each device's calls cost one hand-over to its
 // thread, not one each.
-func (d *Domain) runByPart(steps int) error {
-	var segs []segment
-	for done := 0; done < steps; {
-		due := d.since == d.L.Period
-		if due {
-			d.since = 0
-			d.Exchanges++
-		}
-		n := min(d.L.Period-d.since, steps-done)
-		segs = append(segs, segment{n, due})
-		done += n
-		d.since += n
-	}
+func (d *Domain) runByPart(segs []segment) error {
 	pt := d.T.(PartStarter)
 	errs := make([]error, len(d.Parts))
 	var failed atomic.Bool // a part failed: the others post no further periods
