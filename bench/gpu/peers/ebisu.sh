@@ -12,10 +12,12 @@
 # 3D grids of (12*TILE_X) x (9*TILE_Y) x 2560 (12 x 9 = 108), T the temporal depth of its
 # common/temporalconfig.cuh and T steps (one launch). This script re-derives them for SMS SMs:
 # XBLOCKS2D (default SMS/3) blocks along x in 2D, GRID3D (default 12x11 for 132 SMs) in 3D,
-# T read from EBISU's own output (a probe run), and LAUNCHES (1) launches of T steps each.
+# T read from EBISU's own output (a probe run), and LAUNCHES launches of T steps each: by
+# default as many as reach STEPS (1000; users run thousands of steps), LAUNCHES=1 is EBISU's
+# own --experiment setting (one launch, T steps: well under a millisecond on an H100).
 #
 # Environment: STENCILS (all ten), TYPES ("float double"), SMS (132), XBLOCKS2D, GRID3D,
-# LAUNCHES (1), ROUNDS ("1 2 3"), ARCH (sm_90), PLAN (empty: Tempest's tuned plan), RUN_TIMEOUT,
+# STEPS (1000), LAUNCHES (STEPS/T rounded up), ROUNDS ("1 2 3"), ARCH (sm_90), PLAN (empty: Tempest's tuned plan), RUN_TIMEOUT,
 # SKIP_BUILD=1, BUILD_ONLY=1, REPORT_ONLY=1, DRY_RUN=1 (print the commands, run nothing).
 set -u
 cd "$(dirname "$0")/../../.." || exit 2
@@ -25,7 +27,7 @@ ALL="2d5pt 2ds9pt 2d9pt 2d25pt 2d49pt 3d7pt 3d13pt 3d17pt 3d27pt poisson"
 SRC=$(cd "$1" 2>/dev/null && pwd) || die "EBISU_DIR $1: no such directory"
 TEMPEST=$2 OUTDIR=$3 PEER=EBISU
 STENCILS=${STENCILS:-$ALL} TYPES=${TYPES:-"float double"}
-SMS=${SMS:-132} LAUNCHES=${LAUNCHES:-1}
+SMS=${SMS:-132} STEPS=${STEPS:-1000} LAUNCHES=${LAUNCHES:-}
 XBLOCKS2D=${XBLOCKS2D:-$((SMS / 3))} GRID3D=${GRID3D:-12x11}
 FASTMATH=0 # EBISU builds without --use_fast_math
 [ -f "$SRC/2dstencil/jacobi.driver.cpp" ] || die "$SRC is not EBISU-ICS23 (no 2dstencil/jacobi.driver.cpp)"
@@ -51,13 +53,21 @@ if [ -z "${SKIP_BUILD:-}" ]; then
   command -v nvcc >/dev/null || [ -n "$DRY" ] || die "nvcc is not on PATH"
   n=${ARCH#sm_}
   for d in 2 3; do
+    targets=() # only the EBISU binaries of STENCILS (not its references and baselines)
+    for s in $STENCILS; do [ "$(dim "$s")" = $d ] && targets+=(--target "${s}_ebisu.exe"); done
+    [ ${#targets[@]} -eq 0 ] && continue
     run mkdir -p "$OUTDIR/src"
     run rm -rf "$OUTDIR/src/${d}dstencil"
     run cp -r "$SRC/${d}dstencil" "$SRC/share" "$OUTDIR/src/"
     run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i \
       -e "s/CUDA_ARCHITECTURES \"80\"/CUDA_ARCHITECTURES \"$n\"/" -e "s/compute_80,code=sm_80/compute_$n,code=sm_$n/" {} +
-    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_BUILD_TYPE=Release
-    run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}"
+    # CUDA 13 (its libcu++) needs C++17 where EBISU asks for C++14, and its arch check stops
+    # on anything but 600/700/800 (the value is only printed): 900 passes as 800.
+    run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i -e "s/CMAKE_CXX_STANDARD 1[14]/CMAKE_CXX_STANDARD 17/" {} +
+    [ "$n" != 80 ] && run sed -i "s/#if __CUDA_ARCH__==800\$/#if __CUDA_ARCH__==800 || __CUDA_ARCH__==${n}0/" \
+      "$OUTDIR/src/${d}dstencil/common/cuda_common.cuh"
+    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_STANDARD=17
+    run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}" "${targets[@]}"
   done
 fi
 [ -n "${BUILD_ONLY:-}" ] && exit 0
@@ -78,7 +88,7 @@ for s in $STENCILS; do
       read -r _ _ T <<< "$(parse_ebisu "$OUTDIR/logs/probe-$s-$t.log" "$d")"
       [[ ${T:-} =~ ^[0-9]+$ ]] || { echo "$s $t: no T from the probe (see logs/probe-$s-$t.log)"; continue; }
     fi
-    steps=$((T * LAUNCHES))
+    steps=$((T * ${LAUNCHES:-$(((STEPS + T - 1) / T))}))
     if [ "$d" = 2 ]; then
       N=$(((256 - 2 * T * r) * XBLOCKS2D))
       pargs=("$N" "$N") size=${N}x$N

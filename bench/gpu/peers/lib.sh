@@ -46,7 +46,7 @@ row() {
 
 # measure_tempest ROUND CASE EXAMPLE TYPE SIZE STEPS: one `tempest run` of examples/peers/EXAMPLE.
 measure_tempest() {
-  local log=$OUTDIR/logs/r$1/tempest-$2.log g st=ok
+  local log=$OUTDIR/logs/r$1/tempest-${2//:/-}-$4.log g st=ok
   local args=(run "examples/peers/$3.stencil" --backend cuda --type "$4" --size "$5" --steps "$6" --quiet)
   [ "${FASTMATH:-0}" = 1 ] && args+=(--fastmath)
   [ -n "$PLAN" ] && args+=(--plan "$PLAN")
@@ -59,8 +59,21 @@ measure_tempest() {
 }
 
 # warm_tempest EXAMPLE TYPE SIZE: an untimed short run, so that compilation and the plan
-# cache are settled before the rounds (`tempest run` does no warm-up of its own).
+# cache are settled before the rounds (`tempest run` does no warm-up of its own). With TUNE
+# set (a duration such as 40s) and no PLAN, `tempest tune --budget TUNE` runs first, so the
+# rounds take the plan it cached; its log and wall time go to OUTDIR/logs/tune-EXAMPLE-TYPE.log.
 warm_tempest() {
+  if [ -n "${TUNE:-}" ] && [ -z "$PLAN" ]; then
+    local targs=(tune "examples/peers/$1.stencil" --backend cuda --type "$2" --size "$3" --budget "$TUNE" --quiet)
+    [ "${FASTMATH:-0}" = 1 ] && targs+=(--fastmath)
+    if [ -n "$DRY" ]; then run "$TEMPEST" "${targs[@]}"; else
+      local tlog=$OUTDIR/logs/tune-$1-$2.log t0=$(date +%s.%N)
+      mkdir -p "$OUTDIR/logs"
+      timeout "$RUN_TIMEOUT" "$TEMPEST" "${targs[@]}" > "$tlog" 2>&1
+      local rc=$?
+      echo "tune wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s, rc $rc" >> "$tlog"
+    fi
+  fi
   local args=(run "examples/peers/$1.stencil" --backend cuda --type "$2" --size "$3" --steps 2 --quiet)
   [ "${FASTMATH:-0}" = 1 ] && args+=(--fastmath)
   [ -n "$PLAN" ] && args+=(--plan "$PLAN")

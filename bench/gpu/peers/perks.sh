@@ -12,7 +12,7 @@
 # and PERKS's common/cuda_common.cuh, which stops with #error "unsupport" for any __CUDA_ARCH__
 # but 600, 700 and 800, takes ARCH as 800 (PERKS_ARCH 800: its A100 register tables; the
 # host code picks its tuned paths only where the device reports 800). With ARCH=sm_80 the
-# header is left alone. SM70=0 drops the sm_70 code PERKS also builds (CUDA 13 has no sm_70).
+# header is left alone. SM70=0 (the default) drops the sm_70 code PERKS also builds (CUDA 13 has no sm_70).
 #
 # Each round runs every PERKS VARIANT (binary, blocks per SM, --usesm: the sweep of its
 # iterategen.sh and iterategenwr.sh) and records each as tool perks:VARIANT, then the best of
@@ -30,7 +30,7 @@
 # 256x352x384, height x width_y x width_x) has 6 x 11 = 66 tiles, which divide 132.
 #
 # Environment: STENCILS (all thirteen), TYPES ("float double"), STEPS (1000, PERKS's ITER),
-# SIZE2D, SIZE3D, VARIANTS, SM70 (1), ROUNDS ("1 2 3"), ARCH (sm_90), PLAN (empty: Tempest's
+# SIZE2D, SIZE3D, VARIANTS, SM70 (0: CUDA 13 builds no sm_70), ROUNDS ("1 2 3"), ARCH (sm_90), PLAN (empty: Tempest's
 # tuned plan), RUN_TIMEOUT, JOBS (16), SKIP_BUILD=1, BUILD_ONLY=1, REPORT_ONLY=1, DRY_RUN=1.
 set -u
 cd "$(dirname "$0")/../../.." || exit 2
@@ -40,7 +40,7 @@ ALL="2d5pt 2ds9pt 2d9pt 2d25pt 2d13pt 2d17pt 2d21pt 2ds25pt 3d7pt 3d13pt 3d17pt 
 SRC=$(cd "$1" 2>/dev/null && pwd) || die "PERKS_DIR $1: no such directory"
 TEMPEST=$2 OUTDIR=$3 PEER=PERKS
 STENCILS=${STENCILS:-$ALL} TYPES=${TYPES:-"float double"} STEPS=${STEPS:-1000}
-SIZE2D=${SIZE2D:-3072x3072} SIZE3D=${SIZE3D:-256x352x384} SM70=${SM70:-1}
+SIZE2D=${SIZE2D:-3072x3072} SIZE3D=${SIZE3D:-256x352x384} SM70=${SM70:-0}
 VARIANTS=${VARIANTS:-"gen:0 gen:2 gen:1 gen:0:sm gen:2:sm gen:1:sm genwr:2 genwr:1 genwr:2:sm genwr:1:sm"}
 FASTMATH=0 # PERKS builds without --use_fast_math
 [ -f "$SRC/stencil/2dstencil/jacobi.driver.cpp" ] || die "$SRC is not PERKS (no stencil/2dstencil/jacobi.driver.cpp)"
@@ -87,7 +87,9 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i "${ed[@]}" {} +
     [ "$n" != 80 ] && run sed -i "s/#if __CUDA_ARCH__==800\$/#if __CUDA_ARCH__==800 || __CUDA_ARCH__==${n}0/" \
       "$OUTDIR/src/${d}dstencil/common/cuda_common.cuh"
-    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d"
+    # CUDA 13 (its libcu++) needs C++17 where PERKS asks for C++11/14.
+    run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i -e "s/CMAKE_CXX_STANDARD 1[14]/CMAKE_CXX_STANDARD 17/" {} +
+    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_CUDA_STANDARD=17
     run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}" "${targets[@]}"
   done
 fi
