@@ -106,6 +106,14 @@ type N5DCalibration struct {
 	RegBase, RegPerQueue, RegPerAcc, RegScale float64
 	// SpillCost is instructions per thread and level per register beyond a maxregs cap or 255.
 	SpillCost float64
+	// HideWarps is the warps per scheduler (a quarter of a multiprocessor) it takes to hide
+	// the latencies of the shared loads and dependent multiply-adds between a plane's
+	// barriers: with fewer resident, issue runs at that fraction of its rate. Without it the
+	// model over-predicted register-heavy plans the more, the fewer warps they kept: on the
+	// plans tuned for EBISU's 2D stencils on the H200 (2026-11-28; ptxas's registers) its
+	// error was 0.98x at 32 resident warps, 1.16x at 16 and 1.37x at 8 (up to 3.4x).
+	// Fitted with the other constants (TestN5DFit with TEMPEST_N5D_PEERS=1) to 2.45.
+	HideWarps float64
 	// AsyncPlane is instructions per thread and plane that asynchronous copies (async) add:
 	// the wait, the commit and the ring's shared addresses. Nominal, not yet fitted: no async
 	// plan had been measured when it was set.
@@ -116,18 +124,19 @@ type N5DCalibration struct {
 var N5DCal = N5DCalibration{
 	BWFactor:      1.16,
 	HaloDRAM:      0.25,
-	GlobalRX:      0.112,
-	Overhead:      2.557,
-	PlaneOverhead: 10.03,
+	GlobalRX:      0.0617,
+	Overhead:      1.119,
+	PlaneOverhead: 16.74,
 	DivConstFast:  1, DivConstExact: 3, DivFast: 2, DivExact: 8, SpecialFast: 2, SpecialExact: 10,
-	LevelLatency: 38.13,
+	LevelLatency: 40.24,
 	ShflLatency:  25,
-	GuardLatency: 345.3,
-	WarpCPI:      1,
-	AssocChain:   0.5259, FMALatency: 4,
-	Smooth:  3.015,
-	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.413,
-	SpillCost:  0.37,
+	GuardLatency: 303.6,
+	WarpCPI:      1.028,
+	AssocChain:   0.3294, FMALatency: 4,
+	Smooth:  2.898,
+	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.486,
+	SpillCost:  0.1709,
+	HideWarps:  2.453,
 	AsyncPlane: 4,
 }
 
@@ -460,7 +469,16 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 		// rx=1 for stars (docs/performance.md).
 		wf = 1
 	}
+	// Blocks per multiprocessor.
+	shared := in.SharedBytes
+	if shared <= 0 && !pl.Shfl {
+		shared = n5dSharedBytes(f, pl, b)
+	}
+	per := n5dMeanBlocksPerSM(dev, g.threads, shared, regs)
 	X := float64(g.warps) * 32 * (fpInstr/fpRate + other/laneRate) * clock
+	if c.HideWarps > 0 {
+		X /= math.Min(1, per*float64(g.warps)/4/c.HideWarps)
+	}
 	if pl.Shfl {
 		wf = 1 // a shuffle moves one word per lane, without bank conflicts
 	}
@@ -487,12 +505,6 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	alone := math.Max(float64(b)*level, Z)
 	// (Wave order still pays each level's latency in this term: with the levels no longer
 	// separated by barriers the model favoured 512-wide blocks, which measured slower.)
-	// Blocks per multiprocessor.
-	shared := in.SharedBytes
-	if shared <= 0 && !pl.Shfl {
-		shared = n5dSharedBytes(f, pl, b)
-	}
-	per := n5dMeanBlocksPerSM(dev, g.threads, shared, regs)
 	tBP := math.Max(Z, alone/per) // cycles per block-plane, amortised over the resident blocks
 	effSM := EffSM(g.blocks, sms, max(int(math.Round(per)), 1))
 	blockPlanes := float64(g.blocks) * g.planes

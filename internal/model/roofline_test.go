@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"tempest/internal/analysis"
@@ -27,11 +28,22 @@ func h100() *probe.Profile {
 
 func prog(t *testing.T, name string) (*ir.Program, *analysis.Summary) {
 	t.Helper()
-	file := "../../examples/an5d/" + name + ".stencil"
-	if _, err := os.Stat(file); err != nil {
-		file = "../../examples/inplane/" + name + ".stencil"
+	// name@f64 (or @f32) loads the program in that element type instead of its own.
+	var opt load.Options
+	if base, ty, ok := strings.Cut(name, "@"); ok {
+		typ, ok := ir.ParseType(ty)
+		if !ok {
+			t.Fatalf("%s: no element type %q", name, ty)
+		}
+		name, opt.DefaultType = base, &typ
 	}
-	p, err := load.File(file, load.Options{})
+	file := "../../examples/an5d/" + name + ".stencil"
+	for _, dir := range []string{"inplane", "peers"} {
+		if _, err := os.Stat(file); err != nil {
+			file = "../../examples/" + dir + "/" + name + ".stencil"
+		}
+	}
+	p, err := load.File(file, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
