@@ -1563,6 +1563,14 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 		if c.Status == Pruned || i >= 8 {
 			break
 		}
+		if pl := PickRules(s.Prog, dev.Props(), c.Plan); pl.String() != c.Plan.String() {
+			v := *c
+			v.Plan = pl
+			if cm := t.compile(&v); cm.err == nil {
+				cm.mod.Close()
+				return &v, nil
+			}
+		}
 		cm := t.compile(c)
 		if cm.err == nil {
 			cm.mod.Close()
@@ -1577,6 +1585,26 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 		firstErr = errors.New(cands[0].Reason)
 	}
 	return nil, fmt.Errorf("no plan of %s compiles: %v", s.Prog.Name, firstErr)
+}
+
+// PickRules adds to a plan the model ranks first the settings that the model does not rank but
+// that measurements say pay for plans of its kind, so that `tempest run` without tuning takes
+// them as a search would. Each rule names its evidence (docs/performance.md):
+//
+//   - edge tiles first (plan.EdgesFirst) on 2D n5d plans of 4-byte cells on CUDA: the tuned 2D
+//     float plans on the H100 gained 2-10% with it on seven of eight stencils (box2d2r flat,
+//     2026-11-25), and every one of the 29 pairs with and without it among the plans tuned for
+//     EBISU's 2D float stencils on the H200 gained (7.4% geomean, 2026-11-28). In double it
+//     lost on three of the eight H100 plans and in 3D on all four, so those keep the plain plan.
+func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
+	if pl.Strategy == "n5d" && p.Dims() == 2 && p.DefaultType.Size() == 4 && props.Backend == "cuda" && !pl.EdgesFirst {
+		v := pl
+		v.EdgesFirst = true
+		if v.Validate(p, plan.Limits{}, 0) == nil {
+			return v
+		}
+	}
+	return pl
 }
 
 // Report renders a search's candidates: the measured ones, then the best of the rest.
