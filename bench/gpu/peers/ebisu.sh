@@ -61,11 +61,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     run cp -r "$SRC/${d}dstencil" "$SRC/share" "$OUTDIR/src/"
     run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i \
       -e "s/CUDA_ARCHITECTURES \"80\"/CUDA_ARCHITECTURES \"$n\"/" -e "s/compute_80,code=sm_80/compute_$n,code=sm_$n/" {} +
-    # CUDA 13 (its libcu++) needs C++17 where EBISU asks for C++14, and its arch check stops
-    # on anything but 600/700/800 (the value is only printed): 900 passes as 800.
-    run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i -e "s/CMAKE_CXX_STANDARD 1[14]/CMAKE_CXX_STANDARD 17/" {} +
-    [ "$n" != 80 ] && run sed -i "s/#if __CUDA_ARCH__==800\$/#if __CUDA_ARCH__==800 || __CUDA_ARCH__==${n}0/" \
-      "$OUTDIR/src/${d}dstencil/common/cuda_common.cuh"
+    cuda13_tree "$OUTDIR/src/${d}dstencil" # EBISU's arch check only prints the value
     run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_STANDARD=17
     run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}" "${targets[@]}"
   done

@@ -28,6 +28,16 @@ parse_tempest() { awk '/^time .* GCells\/s/ { for (i = 1; i < NF; i++) if ($(i +
 # for a peer's interior extents (slowest first, x-separated).
 tempest_size() { awk -v d="$1" -v r="$2" 'BEGIN { n = split(d, e, "x"); s = ""; for (i = 1; i <= n; i++) s = s (i > 1 ? "x" : "") e[i] + 2 * r; print s }'; }
 
+# cuda13_tree DIR: what CUDA 13 on ARCH needs of a copied EBISU or PERKS tree (the two share
+# their build layout): C++17 where their CMakeLists.txt files ask for C++11 or 14 (CUDA 13's
+# libcu++ refuses older dialects; the caller also passes -DCMAKE_CUDA_STANDARD=17), and their
+# common/cuda_common.cuh arch check, which stops on anything but 600/700/800, takes ARCH as 800.
+cuda13_tree() {
+  local n=${ARCH#sm_}
+  run find "$1" -name CMakeLists.txt -exec sed -i -e "s/CMAKE_CXX_STANDARD 1[14]/CMAKE_CXX_STANDARD 17/" {} +
+  [ "$n" = 80 ] || run sed -i "s/#if __CUDA_ARCH__==800\$/#if __CUDA_ARCH__==800 || __CUDA_ARCH__==${n}0/" "$1/common/cuda_common.cuh"
+}
+
 csv_init() {
   [ -n "$DRY" ] && return 0
   mkdir -p "$OUTDIR/logs" || exit 2

@@ -85,10 +85,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     ed=(-e "s/CUDA_ARCHITECTURES \"70;80\"/CUDA_ARCHITECTURES \"70;$n\"/" -e "s/compute_80,code=sm_80/compute_$n,code=sm_$n/")
     [ "$SM70" = 0 ] && ed+=(-e "s/CUDA_ARCHITECTURES \"70;$n\"/CUDA_ARCHITECTURES \"$n\"/" -e "/arch=compute_70,code=sm_70/d")
     run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i "${ed[@]}" {} +
-    [ "$n" != 80 ] && run sed -i "s/#if __CUDA_ARCH__==800\$/#if __CUDA_ARCH__==800 || __CUDA_ARCH__==${n}0/" \
-      "$OUTDIR/src/${d}dstencil/common/cuda_common.cuh"
-    # CUDA 13 (its libcu++) needs C++17 where PERKS asks for C++11/14.
-    run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i -e "s/CMAKE_CXX_STANDARD 1[14]/CMAKE_CXX_STANDARD 17/" {} +
+    cuda13_tree "$OUTDIR/src/${d}dstencil"
     run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_CUDA_STANDARD=17
     run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}" "${targets[@]}"
   done
