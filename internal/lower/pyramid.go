@@ -217,8 +217,26 @@ func pyramidKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, ph int, 
 			ghostValue(p, g, u, local, bsize, tstride, periodic, inDom, kir.Add(slotOff(g, 1, kk), kir.I(0)), kir.Add(kir.Id("step0"), kir.Add(kk, kir.I(1))))))
 	}
 	if !allPeriodic(periodic) {
-		step = append(step, &kir.If{Cond: and(kir.Id("valid"), &kir.Unary{Op: "!", X: kir.Id("computes")}), Then: fill})
-		step = append(step, &kir.Barrier{})
+		// Only blocks whose tile reaches past the domain along a non-periodic axis have ghost
+		// cells: the others skip the fill and its barrier (the one after the compute orders
+		// the levels: each reads the slot the level before wrote and writes the other).
+		var ghosts kir.Expr
+		for a := 0; a < d; a++ {
+			if periodic[a] {
+				continue
+			}
+			first := kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(outSize[a])), kir.I(h[a]*ph))
+			var out kir.Expr = &kir.Binary{Op: "||", X: &kir.Binary{Op: "<", X: first, Y: kir.I(0)},
+				Y: &kir.Binary{Op: ">", X: kir.Add(first, kir.I(bsize[a])), Y: kir.Id(fmt.Sprintf("n%d", a))}}
+			if ghosts != nil {
+				out = &kir.Binary{Op: "||", X: ghosts, Y: out}
+			}
+			ghosts = out
+		}
+		step = append(step, &kir.If{Cond: ghosts, Then: []kir.Stmt{
+			&kir.If{Cond: and(kir.Id("valid"), &kir.Unary{Op: "!", X: kir.Id("computes")}), Then: fill},
+			&kir.Barrier{},
+		}})
 	}
 	body = append(body, &kir.For{Var: "k", From: kir.I(0), To: kir.I(ph), Step: 1, Body: step})
 

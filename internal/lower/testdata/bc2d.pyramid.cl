@@ -23,11 +23,13 @@ __kernel void tempest_pyramid(__global const float* restrict in0_u, __global flo
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (valid && !computes) {
-      s_u[(k + 1) % 2 * 512 + tid] = !(u0 >= 0 && u0 < n0) ? p_a * 2e+00f : (!(u1 >= 0 && u1 < n1) ? s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)] * 5e-01f + (float)u1 : s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)]);
-      s_v[(k + 1) % 2 * 512 + tid] = s_v[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)];
+    if ((int)get_group_id(1) * 8 - 4 < 0 || (int)get_group_id(1) * 8 - 4 + 16 > n0 || ((int)get_group_id(0) * 24 - 4 < 0 || (int)get_group_id(0) * 24 - 4 + 32 > n1)) {
+      if (valid && !computes) {
+        s_u[(k + 1) % 2 * 512 + tid] = !(u0 >= 0 && u0 < n0) ? p_a * 2e+00f : (!(u1 >= 0 && u1 < n1) ? s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)] * 5e-01f + (float)u1 : s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)]);
+        s_v[(k + 1) % 2 * 512 + tid] = s_v[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
   if (l0 >= 4 && l0 < 12 && (u0 >= 0 && u0 < n0) && (l1 >= 4 && l1 < 28) && (u1 >= 0 && u1 < n1)) {
     int idx = u0 * n1 + u1;
@@ -59,11 +61,13 @@ __kernel void tempest_pyramid_1(__global const float* restrict in0_u, __global f
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (valid && !computes) {
-      s_u[(k + 1) % 2 * 512 + tid] = !(u0 >= 0 && u0 < n0) ? p_a * 2e+00f : (!(u1 >= 0 && u1 < n1) ? s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)] * 5e-01f + (float)u1 : s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)]);
-      s_v[(k + 1) % 2 * 512 + tid] = s_v[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)];
+    if ((int)get_group_id(1) * 14 - 1 < 0 || (int)get_group_id(1) * 14 - 1 + 16 > n0 || ((int)get_group_id(0) * 30 - 1 < 0 || (int)get_group_id(0) * 30 - 1 + 32 > n1)) {
+      if (valid && !computes) {
+        s_u[(k + 1) % 2 * 512 + tid] = !(u0 >= 0 && u0 < n0) ? p_a * 2e+00f : (!(u1 >= 0 && u1 < n1) ? s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)] * 5e-01f + (float)u1 : s_u[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)]);
+        s_v[(k + 1) % 2 * 512 + tid] = s_v[(k + 1) % 2 * 512 + min(max(min(max(u0, 0), n0 - 1) - (u0 - l0), 0), 15) * 32 + min(max(min(max(u1, 0), n1 - 1) - (u1 - l1), 0), 31)];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
   if (l0 >= 1 && l0 < 15 && (u0 >= 0 && u0 < n0) && (l1 >= 1 && l1 < 31) && (u1 >= 0 && u1 < n1)) {
     int idx = u0 * n1 + u1;

@@ -17,10 +17,12 @@ __kernel void tempest_pyramid(__global const double* restrict in0_u, __global co
       s_u[(k + 2) % 3 * 256 + tid] = 2e+00 * s_u[(k + 1) % 3 * 256 + tid] - s_u[k % 3 * 256 + tid] + 1e-01 * let_lap + in0_w[min(max(step0 + k, 0), layers_w - 1) * n0 + ((u0 + 2) % n0 + n0) % n0];
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (valid && !computes) {
-      s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+    if ((int)get_group_id(0) * 240 - 8 < 0 || (int)get_group_id(0) * 240 - 8 + 256 > n0) {
+      if (valid && !computes) {
+        s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
   if (l0 >= 8 && l0 < 248 && (u0 >= 0 && u0 < n0)) {
     int idx = u0;
@@ -45,10 +47,12 @@ __kernel void tempest_pyramid_1(__global const double* restrict in0_u, __global 
       s_u[(k + 2) % 3 * 256 + tid] = 2e+00 * s_u[(k + 1) % 3 * 256 + tid] - s_u[k % 3 * 256 + tid] + 1e-01 * let_lap + in0_w[min(max(step0 + k, 0), layers_w - 1) * n0 + ((u0 + 2) % n0 + n0) % n0];
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (valid && !computes) {
-      s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+    if ((int)get_group_id(0) * 252 - 2 < 0 || (int)get_group_id(0) * 252 - 2 + 256 > n0) {
+      if (valid && !computes) {
+        s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
   if (l0 >= 2 && l0 < 254 && (u0 >= 0 && u0 < n0)) {
     int idx = u0;

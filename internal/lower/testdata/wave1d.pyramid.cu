@@ -16,10 +16,12 @@ extern "C" __global__ void tempest_pyramid(const double* __restrict__ in0_u, con
       s_u[(k + 2) % 3 * 256 + tid] = 2e+00 * s_u[(k + 1) % 3 * 256 + tid] - s_u[k % 3 * 256 + tid] + 1e-01 * let_lap + in0_w[min(max(step0 + k, 0), layers_w - 1) * n0 + ((u0 + 2) % n0 + n0) % n0];
     }
     __syncthreads();
-    if (valid && !computes) {
-      s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+    if ((int)blockIdx.x * 240 - 8 < 0 || (int)blockIdx.x * 240 - 8 + 256 > n0) {
+      if (valid && !computes) {
+        s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+      }
+      __syncthreads();
     }
-    __syncthreads();
   }
   if (l0 >= 8 && l0 < 248 && (u0 >= 0 && u0 < n0)) {
     int idx = u0;
@@ -44,10 +46,12 @@ extern "C" __global__ void tempest_pyramid_1(const double* __restrict__ in0_u, c
       s_u[(k + 2) % 3 * 256 + tid] = 2e+00 * s_u[(k + 1) % 3 * 256 + tid] - s_u[k % 3 * 256 + tid] + 1e-01 * let_lap + in0_w[min(max(step0 + k, 0), layers_w - 1) * n0 + ((u0 + 2) % n0 + n0) % n0];
     }
     __syncthreads();
-    if (valid && !computes) {
-      s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+    if ((int)blockIdx.x * 252 - 2 < 0 || (int)blockIdx.x * 252 - 2 + 256 > n0) {
+      if (valid && !computes) {
+        s_u[(k + 2) % 3 * 256 + tid] = s_u[(k + 2) % 3 * 256 + min(max((n0 == 1 ? 0 : ((u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) >= n0 ? 2 * n0 - 2 - (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2) : (u0 % (2 * n0 - 2) + (2 * n0 - 2)) % (2 * n0 - 2))) - (u0 - l0), 0), 255)];
+      }
+      __syncthreads();
     }
-    __syncthreads();
   }
   if (l0 >= 2 && l0 < 254 && (u0 >= 0 && u0 < n0)) {
     int idx = u0;
