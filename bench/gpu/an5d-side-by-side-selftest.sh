@@ -5,8 +5,11 @@
 # (PoCL) at tiny sizes. It checks the builds (incremental), the double sources derived from
 # compiled/float, the interleaved rounds, the CSV, the resumption of a run and the report.
 # Usage, from the repository root: bench/gpu/an5d-side-by-side-selftest.sh AN5D_DIR [TEMPEST_BIN]
-# (AN5D_DIR needs compiled/float with j2d5pt and star3d1r configurations; without TEMPEST_BIN
-# it builds one with go build; KEEP=1 keeps its outputs.) Takes about a minute.
+# (AN5D_DIR: a copy of the artifact whose compiled/float holds one configuration of j2d5pt and
+# one of star3d1r, say j2d5pt-256-10-128 and star3d1r-32x32-4-128, and no compiled/double; without
+# TEMPEST_BIN it builds one with go build; KEEP=1 keeps its outputs.) Tempest's plans are the
+# tuned lists' less chain=true (PoCL has no chained launches), then the model's picks
+# (PLANS=model). Takes about a minute.
 # The checks are strings evaluated later, so their expansions are single-quoted on purpose.
 # shellcheck disable=SC2016
 set -u
@@ -49,6 +52,9 @@ chmod +x "$W/path/nvcc"
 export PATH=$W/path:$PATH
 export STENCILS="j2d5pt star3d1r" TYPES="float double" ROUNDS="1 2" SIZE2D=64 SIZE3D=16 STEPS=4 DERIVE_DOUBLE=1 TEMPEST_BACKEND=opencl JOBS=2
 S=bench/gpu/an5d-side-by-side.sh
+sed 's/,chain=true//' bench/gpu/lists/tuned.txt > "$W/tuned.txt"
+sed 's/,chain=true//' bench/gpu/lists/tuned-f64.txt > "$W/tuned-f64.txt"
+export LIST_F32=$W/tuned.txt LIST_F64=$W/tuned-f64.txt
 O=$W/out
 fail=0
 check() { if eval "$1"; then echo "ok: $2"; else echo "FAILED: $2"; fail=1; fi; }
@@ -83,6 +89,11 @@ rm "$md"
 REPORT_ONLY=1 $S "$AN5D" "$T" "$O" > /dev/null 2>&1
 check '[ -f "$md" ]' "REPORT_ONLY rewrites the report"
 cat "$md"
+O2=$W/model
+SKIP_BUILD=1 PLANS=model ROUNDS=1 $S "$AN5D" "$T" "$O2" > "$W/run4.txt" 2>&1
+check '[ "$(wc -l < "$O2/plans-float.txt")" -eq 2 ] && [ "$(wc -l < "$O2/plans-double.txt")" -eq 2 ]' "PLANS=model: a plan per stencil and type"
+check '[ "$(tail -n +2 "$O2/tune-times.csv" | wc -l)" -eq 4 ]' "PLANS=model: each search's time recorded"
+check '[ "$(grep -c ",tempest,.*,ok," "$O2/side_by_side.csv")" -eq 4 ]' "PLANS=model: the rounds run the model's plans"
 if [ $fail -ne 0 ]; then
   echo "FAIL (outputs in $W kept)"
   trap - EXIT

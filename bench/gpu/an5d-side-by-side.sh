@@ -44,6 +44,12 @@
 # Environment: TYPES ("float double"), STENCILS (the 11), SIZE2D (16384), SIZE3D (512),
 # STEPS (1000), ROUNDS ("1 2 3"), JOBS (16), ARCH (sm_90), CONFIGS (all | v100 | p100),
 # LIST_F32, LIST_F64, RUN_TIMEOUT (300 s per run), TEMPEST_BACKEND (cuda).
+# STENCILS=suite runs AN5D's whole suite of 21 (the table's 11 and the stars and boxes of higher
+# radius). PLANS=tune takes Tempest's plans from `tempest tune --fastmath --budget TUNE_BUDGET`
+# (60s) per stencil and type, from an empty tuning cache (OUTDIR/tune-cache), instead of the
+# lists, and records each search's wall time in OUTDIR/tune-times.csv; PLANS=model takes the
+# model's pick (what `tempest run` takes without a tuned plan). Both write the plans they found
+# to OUTDIR/plans-TYPE.txt and keep them when run again (delete the file to search again).
 # For machines that cut a command at 10 minutes: BUILD_ONLY=1 stops after the builds,
 # SKIP_BUILD=1 builds nothing (a missing binary is recorded as not built), and a run skips
 # every measurement the CSV already holds as ok (same round, type, stencil, tool, config,
@@ -66,11 +72,19 @@
 #   SKIP_BUILD=1 TYPES=float RESULTS=$OUT bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
 #   SKIP_BUILD=1 TYPES=double DERIVE_DOUBLE=1 LIST_F64=out/f64/tuned-f64.txt RESULTS=$OUT \
 #     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
-# (the last two write one report with both types). With the artifact's 5 to 10 configurations
+# (the last two write one report with both types). Issue 46's whole suite with plans from the
+# tuner (a minute each, an empty cache; the builds first, 146 per type, in several calls):
+#   BUILD_ONLY=1 STENCILS=suite TYPES=float bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
+#   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUNDS=1 RESULTS=$OUT \
+#     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
+# With the artifact's 5 to 10 configurations
 # per stencil (CONFIGS=v100 takes 5), split the runs further with ROUNDS=1, ROUNDS=2, ROUNDS=3.
 set -u
 export LC_ALL=C
 ALL_STENCILS="star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt"
+# The AN5D paper's whole suite: the table's 11 and the stars and boxes of radius 3 and 4 (2D) and
+# 2 to 4 (3D). STENCILS=suite runs them all.
+SUITE_STENCILS="$ALL_STENCILS star2d3r star2d4r box2d3r box2d4r star3d2r star3d3r star3d4r box3d2r box3d3r box3d4r"
 if [ $# -ne 3 ]; then
   echo "usage: $0 AN5D_DIR TEMPEST_BIN OUTDIR   (see the header for the environment)" >&2
   exit 2
@@ -80,6 +94,9 @@ T=$2
 O=$3
 TYPES=${TYPES:-"float double"}
 STENCILS=${STENCILS:-$ALL_STENCILS}
+[ "$STENCILS" = suite ] && STENCILS=$SUITE_STENCILS
+PLANS=${PLANS:-list}
+TUNE_BUDGET=${TUNE_BUDGET:-60s}
 SIZE2D=${SIZE2D:-16384}
 SIZE3D=${SIZE3D:-512}
 STEPS=${STEPS:-1000}
@@ -98,13 +115,14 @@ for t in $TYPES; do
   case $t in float | double) ;; *) die "TYPES: $t: choose float and/or double" ;; esac
 done
 for s in $STENCILS; do
-  case " $ALL_STENCILS " in *" $s "*) ;; *) die "STENCILS: $s is not one of the AN5D table's: $ALL_STENCILS" ;; esac
+  case " $SUITE_STENCILS " in *" $s "*) ;; *) die "STENCILS: $s is not one of AN5D's suite: $SUITE_STENCILS" ;; esac
 done
 for v in SIZE2D SIZE3D STEPS JOBS RUN_TIMEOUT; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v=${!v}: a positive integer, please"
 done
 for r in $ROUNDS; do [[ $r =~ ^[1-9][0-9]*$ ]] || die "ROUNDS: $r: positive integers, please"; done
 case $CONFIGS in all | v100 | p100) ;; *) die "CONFIGS=$CONFIGS: choose all, v100 or p100" ;; esac
+case $PLANS in list | tune | model) ;; *) die "PLANS=$PLANS: choose list, tune or model" ;; esac
 [ -f "$AN5D/common.h" ] || die "$AN5D/common.h missing: is $1 the AN5D artifact?"
 if [ -z "$DRY" ]; then
   mkdir -p "$O" || exit 2
@@ -195,7 +213,7 @@ report() {
   [ -f "$CSV" ] || { echo "no $CSV yet: nothing to report"; return 0; }
   local tc=""
   [ -f "$O/toolchain.txt" ] && tc=$(tr '\n' ';' < "$O/toolchain.txt" | sed 's/;*$//; s/;/; /g')
-  awk -v size2d="$SIZE2D" -v size3d="$SIZE3D" -v steps="$STEPS" -v order="$ALL_STENCILS" -v toolchain="$tc" '
+  awk -v size2d="$SIZE2D" -v size3d="$SIZE3D" -v steps="$STEPS" -v order="$SUITE_STENCILS" -v toolchain="$tc" '
   # csv: splits a line of comma-separated fields, double-quoted where they hold commas.
   function csv(line, f,   n, i, c, q, cur) {
     n = 0; cur = ""; q = 0
@@ -369,10 +387,51 @@ if [ -n "${BUILD_ONLY:-}" ]; then
   exit 0
 fi
 
+# radius STENCIL: its reach (the fixed rim's width), read off the name.
+radius() { case $1 in *[0-9]r) local r=${1%r}; echo "${r: -1}" ;; j2d9pt) echo 2 ;; *) echo 1 ;; esac; }
+
+# make_plans TYPE: Tempest's plans for PLANS=tune (`tempest tune --fastmath --budget
+# TUNE_BUDGET` per stencil at its size, from an empty tuning cache in OUTDIR/tune-cache, its wall
+# time in OUTDIR/tune-times.csv) or PLANS=model (the plan `tempest run` takes on an empty cache:
+# the model's pick), written to OUTDIR/plans-TYPE.txt as "stencil plan" lines, which the rounds
+# then read like LIST_F32/LIST_F64. A stencil whose list line exists is not tuned again.
+make_plans() {
+  local tt=f32 list=$O/plans-$1.txt s r n size t0 log plan secs
+  [ "$1" = double ] && tt=f64
+  if [ -z "$DRY" ]; then
+    mkdir -p "$O/tune-cache" "$O/logs/plans" && touch "$list" || exit 2
+    [ -f "$O/tune-times.csv" ] || echo "type,stencil,mode,seconds,plan" > "$O/tune-times.csv"
+  fi
+  for s in $STENCILS; do
+    [ -z "$DRY" ] && awk -v s="$s" '$1 == s { f = 1 } END { exit !f }' "$list" && continue
+    r=$(radius "$s")
+    if is3d "$s"; then n=$((SIZE3D + 2 * r)); size=${n}x${n}x$n; else n=$((SIZE2D + 2 * r)); size=${n}x$n; fi
+    log=$O/logs/plans/$PLANS-$1-$s.log
+    if [ "$PLANS" = tune ]; then
+      local args=(tune "examples/an5d/$s.stencil" --backend "$TEMPEST_BACKEND" --type $tt --size "$size" --fastmath --budget "$TUNE_BUDGET")
+    else
+      local args=(run "examples/an5d/$s.stencil" --backend "$TEMPEST_BACKEND" --type $tt --size "$size" --fastmath --steps 1 --tune model --quiet)
+    fi
+    if [ -n "$DRY" ]; then run env TEMPEST_CACHE_DIR="$O/tune-cache" "$T" "${args[@]}"; continue; fi
+    t0=$(date +%s.%N)
+    TEMPEST_CACHE_DIR=$O/tune-cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    if [ "$PLANS" = tune ]; then plan=$(awk '/^best: / { print $2; exit }' "$log"); else plan=$(awk '/ chosen by the model/ { print $2; exit }' "$log"); fi
+    echo "$1,$s,$PLANS,$secs,\"$plan\"" >> "$O/tune-times.csv"
+    if [ -n "$plan" ]; then echo "$s $plan" >> "$list"; echo "  $PLANS $1 $s: $plan ($secs s)"; else echo "  $PLANS $1 $s: no plan (see $log)"; fi
+  done
+  if [ "$1" = float ]; then LIST_F32=$list; else LIST_F64=$list; fi
+}
+
 # 2. Interleaved rounds.
+if [ "$PLANS" != list ]; then
+  [ -n "$DRY" ] || [ -x "$T" ] || die "TEMPEST_BIN $T: not an executable (make gpu builds .gpu/tempest)"
+  for t in $TYPES; do make_plans "$t"; done
+fi
 for t in $TYPES; do
   list=$LIST_F32
   [ "$t" = double ] && list=$LIST_F64
+  [ -n "$DRY" ] && [ "$PLANS" != list ] && continue
   [ -f "$list" ] || die "$t: the list of Tempest plans $list is missing (run from the repository root, or set LIST_F32/LIST_F64)"
 done
 if [ -z "$DRY" ]; then
