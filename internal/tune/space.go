@@ -26,7 +26,7 @@ var (
 	stream3DChunk = []int{32, 64, 128}
 
 	pyramid1D   = [][3]int{{128, 1, 1}, {256, 1, 1}, {512, 1, 1}, {1024, 1, 1}}
-	pyramid1DPH = []int{1, 2, 4, 8, 16}
+	pyramid1DPH = []int{1, 2, 4, 8, 16, 32, 64} // deep 1D pyramids cost little halo: 2 x 64 of 1024 cells
 	pyramid2D   = [][3]int{{32, 8, 1}, {32, 16, 1}, {32, 32, 1}, {64, 8, 1}, {64, 16, 1}}
 	pyramid2DPH = []int{1, 2, 3, 4, 5, 6, 8}
 	pyramid3D   = [][3]int{{16, 8, 8}, {32, 8, 4}, {16, 16, 4}, {32, 4, 4}}
