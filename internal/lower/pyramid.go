@@ -220,20 +220,7 @@ func pyramidKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, ph int, 
 		// Only blocks whose tile reaches past the domain along a non-periodic axis have ghost
 		// cells: the others skip the fill and its barrier (the one after the compute orders
 		// the levels: each reads the slot the level before wrote and writes the other).
-		var ghosts kir.Expr
-		for a := 0; a < d; a++ {
-			if periodic[a] {
-				continue
-			}
-			first := kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(outSize[a])), kir.I(h[a]*ph))
-			var out kir.Expr = &kir.Binary{Op: "||", X: &kir.Binary{Op: "<", X: first, Y: kir.I(0)},
-				Y: &kir.Binary{Op: ">", X: kir.Add(first, kir.I(bsize[a])), Y: kir.Id(fmt.Sprintf("n%d", a))}}
-			if ghosts != nil {
-				out = &kir.Binary{Op: "||", X: ghosts, Y: out}
-			}
-			ghosts = out
-		}
-		step = append(step, &kir.If{Cond: ghosts, Then: []kir.Stmt{
+		step = append(step, &kir.If{Cond: pyramidGhosts(periodic, outSize, bsize, h, ph), Then: []kir.Stmt{
 			&kir.If{Cond: and(kir.Id("valid"), &kir.Unary{Op: "!", X: kir.Id("computes")}), Then: fill},
 			&kir.Barrier{},
 		}})
@@ -260,6 +247,27 @@ func pyramidKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, ph int, 
 	k.Body = body
 
 	return builtKernel{k: k, launch: Launch{Kernel: name, Block: block, Args: args, Steps: ph}}, shared, nil
+}
+
+// pyramidGhosts is the block-uniform condition that a pyramid block's tile reaches past the
+// domain along a non-periodic axis (at least one axis is not periodic): only such blocks have
+// ghost cells to fill at each level.
+func pyramidGhosts(periodic []bool, outSize, bsize, h []int, ph int) kir.Expr {
+	d := len(periodic)
+	var ghosts kir.Expr
+	for a := 0; a < d; a++ {
+		if periodic[a] {
+			continue
+		}
+		first := kir.Bin("-", kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: d - 1 - a}, kir.I(outSize[a])), kir.I(h[a]*ph))
+		var out kir.Expr = &kir.Binary{Op: "||", X: &kir.Binary{Op: "<", X: first, Y: kir.I(0)},
+			Y: &kir.Binary{Op: ">", X: kir.Add(first, kir.I(bsize[a])), Y: kir.Id(fmt.Sprintf("n%d", a))}}
+		if ghosts != nil {
+			out = &kir.Binary{Op: "||", X: ghosts, Y: out}
+		}
+		ghosts = out
+	}
+	return ghosts
 }
 
 func and(x, y kir.Expr) kir.Expr {
