@@ -64,25 +64,31 @@ func readSweep(t testing.TB, file string) []sweepPoint {
 		if err != nil {
 			t.Fatalf("%s: %q", file, sc.Text())
 		}
-		var shape []int
-		for _, n := range strings.Split(strings.TrimSpace(fs[1]), "x") {
-			v, _ := strconv.Atoi(n)
-			shape = append(shape, v)
-		}
-		out = append(out, sweepPoint{strings.TrimSpace(fs[0]), shape, rest[0], g})
+		out = append(out, sweepPoint{strings.TrimSpace(fs[0]), parseShape(fs[1]), rest[0], g})
 	}
 	return out
 }
 
+// parseShape reads a record's size, "YxX" (slowest axis first).
+func parseShape(text string) []int {
+	var shape []int
+	for _, n := range strings.Split(strings.TrimSpace(text), "x") {
+		v, _ := strconv.Atoi(n)
+		shape = append(shape, v)
+	}
+	return shape
+}
+
 // readTunerRecords reads the n5d plans of a tuner record of the tune package's testdata
 // ("example | YxX | plan | ms per step") as sweep points, the example named by its base name.
-func readTunerRecords(t testing.TB, file string) []sweepPoint {
+func readTunerRecords(t *testing.T, file string) []sweepPoint {
 	t.Helper()
 	text, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []sweepPoint
+	progs := map[string]*ir.Program{}
 	for _, line := range strings.Split(string(text), "\n") {
 		fs := strings.Split(line, "|")
 		if strings.HasPrefix(line, "#") || len(fs) != 4 || !strings.HasPrefix(strings.TrimSpace(fs[2]), "n5d:") {
@@ -92,14 +98,12 @@ func readTunerRecords(t testing.TB, file string) []sweepPoint {
 		if err != nil {
 			t.Fatalf("%s: %q", file, line)
 		}
-		var shape []int
-		for _, n := range strings.Split(strings.TrimSpace(fs[1]), "x") {
-			v, _ := strconv.Atoi(n)
-			shape = append(shape, v)
-		}
+		shape := parseShape(fs[1])
 		name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(fs[0])), ".stencil")
-		p, _ := prog(t.(*testing.T), name)
-		out = append(out, sweepPoint{name, shape, strings.TrimSpace(fs[2]), interiorCells(p, shape) / ms / 1e6})
+		if progs[name] == nil {
+			progs[name], _ = prog(t, name)
+		}
+		out = append(out, sweepPoint{name, shape, strings.TrimSpace(fs[2]), interiorCells(progs[name], shape) / ms / 1e6})
 	}
 	return out
 }
