@@ -1,6 +1,7 @@
 package gpurun
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -21,10 +22,19 @@ type switchCase struct {
 	shape         []int
 }
 
-// initialState is an example's program and its initial state at shape.
+// testSources are programs the switch tests run that are no example, by the name a case gives.
+var testSources = map[string]string{"rd1d": rd1D}
+
+// initialState is an example's program (or testSources') and its initial state at shape.
 func initialState(t *testing.T, example string, shape []int) (*ir.Program, *state.State) {
 	t.Helper()
-	p, err := load.File("../../examples/"+example+".stencil", load.Options{})
+	var p *ir.Program
+	var err error
+	if src, ok := testSources[example]; ok {
+		p, err = load.Source(example+".stencil", src, load.Options{})
+	} else {
+		p, err = load.File("../../examples/"+example+".stencil", load.Options{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,4 +273,52 @@ func TestN5DConstSizeOpenCL(t *testing.T) {
 		{"an5d/j2d5pt", "n5d:bx=16,rx=2,bt=3,wave=true,pf=2,rimcut=true,edges=true,edgesfirst=true,chunk=8", []int{45, 70}},
 	}
 	checkSwitch(t, "constsize=true", func(pl *plan.Plan) { pl.ConstSize = true }, cases)
+}
+
+// rd1D is a 1D reaction-diffusion with two state grids of a fixed rim, an input grid read at
+// an offset, a let and the cell's coordinate: what a register tile's cells read besides their
+// own grid's registers (TestPyramidRXOpenCL).
+const rd1D = `stencil rd1d
+axes x
+type f32
+param D = 0.1
+input k: f32
+  init 0.04 + 0.02 * rand()
+state u
+  init rand()
+  boundary fixed
+state v
+  init 0.5 * rand()
+  boundary fixed
+let uvv = u * v * v
+update u = u + D * (u[x-1] - 2 * u + u[x+1]) - uvv + k * (1 - u)
+update v = v + 0.5 * D * (v[x-1] - 2 * v + v[x+1]) + uvv - (k[x+1] + 0.05) * v + 0.0001 * f32(x % 3)
+`
+
+// TestPyramidRXOpenCL runs 1D pyramids with a register tile (rx cells a thread, lower's
+// pyramidRX) against the reference and bitwise against the pyramid of one cell a thread:
+// reach 1, 2 and 3, tiles of 3 to 8 cells, lengths no tile divides and one shorter than a tile
+// (every block reaches the rim), the main kernel and the shallower ones of the remainder (7
+// steps: 4+2+1 or 6+1), two state grids with an input grid read at an offset.
+func TestPyramidRXOpenCL(t *testing.T) {
+	testkit.LongTest(t)
+	for _, g := range []struct {
+		rx    int
+		cases []switchCase
+	}{
+		{4, []switchCase{
+			{"peers/conv_1d1r", "pyramid:bx=16,ph=4", []int{203}},
+			{"rd1d", "pyramid:bx=16,ph=6", []int{301}},
+		}},
+		{8, []switchCase{
+			{"peers/conv_1d2r", "pyramid:bx=32,ph=6", []int{517}},
+			{"peers/conv_1d1r", "pyramid:bx=16,ph=4", []int{90}},
+		}},
+		{3, []switchCase{
+			{"peers/flash_1d7p", "pyramid:bx=32,ph=4", []int{411}},
+			{"rd1d", "pyramid:bx=16,ph=4", []int{150}},
+		}},
+	} {
+		checkSwitch(t, fmt.Sprintf("rx=%d", g.rx), func(pl *plan.Plan) { pl.RX = g.rx }, g.cases)
+	}
 }

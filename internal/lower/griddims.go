@@ -82,7 +82,11 @@ func pyramidGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
 	r := p.Reach()
 	for dim := 0; dim < 3; dim++ {
 		if a := d - 1 - dim; a >= 0 {
-			out := l.Block[dim] - 2*r[a]*l.Steps
+			cells := l.Block[dim]
+			if dim == 0 {
+				cells *= max(pl.RX, 1) // a register tile (pyramidRX)
+			}
+			out := cells - 2*r[a]*l.Steps
 			if out < 1 {
 				return div, fmt.Errorf("internal error: pyramid block leaves no output")
 			}

@@ -41,13 +41,15 @@ update u = sum(i in -1..1, j in -1..1, k in -1..1) (0.01 + 0.001*(9*i+3*j+k)) * 
 var goldenPlans = []struct{ program, plan, file string }{
 	{"box3d", "inplane:vec=4", "inplane_vec4"},
 	{"div", "inplane", "inplane"},
+	{"heat1d", "pyramid:bx=32,ph=4,rx=4", "pyramid_rx4"},
 }
 
 // goldenExamples are example programs compared only under their goldenPlans: div, whose uz is
 // read only at in-plane offset (0, 0) and so directly, while ux and uy take shared planes with a
-// halo along one axis each.
+// halo along one axis each; heat1d, 1D with a fixed rim, under pyramid's register tile.
 var goldenExamples = map[string]string{
-	"div": "../../examples/inplane/div.stencil",
+	"div":    "../../examples/inplane/div.stencil",
+	"heat1d": "../../examples/peers/conv_1d1r.stencil",
 }
 
 func TestGoldenKernels(t *testing.T) {

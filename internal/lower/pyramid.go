@@ -15,6 +15,9 @@ import (
 // are computed like the cells they wrap to (every state grid must be periodic along the same
 // axes); otherwise each step refills them from the tile by the grid's boundary rule.
 func lowerPyramid(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
+	if pl.RX > 1 {
+		return lowerPyramidRX(p, shape, pl, wide)
+	}
 	if err := periodicAgree(p); err != nil {
 		return nil, fmt.Errorf("plan %s: %w", pl, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"tempest/internal/lower"
 	"tempest/internal/plan"
 )
 
@@ -234,6 +235,9 @@ func (r roofline) Predict(in Input) (Prediction, error) {
 
 // pyramidLaunch is the cost of one pyramid launch of ph steps.
 func pyramidLaunch(in Input, f *facts, b []int, ph int) (launchCost, float64, error) {
+	if in.Plan.RX > 1 {
+		return pyramidRXLaunch(in, f, ph)
+	}
 	d := in.Prog.Dims()
 	shape := in.Shape
 	cells := cellsOf(shape)
@@ -294,36 +298,77 @@ func pyramidLaunch(in Input, f *facts, b []int, ph int) (launchCost, float64, er
 
 func (r roofline) pyramid(in Input, f *facts, b []int, name string) (Prediction, error) {
 	ph := max(in.Plan.PH, 1)
-	full, rem := in.Steps/ph, in.Steps%ph
-	if full == 0 {
-		ph, full, rem = in.Steps, 1, 0
+	// The launches' depths and counts: ph, and single steps for the remainder; a register
+	// tile's kernels also halve ph down to 1 (lower's pyramidRX), covering it deepest first.
+	depths, counts := []int{ph, 1}, []int{in.Steps / ph, in.Steps % ph}
+	if counts[0] == 0 {
+		depths, counts = []int{in.Steps}, []int{1}
+	} else if in.Plan.RX > 1 {
+		depths = plan.Plan{BT: ph}.Depths()
+		counts = lower.Cover(depths, in.Steps)
 	}
-	main, work, err := pyramidLaunch(in, f, b, ph)
-	if err != nil {
-		return Prediction{}, err
-	}
-	main.count = full
-	ls := []launchCost{main}
-	var one launchCost
-	var work1 float64
-	if rem > 0 {
-		if one, work1, err = pyramidLaunch(in, f, b, 1); err != nil {
+	var ls []launchCost
+	var works []float64
+	for i, dp := range depths {
+		if counts[i] == 0 {
+			continue
+		}
+		l, work, err := pyramidLaunch(in, f, b, dp)
+		if err != nil {
 			return Prediction{}, err
 		}
-		one.count = rem
-		ls = append(ls, one)
+		l.count = counts[i]
+		ls, works = append(ls, l), append(works, work)
 	}
 	pred := combine(name, in, f, ls)
 	if c := in.Cal; c != nil && c.matches(in.Plan) {
 		launch := in.Dev.LaunchSeconds()
-		t := float64(full) * (launch + c.Block*float64(main.blocks) + c.Cell*work)
-		if rem > 0 {
-			t += float64(rem) * (launch + c.Block*float64(one.blocks) + c.Cell*work1)
+		t := 0.0
+		for i, l := range ls {
+			t += float64(l.count) * (launch + c.Block*float64(l.blocks) + c.Cell*works[i])
 		}
 		pred.Seconds = t
 		pred.Calibrated = true
 	}
 	return pred, nil
+}
+
+// pyramidRXLaunch is the cost of one launch of ph steps of a 1D pyramid with a register tile
+// (lower's pyramidRX): every thread computes its rx cells at every step (no lane idles while
+// the valid region shrinks: the cells are in its registers), publishes its 2R edge cells and
+// reads its neighbours' (4R shared accesses a thread and step) around one barrier a step, and
+// the tile is staged through shared memory once on the way in and once on the way out.
+func pyramidRXLaunch(in Input, f *facts, ph int) (launchCost, float64, error) {
+	bx, rx, R := in.Plan.BX, in.Plan.RX, f.reach[0]
+	tile := bx * rx
+	out := tile - 2*R*ph
+	if out < 1 {
+		return launchCost{}, 0, fmt.Errorf("a tile of %d cells cannot cover %d steps of reach %d", tile, ph, R)
+	}
+	cells := cellsOf(in.Shape)
+	blocks := ceilDiv(in.Shape[0], out)
+	work := float64(blocks) * float64(tile) * float64(ph) // cell-steps computed
+	threadSteps := float64(blocks) * float64(bx) * float64(ph)
+	staged := float64(blocks) * float64(tile)
+	l := launchCost{count: 1, blocks: blocks, threads: bx, shared: in.SharedBytes, mlp: 1}
+	base := f.ops.Instructions()
+	l.instr = work*(base+1) + threadSteps*(float64(4*R)+ovPyramid) + staged*2*ovFill
+	l.dram = cells * (f.bytesRead + f.bytesWritten)
+	l.l2 = staged*f.stateBytes + cells*(f.bytesWritten+f.globalOnly) + cells*float64(ph-1)*f.globalOnly
+	for _, lv := range f.levels {
+		if !lv.state {
+			// Input grids read at offsets come from global memory every step.
+			l.l2 += work * float64(lv.bytes) * float64(lv.points)
+			l.instr += work * float64(lv.points)
+		}
+	}
+	l.smem = threadSteps*float64(4*R*f.word) + 2*staged*f.stateBytes
+	if l.shared == 0 {
+		l.shared = bx * (rx + 1) * f.word * max(f.stateLevelsSh/2, 1)
+	}
+	// The tile's load, then ph steps of a barrier and rx independent updates.
+	l.blockCycles = dramLatencyCycles + float64(ph)*(chainCycles*base+barrierCycles) + l2LatencyCycles
+	return l, work, nil
 }
 
 // PyramidCal is SL's calibration of the pyramid-height model (section 6.3), made from two
@@ -336,12 +381,14 @@ func (r roofline) pyramid(in Input, f *facts, b []int, name string) (Prediction,
 // the per-cell cost of a step, both in seconds of the whole device.
 type PyramidCal struct {
 	BX, BY, BZ int
-	Block      float64 `json:"block"`
-	Cell       float64 `json:"cell"`
+	// RX is the register tile's cells a thread (0 or 1: none); its plans cost differently.
+	RX    int     `json:"rx,omitempty"`
+	Block float64 `json:"block"`
+	Cell  float64 `json:"cell"`
 }
 
 func (c *PyramidCal) matches(pl plan.Plan) bool {
-	return pl.Takes("ph") && c.BX == pl.BX && max(c.BY, 1) == max(pl.BY, 1) && max(c.BZ, 1) == max(pl.BZ, 1)
+	return pl.Takes("ph") && c.BX == pl.BX && max(c.BY, 1) == max(pl.BY, 1) && max(c.BZ, 1) == max(pl.BZ, 1) && max(c.RX, 1) == max(pl.RX, 1)
 }
 
 // CalibratePyramid solves for Block and Cell from measured seconds t1 (plan with PH=1, steps1
@@ -379,7 +426,7 @@ func CalibratePyramid(in Input, steps1 int, t1 float64, steps2 int, t2 float64) 
 	y2 = y2/float64(steps2/2) - launch
 	B1, B2 := float64(l1.blocks), float64(l2.blocks)
 	det := B1*w2 - B2*w1
-	c := &PyramidCal{BX: in.Plan.BX, BY: in.Plan.BY, BZ: in.Plan.BZ}
+	c := &PyramidCal{BX: in.Plan.BX, BY: in.Plan.BY, BZ: in.Plan.BZ, RX: in.Plan.RX}
 	if math.Abs(det) < 1e-12*math.Abs(B1*w2) {
 		// Proportional: attribute everything to cells.
 		c.Cell = math.Max(0, y1/w1)

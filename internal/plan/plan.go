@@ -37,7 +37,10 @@ type Plan struct {
 	// RX, RY are the register tile: each thread computes RX x RY outputs, strided by the
 	// block size along x and y (inplane), or neighbouring along x and y (n5d: rx in 2D and
 	// 3D, ry in 3D), so that neighbours within the tile come from registers and a block of
-	// few threads covers a wide tile, whose halo costs less.
+	// few threads covers a wide tile, whose halo costs less. A 1D pyramid takes rx too: each
+	// thread keeps rx neighbouring cells in registers through the launch's ph steps and
+	// exchanges only its R edge cells a side through shared memory (lower's pyramidRX; 1D
+	// programs with a fixed rim, PyramidRXApplies).
 	RX, RY int
 	// Wave skews n5d's levels one plane further apart so that one barrier per plane serves
 	// all of them (the pipelined wavefront of Schafer and Fey) instead of one per level.
@@ -224,7 +227,7 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 // (2*reach*PH < block); it fails when even one step does not fit.
 func (pl *Plan) FitPH(p *ir.Program) error {
 	r := p.Reach()
-	block := []int{pl.BX, pl.BY, pl.BZ}
+	block := []int{pl.BX * max(pl.RX, 1), pl.BY, pl.BZ}
 	for a, v := range r {
 		b := block[len(r)-1-a]
 		if v == 0 {
@@ -234,6 +237,40 @@ func (pl *Plan) FitPH(p *ir.Program) error {
 			return fmt.Errorf("plan pyramid: a block of %d cells along %s cannot cover a reach of %d; pyramid does not fit this stencil with these blocks", b, p.Axes[a], v)
 		}
 		pl.PH = min(pl.PH, (b-1)/(2*v))
+	}
+	return nil
+}
+
+// PyramidRXApplies says whether a pyramid with a register tile (rx > 1) can run p: a 1D grid
+// whose state grids keep one time level and hold a fixed rim at least the reach wide, the same
+// on every state grid (the rim's cells keep their values, and cells beyond it are never read
+// by a cell that computes).
+func PyramidRXApplies(p *ir.Program) error {
+	if p.Dims() != 1 {
+		return fmt.Errorf("pyramid's register tile (rx) is for 1D grids; %s is %dD: drop rx", p.Name, p.Dims())
+	}
+	R := p.Reach()[0]
+	for _, u := range p.Updates {
+		g := u.Grid
+		switch {
+		case g.Levels > 1:
+			return fmt.Errorf("pyramid's register tile (rx) keeps one time level, but grid %s keeps two: drop rx", g.Name)
+		case g.BC[0].Kind != ir.Fixed || g.Rim[0] < R:
+			return fmt.Errorf("pyramid's register tile (rx) needs a fixed boundary at least the reach (%d) wide (grid %s is %s, rim %d): drop rx", R, g.Name, g.BC[0].Kind, g.Rim[0])
+		case g.Rim[0] != p.Updates[0].Grid.Rim[0]:
+			return fmt.Errorf("pyramid's register tile (rx) needs one rim width on every state grid (%s has %d, %s %d): drop rx", g.Name, g.Rim[0], p.Updates[0].Grid.Name, p.Updates[0].Grid.Rim[0])
+		}
+	}
+	return nil
+}
+
+// pyramidCheck is the pyramid plan's checks beyond its parameters' ranges: a register tile
+// only where it applies.
+func pyramidCheck(pl Plan, p *ir.Program, lim Limits) error {
+	if pl.RX > 1 {
+		if err := PyramidRXApplies(p); err != nil {
+			return fmt.Errorf("plan %s: %w", pl, err)
+		}
 	}
 	return nil
 }
@@ -473,7 +510,11 @@ func fitPyramidBlocks(pl *Plan, p *ir.Program, given map[string]bool) {
 		if given[[]string{"bx", "by", "bz"}[k]] || v == 0 {
 			continue
 		}
-		for *b <= 2*pl.PH*v && pl.BX*pl.BY*max(pl.BZ, 1)*2 <= 1024 {
+		cells := 1
+		if k == 0 {
+			cells = max(pl.RX, 1)
+		}
+		for *b*cells <= 2*pl.PH*v && pl.BX*pl.BY*max(pl.BZ, 1)*2 <= 1024 {
 			*b *= 2
 		}
 	}

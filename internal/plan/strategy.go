@@ -56,7 +56,7 @@ var Registry = []*Strategy{
 	{Name: Stream25D, Doc: "2.5D blocking: one-plane-thick blocks walk the slowest axis in chunks", Streams: true,
 		applies: stream25dApplies, defaults: stream25dDefaults},
 	{Name: Pyramid, Doc: "ph time steps per launch, each block recomputing its shrinking halo",
-		defaults: pyramidDefaults, parsed: fitPyramidBlocks},
+		defaults: pyramidDefaults, parsed: fitPyramidBlocks, check: pyramidCheck},
 	{Name: N5D, Doc: "N.5D blocking (AN5D): bt time steps per launch streamed through registers", Streams: true,
 		applies: n5dApplies, defaults: n5dDefaults, check: n5dCheck},
 	{Name: ForwardPlane, Doc: "the forward-plane method: 2D blocks stream z of a 3D grid", Streams: true,

@@ -51,3 +51,32 @@ func TestPickRules(t *testing.T) {
 		}
 	}
 }
+
+// TestPyramidRXFirst: on 1D programs with a fixed rim the model ranks the pyramid's register
+// tiles (rx cells a thread) first, at a height of at most 32, as they measured on the H200
+// (bench/gpu/lists/pyramid-rx.txt: 3.0x-3.4x the one-cell pyramid the model picked before,
+// height 64 slower than 32); a 1D program with a clamped boundary keeps one cell a thread.
+func TestPyramidRXFirst(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		rx   bool
+	}{
+		{"peers/conv_1d1r", true},
+		{"peers/conv_1d2r", true},
+		{"peers/flash_1d7p", true},
+		{"sl/pathfinder", false},
+	} {
+		p, err := load.File("../../examples/"+c.file+".stencil", load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, []int{10241142}), Options{Profile: probe.Estimate(h100Props)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := cands[0].Plan
+		if got := first.Strategy == "pyramid" && first.RX > 1 && first.PH <= 32; got != c.rx {
+			t.Errorf("%s: the model's first plan is %s; want a register tile: %v", c.file, first, c.rx)
+		}
+	}
+}

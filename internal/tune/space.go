@@ -27,6 +27,13 @@ var (
 
 	pyramid1D   = [][3]int{{128, 1, 1}, {256, 1, 1}, {512, 1, 1}, {1024, 1, 1}}
 	pyramid1DPH = []int{1, 2, 4, 8, 16, 32, 64} // deep 1D pyramids cost little halo: 2 x 64 of 1024 cells
+	// The register tiles of 1D pyramids (rx cells a thread): on the H200 the 1D peers' shapes
+	// ran fastest at 128 or 256 threads of 8 or 16 cells, ph 16 to 32 (docs/performance.md).
+	pyramidRXBlocks = []int{128, 256}
+	pyramidRXCells  = []int{4, 8, 16}
+	// Their heights stop at 32: 64 ran 15-21% slower than 32 with every block and tile there,
+	// though its halo is 3% of a tile of 4096 cells.
+	pyramidRXPH = []int{1, 2, 4, 8, 16, 32}
 	pyramid2D   = [][3]int{{32, 8, 1}, {32, 16, 1}, {32, 32, 1}, {64, 8, 1}, {64, 16, 1}}
 	pyramid2DPH = []int{1, 2, 3, 4, 5, 6, 8}
 	pyramid3D   = [][3]int{{16, 8, 8}, {32, 8, 4}, {16, 16, 4}, {32, 4, 4}}
@@ -238,6 +245,20 @@ func pyramidSpace(sp *space, s string) {
 				continue // this height leaves no output cell in the block
 			}
 			sp.add(pl)
+		}
+	}
+	if plan.PyramidRXApplies(sp.p) == nil {
+		// 1D with a fixed rim: register tiles, rx cells a thread (lower's pyramidRX).
+		for _, bx := range pyramidRXBlocks {
+			for _, rx := range pyramidRXCells {
+				for _, ph := range pyramidRXPH {
+					pl := plan.Plan{Strategy: s, BX: bx, BY: 1, BZ: 1, PH: ph, RX: rx}
+					if pl.FitPH(sp.p) != nil || pl.PH != ph || !sp.fits([3]int{bx * rx, 1, 1}, false) {
+						continue
+					}
+					sp.add(pl)
+				}
+			}
 		}
 	}
 }

@@ -1244,12 +1244,12 @@ func (t *tuner) calibrate(viable []*Candidate) {
 			n = max(n, nb)
 		}
 	}
-	type shape struct{ bx, by, bz int }
+	type shape struct{ bx, by, bz, rx int }
 	var shapes []shape
 	seen := map[shape]bool{}
 	for i := 0; i < len(viable) && i < n; i++ {
 		pl := viable[i].Plan
-		if sh := (shape{pl.BX, pl.BY, pl.BZ}); pl.Takes("ph") && !seen[sh] {
+		if sh := (shape{pl.BX, pl.BY, pl.BZ, pl.RX}); pl.Takes("ph") && !seen[sh] {
 			seen[sh] = true
 			shapes = append(shapes, sh)
 		}
@@ -1260,7 +1260,7 @@ func (t *tuner) calibrate(viable []*Candidate) {
 	find := func(sh shape, ph int) *Candidate {
 		for _, c := range viable {
 			pl := c.Plan
-			if pl.Takes("ph") && pl.BX == sh.bx && pl.BY == sh.by && pl.BZ == sh.bz && pl.PH == ph {
+			if pl.Takes("ph") && pl.BX == sh.bx && pl.BY == sh.by && pl.BZ == sh.bz && pl.RX == sh.rx && pl.PH == ph {
 				return c
 			}
 		}
@@ -1290,7 +1290,7 @@ func (t *tuner) calibrate(viable []*Candidate) {
 		}
 		t.res.Calibrations = append(t.res.Calibrations, cal)
 		for _, c := range viable {
-			if !c.Plan.Takes("ph") || c.Plan.BX != sh.bx || c.Plan.BY != sh.by || c.Plan.BZ != sh.bz {
+			if !c.Plan.Takes("ph") || c.Plan.BX != sh.bx || c.Plan.BY != sh.by || c.Plan.BZ != sh.bz || c.Plan.RX != sh.rx {
 				continue
 			}
 			in := model.Input{Prog: t.s.Prog, Sum: sum, Plan: c.Plan, Shape: t.s.Shape, Steps: 1000, Dev: t.o.Profile, SharedBytes: c.SharedBytes, Regs: c.Regs, Cal: cal}
