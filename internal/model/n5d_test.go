@@ -322,6 +322,7 @@ func TestN5DFit(t *testing.T) {
 	exhpts := readSweep(t, "testdata/n5d-h100-exhaustive.txt")
 	ippts := readSweep(t, "testdata/n5d-h100-inplane-suite.txt")
 	peerpts := readSweep(t, "testdata/n5d-h200-peers.txt")
+	lorapts := readSweep(t, "testdata/n5d-h200-lora.txt")
 	var laterpts []sweepPoint
 	for _, f := range []string{"../tune/testdata/h100-exhaustive-2026-11-24b.txt", "../tune/testdata/h100-exhaustive-2026-11-26.txt"} {
 		laterpts = append(laterpts, readTunerRecords(t, f)...)
@@ -346,6 +347,10 @@ func TestN5DFit(t *testing.T) {
 			// model's first plan and its five first, weighted by TEMPEST_N5D_PEERS.
 			pe := evalSweep(t, peerpts, h200Like(), m)
 			l += peerW * (0.02*calLoss(pe) + 400*(topShortfall(pe, 1)+topShortfall(pe, 5)))
+			// LoRAStencil's 2D and 3D shapes in double under fast math on the H200 (tuner-chosen
+			// plans), the same way.
+			lo := evalSweep(t, lorapts, h200Like(), m)
+			l += peerW * (0.02*calLoss(lo) + 400*(topShortfall(lo, 1)+topShortfall(lo, 5)))
 		}
 		return l
 	}
