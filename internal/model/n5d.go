@@ -104,6 +104,10 @@ type N5DCalibration struct {
 	// allocates more than CUDA 11.8; the fit's 1.4 also stands for what else the estimate
 	// misses.
 	RegBase, RegPerQueue, RegPerAcc, RegScale float64
+	// RegWord64 is the 4-byte register slots the estimate counts per 8-byte value (naively
+	// 2): ptxas's counts for double-precision n5d kernels grow by less than twice the float
+	// kernels' per value held (EBISU's and LoRAStencil's shapes on CUDA 13: about 1.45x).
+	RegWord64 float64
 	// SpillCost is instructions per thread and level per register beyond a maxregs cap or 255.
 	SpillCost float64
 	// HideWarps is the warps per scheduler (a quarter of a multiprocessor) it takes to hide
@@ -134,7 +138,7 @@ var N5DCal = N5DCalibration{
 	WarpCPI:      1.028,
 	AssocChain:   0.3294, FMALatency: 4,
 	Smooth:  2.898,
-	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.486,
+	RegBase: 22, RegPerQueue: 1.4, RegPerAcc: 2.5, RegScale: 1.486, RegWord64: 1.45,
 	SpillCost:  0.1709,
 	HideWarps:  2.453,
 	AsyncPlane: 4,
@@ -340,13 +344,22 @@ func n5dTile(f *n5dFacts, pl plan.Plan) (rx, ry int) {
 // n5dRegisters estimates registers per thread (before any cap: more than 255 spill) for
 // cells cells per thread.
 func n5dRegisters(f *n5dFacts, cells, b int, c N5DCalibration) int {
-	slots := float64(f.U*b*cells*f.nState) * float64(f.word) / 4
+	slots := float64(f.U*b*cells*f.nState) * n5dWordSlots(f, c)
 	per := c.RegPerQueue
 	if f.assoc {
 		per = c.RegPerAcc
 	}
 	r := (c.RegBase + per*slots) * c.RegScale
 	return int(math.Ceil(r/8)) * 8
+}
+
+// n5dWordSlots is the 4-byte register slots the estimate counts per value of the program's
+// element type (RegWord64 for 8-byte values where set).
+func n5dWordSlots(f *n5dFacts, c N5DCalibration) float64 {
+	if f.word >= 8 && c.RegWord64 > 0 {
+		return c.RegWord64 * float64(f.word) / 8
+	}
+	return float64(f.word) / 4
 }
 
 // n5dPlanRegisters is n5dRegisters for a plan's tile at b levels. The fitted counts hold a
@@ -356,10 +369,10 @@ func n5dPlanRegisters(f *n5dFacts, pl plan.Plan, b int, c N5DCalibration) int {
 	rx, ry := n5dTile(f, pl)
 	regs := n5dRegisters(f, rx*ry, b, c)
 	if pl.Async > 0 {
-		freed := float64(rx*ry*f.nState*f.word) / 4 * c.RegScale
+		freed := float64(rx*ry*f.nState) * n5dWordSlots(f, c) * c.RegScale
 		if n5dStarRing(f, pl) > 0 {
 			// Level 0's queue too: level 1 reads the copies in shared memory.
-			freed += c.RegPerQueue * float64(f.U*rx*ry*f.nState*f.word) / 4 * c.RegScale
+			freed += c.RegPerQueue * float64(f.U*rx*ry*f.nState) * n5dWordSlots(f, c) * c.RegScale
 		}
 		regs = max(regs-int(math.Round(freed)), 16)
 	}
@@ -371,7 +384,7 @@ func n5dPlanRegisters(f *n5dFacts, pl plan.Plan, b int, c N5DCalibration) int {
 		if pl.Async > 0 && n5dStarRing(f, pl) > 0 {
 			queues--
 		}
-		freed := c.RegPerQueue * float64(queues*rx*ry*f.nState*f.word) / 4 * c.RegScale
+		freed := c.RegPerQueue * float64(queues*rx*ry*f.nState) * n5dWordSlots(f, c) * c.RegScale
 		regs = max(regs-int(math.Round(freed)), 16)
 	}
 	return regs

@@ -632,3 +632,56 @@ func predict1000(t *testing.T, p *ir.Program, s *analysis.Summary, pl plan.Plan,
 	}
 	return r
 }
+
+// TestN5DRegistersByWord: the register estimate's error is alike for float and double. Over
+// the tuned plans on the H200 with ptxas's counts (EBISU's 2D stencils in both types,
+// LoRAStencil's shapes in double; plans without maxregs, async or ascend, whose counts
+// the estimate adjusts), the mean ratio of estimate to count for double lies within 0.85 to
+// 1.1 of float's. Counting an 8-byte value as two 4-byte slots (RegWord64 = 2) put double at
+// 1.14 of float (1.51 against 1.33): the estimate then shut double's wide blocks out of
+// multiprocessors they fit in (LoRAStencil's star2d1r: 264 estimated, 158 counted, so 256
+// threads and 128 threads looked alike where 128 kept three blocks a multiprocessor and ran
+// 26% faster).
+func TestN5DRegistersByWord(t *testing.T) {
+	var sum, n [2]float64 // [0] float, [1] double
+	for _, file := range []string{"testdata/n5d-h200-lora.txt", "testdata/n5d-h200-peers.txt"} {
+		fh, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			fs := strings.Split(sc.Text(), "|")
+			if len(fs) != 3 {
+				continue
+			}
+			rest := strings.Fields(fs[2])
+			if len(rest) < 5 || rest[3] != "regs" || strings.Contains(rest[0], "maxregs") || strings.Contains(rest[0], "async") || strings.Contains(rest[0], "ascend") {
+				continue
+			}
+			counted, err := strconv.Atoi(rest[4])
+			if err != nil || counted >= 255 {
+				continue // 255: capped, the kernel spilled
+			}
+			name := strings.TrimSpace(fs[0])
+			p, s := prog(t, name)
+			pl, err := parseMeasured(rest[0], p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := n5dFactsOf(p, s)
+			k := 0
+			if f.word >= 8 {
+				k = 1
+			}
+			sum[k] += float64(n5dPlanRegisters(f, pl, pl.BT, N5DCal)) / float64(counted)
+			n[k]++
+		}
+		fh.Close()
+	}
+	f32, f64 := sum[0]/n[0], sum[1]/n[1]
+	t.Logf("estimate / ptxas: float %.3f (%v kernels), double %.3f (%v)", f32, n[0], f64, n[1])
+	if r := f64 / f32; r < 0.85 || r > 1.1 {
+		t.Errorf("double's register estimate is %.2f of float's relative to ptxas (want 0.85..1.1)", r)
+	}
+}
