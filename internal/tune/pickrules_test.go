@@ -10,9 +10,9 @@ import (
 	"tempest/internal/probe"
 )
 
-// TestPickRules: the model's first plan for the 2D AN5D stencils in float on CUDA launches
-// the edge tiles first (PickRules), and the same stencils in double, the 3D ones and an
-// OpenCL device keep the plan the model ranked.
+// TestPickRules: the model's first plan for the 2D AN5D stencils in float and double on CUDA
+// launches the edge tiles first (PickRules), and the 3D ones and an OpenCL device keep the
+// plan the model ranked.
 func TestPickRules(t *testing.T) {
 	opencl := h100Props
 	opencl.Backend = "opencl"
@@ -25,7 +25,8 @@ func TestPickRules(t *testing.T) {
 		{"j2d5pt", ir.F32, h100Props, true},
 		{"box2d2r", ir.F32, h100Props, true},
 		{"gradient2d", ir.F32, h100Props, true},
-		{"j2d5pt", ir.F64, h100Props, false},
+		{"j2d5pt", ir.F64, h100Props, true},
+		{"box2d2r", ir.F64, h100Props, true},
 		{"star3d1r", ir.F32, h100Props, false},
 		{"j2d5pt", ir.F32, opencl, false},
 	} {

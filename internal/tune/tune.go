@@ -1591,13 +1591,16 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 // that measurements say pay for plans of its kind, so that `tempest run` without tuning takes
 // them as a search would. Each rule names its evidence (docs/performance.md):
 //
-//   - edge tiles first (plan.EdgesFirst) on 2D n5d plans of 4-byte cells on CUDA: the tuned 2D
-//     float plans on the H100 gained 2-10% with it on seven of eight stencils (box2d2r flat,
-//     2026-11-25), and every one of the 29 pairs with and without it among the plans tuned for
-//     EBISU's 2D float stencils on the H200 gained (7.4% geomean, 2026-11-28). In double it
-//     lost on three of the eight H100 plans and in 3D on all four, so those keep the plain plan.
+//   - edge tiles first (plan.EdgesFirst) on 2D n5d plans on CUDA: the tuned 2D float plans on
+//     the H100 gained 2-10% with it on seven of eight stencils (box2d2r flat, 2026-11-25), and
+//     every one of the 29 pairs with and without it among the plans tuned for EBISU's 2D float
+//     stencils on the H200 gained (7.4% geomean, 2026-11-28). In double it lost on three of
+//     the eight H100 plans, but 32 of the 37 pairs among the plans tuned for EBISU's and
+//     LoRAStencil's 2D double stencils on the H200 gained (3.7% geomean, the worst 0.87,
+//     2026-11-28), so double takes it too. In 3D it lost on all four H100 plans and on the
+//     three H200 pairs of LoRAStencil's star3d1r (0.76-0.84): 3D keeps the plain plan.
 func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
-	if pl.Strategy == "n5d" && p.Dims() == 2 && p.DefaultType.Size() == 4 && props.Backend == "cuda" && !pl.EdgesFirst {
+	if pl.Strategy == "n5d" && p.Dims() == 2 && props.Backend == "cuda" && !pl.EdgesFirst {
 		v := pl
 		v.EdgesFirst = true
 		if v.Validate(p, plan.Limits{}, 0) == nil {
