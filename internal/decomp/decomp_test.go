@@ -102,6 +102,11 @@ axes z, y, x
 type f32
 state u init sin(0.3 * f32(x) + 0.7 * f32(y) - 0.45 * f32(z)) boundary fixed
 update u = 0.15 * (u + u[z-1] + u[z+1] + u[y-1] + u[y+1] + u[x-1] + u[x+1]) + 0.05 * u[z+1, y-1]`},
+	{"fixed1d_r2", `stencil fixed1d
+axes x
+type f32
+state u init sin(0.3 * f32(x)) boundary fixed
+update u = 0.3 * u + 0.2 * (u[x-1] + u[x+1]) + 0.15 * (u[x-2] + u[x+2])`},
 	{"star3d", `stencil star3d
 axes z, y, x
 type f32
@@ -363,7 +368,11 @@ func testDeviceBitwise(t *testing.T, dev gpu.Device, extra []string, counts []in
 		p := mustProgram(t, pr.name, pr.src)
 		// n5d takes fixed boundaries only; the others get the other temporal blocking plan.
 		deep := "pyramid:ph=2"
-		if p.Grids[0].BC[0].Kind == ir.Fixed {
+		switch {
+		case p.Grids[0].BC[0].Kind == ir.Fixed && p.Dims() == 1:
+			// 1D with a fixed rim: the pyramid's register tile (lower's pyramidRX).
+			deep = "pyramid:bx=16,ph=3,rx=4"
+		case p.Grids[0].BC[0].Kind == ir.Fixed:
 			deep = "n5d:bt=4"
 		}
 		plans := []string{deep}
