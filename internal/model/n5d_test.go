@@ -39,6 +39,8 @@ type sweepPoint struct {
 	shape   []int
 	plan    string
 	gcells  float64
+	// regs is ptxas's registers per thread where the record gives them ("regs N"), else 0.
+	regs int
 }
 
 // readSweep reads lines "stencil | YxX | plan G GCells/s, F" (failed runs have no number).
@@ -64,7 +66,11 @@ func readSweep(t testing.TB, file string) []sweepPoint {
 		if err != nil {
 			t.Fatalf("%s: %q", file, sc.Text())
 		}
-		out = append(out, sweepPoint{strings.TrimSpace(fs[0]), parseShape(fs[1]), rest[0], g})
+		regs := 0
+		if len(rest) >= 5 && rest[3] == "regs" {
+			regs, _ = strconv.Atoi(rest[4])
+		}
+		out = append(out, sweepPoint{strings.TrimSpace(fs[0]), parseShape(fs[1]), rest[0], g, regs})
 	}
 	return out
 }
@@ -103,7 +109,7 @@ func readTunerRecords(t *testing.T, file string) []sweepPoint {
 		if progs[name] == nil {
 			progs[name], _ = prog(t, name)
 		}
-		out = append(out, sweepPoint{name, shape, strings.TrimSpace(fs[2]), interiorCells(progs[name], shape) / ms / 1e6})
+		out = append(out, sweepPoint{name, shape, strings.TrimSpace(fs[2]), interiorCells(progs[name], shape) / ms / 1e6, 0})
 	}
 	return out
 }
@@ -644,40 +650,23 @@ func predict1000(t *testing.T, p *ir.Program, s *analysis.Summary, pl plan.Plan,
 // 26% faster).
 func TestN5DRegistersByWord(t *testing.T) {
 	var sum, n [2]float64 // [0] float, [1] double
-	for _, file := range []string{"testdata/n5d-h200-lora.txt", "testdata/n5d-h200-peers.txt"} {
-		fh, err := os.Open(file)
+	pts := append(readSweep(t, "testdata/n5d-h200-lora.txt"), readSweep(t, "testdata/n5d-h200-peers.txt")...)
+	for _, pt := range pts {
+		if pt.regs == 0 || pt.regs >= 255 || strings.Contains(pt.plan, "maxregs") || strings.Contains(pt.plan, "async") || strings.Contains(pt.plan, "ascend") {
+			continue // 255: capped, the kernel spilled
+		}
+		p, s := prog(t, pt.stencil)
+		pl, err := parseMeasured(pt.plan, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			fs := strings.Split(sc.Text(), "|")
-			if len(fs) != 3 {
-				continue
-			}
-			rest := strings.Fields(fs[2])
-			if len(rest) < 5 || rest[3] != "regs" || strings.Contains(rest[0], "maxregs") || strings.Contains(rest[0], "async") || strings.Contains(rest[0], "ascend") {
-				continue
-			}
-			counted, err := strconv.Atoi(rest[4])
-			if err != nil || counted >= 255 {
-				continue // 255: capped, the kernel spilled
-			}
-			name := strings.TrimSpace(fs[0])
-			p, s := prog(t, name)
-			pl, err := parseMeasured(rest[0], p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := n5dFactsOf(p, s)
-			k := 0
-			if f.word >= 8 {
-				k = 1
-			}
-			sum[k] += float64(n5dPlanRegisters(f, pl, pl.BT, N5DCal)) / float64(counted)
-			n[k]++
+		f := n5dFactsOf(p, s)
+		k := 0
+		if f.word >= 8 {
+			k = 1
 		}
-		fh.Close()
+		sum[k] += float64(n5dPlanRegisters(f, pl, pl.BT, N5DCal)) / float64(pt.regs)
+		n[k]++
 	}
 	f32, f64 := sum[0]/n[0], sum[1]/n[1]
 	t.Logf("estimate / ptxas: float %.3f (%v kernels), double %.3f (%v)", f32, n[0], f64, n[1])
