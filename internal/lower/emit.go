@@ -172,6 +172,16 @@ func lit(v ir.Value) kir.Expr {
 	return &kir.Int{V: v.I, T: kir.FromIR(v.T)}
 }
 
+// declareUpdateLets is declareLets for the values of updates us, which a kernel computes
+// together.
+func (em *emitter) declareUpdateLets(us []*ir.Update) {
+	vals := make([]ir.Expr, 0, len(us))
+	for _, u := range us {
+		vals = append(vals, u.Value)
+	}
+	em.declareLets(vals...)
+}
+
 // declareLets emits every let the expressions use, in dependency order.
 func (em *emitter) declareLets(es ...ir.Expr) {
 	used := map[*ir.Let]bool{}

@@ -167,11 +167,7 @@ func hostUpdates(p *ir.Program, group []*ir.Update, coords []kir.Expr, stride fu
 		return &kir.Index{Array: kir.Id(bufName(l.G, role)), Idx: idx}
 	}
 	inner = append(inner, &kir.Decl{Name: "idx", Type: kir.I64, Init: kir.Add(kir.Id("base"), &kir.Cast{T: kir.I64, From: kir.I32, X: coords[d-1]})})
-	var vals []ir.Expr
-	for _, u := range group {
-		vals = append(vals, u.Value)
-	}
-	em.declareLets(vals...)
+	em.declareUpdateLets(group)
 	for _, u := range group {
 		inner = append(inner, kir.Set(&kir.Index{Array: kir.Id(bufName(u.Grid, Out0)), Idx: kir.Id("idx")}, em.expr(u.Value)))
 	}
@@ -358,11 +354,7 @@ func lowerHostBlock(p *ir.Program, halo []int) (*kir.Kernel, []Arg) {
 		idx = kir.Add(idx, t)
 	}
 	inner = append(inner, &kir.Decl{Name: "idx", Type: kir.I64, Init: idx})
-	var vals []ir.Expr
-	for _, u := range p.Updates {
-		vals = append(vals, u.Value)
-	}
-	em.declareLets(vals...)
+	em.declareUpdateLets(p.Updates)
 	for _, u := range p.Updates {
 		inner = append(inner, kir.Set(&kir.Index{Array: kir.Id("dst_" + u.Grid.Name), Idx: kir.Id("idx")}, em.expr(u.Value)))
 	}

@@ -432,11 +432,7 @@ func (lv *n5dLevel) cell(i int, coords []kir.Expr, cs *[]kir.Stmt) {
 	em.read = lv.read(i, coords)
 	var compute []kir.Stmt
 	em.out = &compute
-	var vals []ir.Expr
-	for _, u := range b.p.Updates {
-		vals = append(vals, u.Value)
-	}
-	em.declareLets(vals...)
+	em.declareUpdateLets(b.p.Updates)
 	var sets []kir.Stmt
 	for _, u := range b.p.Updates {
 		g := u.Grid

@@ -81,11 +81,7 @@ func storeUpdatesSplit(em *emitter, idx kir.Expr) []kir.Stmt {
 func storeUpdates(em *emitter, idx kir.Expr) []kir.Stmt {
 	var body []kir.Stmt
 	em.out = &body
-	var vals []ir.Expr
-	for _, u := range em.p.Updates {
-		vals = append(vals, u.Value)
-	}
-	em.declareLets(vals...)
+	em.declareUpdateLets(em.p.Updates)
 	for _, u := range em.p.Updates {
 		g := u.Grid
 		store := kir.Set(&kir.Index{Array: kir.Id(bufName(g, Out0)), Idx: idx}, em.expr(u.Value))

@@ -194,11 +194,7 @@ func pyramidKernel(p *ir.Program, shape []int, pl plan.Plan, wide bool, ph int, 
 	}
 	var compute []kir.Stmt
 	cem.out = &compute
-	var vals []ir.Expr
-	for _, up := range p.Updates {
-		vals = append(vals, up.Value)
-	}
-	cem.declareLets(vals...)
+	cem.declareUpdateLets(p.Updates)
 	for _, up := range p.Updates {
 		g := up.Grid
 		dst := kir.At("s_"+g.Name, kir.Add(slotOff(g, 1, kk), kir.Id("tid")))

@@ -212,11 +212,7 @@ func pyramidRXCell(p *ir.Program, wide bool, i, rx, R int, checked bool, v, l, r
 	}
 	var compute []kir.Stmt
 	em.out = &compute
-	var vals []ir.Expr
-	for _, u := range p.Updates {
-		vals = append(vals, u.Value)
-	}
-	em.declareLets(vals...)
+	em.declareUpdateLets(p.Updates)
 	for _, u := range p.Updates {
 		compute = append(compute, kir.Set(kir.Id(n(u.Grid, i)), em.expr(u.Value)))
 	}
