@@ -23,7 +23,7 @@ import (
 // (each thread's run lies rx cells apart from its neighbour's: direct accesses would stride).
 // Cells outside the tile's valid region read garbage from the tile's ends, which never reaches
 // an output: the halo shrinks by R a step, as in any pyramid. Only 1D programs whose state
-// grids keep one time level and hold a fixed rim at least R wide (plan.PyramidRX).
+// grids keep one time level and hold a fixed rim at least R wide (plan.PyramidRXApplies).
 func lowerPyramidRX(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered, error) {
 	if err := plan.PyramidRXApplies(p); err != nil {
 		return nil, fmt.Errorf("plan %s: %w", pl, err)
@@ -34,7 +34,7 @@ func lowerPyramidRX(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lower
 	}
 	low := &Lowered{Module: &kir.Module{Kernels: []*kir.Kernel{main.k}, Uses64: uses64(p)}, SharedBytes: shared}
 	low.Launches = append(low.Launches, main.launch)
-	for _, ph := range pyramidRXDepths(pl.PH)[1:] {
+	for _, ph := range plan.Halvings(pl.PH)[1:] {
 		// Shallower launches for the steps ph does not divide (the host's schedule): a
 		// remainder takes about log2(ph) launches instead of one a step.
 		sh, _, err := pyramidRXKernel(p, pl, wide, ph, fmt.Sprintf("tempest_pyramid_%d", ph))
@@ -45,12 +45,6 @@ func lowerPyramidRX(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lower
 		low.Launches = append(low.Launches, sh.launch)
 	}
 	return low, nil
-}
-
-// pyramidRXDepths are the steps of a register-tiled pyramid's launches, deepest first: ph,
-// then its halvings down to 1 (as n5d's plan.Depths).
-func pyramidRXDepths(ph int) []int {
-	return plan.Plan{BT: ph}.Depths()
 }
 
 // pyramidRXKernel is the kernel of ph steps (lowerPyramidRX).

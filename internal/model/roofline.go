@@ -304,7 +304,7 @@ func (r roofline) pyramid(in Input, f *facts, b []int, name string) (Prediction,
 	if counts[0] == 0 {
 		depths, counts = []int{in.Steps}, []int{1}
 	} else if in.Plan.RX > 1 {
-		depths = plan.Plan{BT: ph}.Depths()
+		depths = plan.Halvings(ph)
 		counts = lower.Cover(depths, in.Steps)
 	}
 	var ls []launchCost

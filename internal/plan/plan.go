@@ -414,8 +414,12 @@ func (pl Plan) N5DTile(cells, r, bt int, x bool) (before, out int) {
 // launches that fit, so a remainder takes at most about log2(bt) shallow launches instead
 // of one single-step launch per step (a single step costs several times a step of a deep
 // block).
-func (pl Plan) Depths() []int {
-	out := []int{max(pl.BT, 1)}
+func (pl Plan) Depths() []int { return Halvings(pl.BT) }
+
+// Halvings is n, then its halvings down to 1: the depths of launches that cover any step count
+// deepest first (n5d's Depths, the register-tiled pyramid's heights).
+func Halvings(n int) []int {
+	out := []int{max(n, 1)}
 	for b := out[0] / 2; b >= 1; b /= 2 {
 		out = append(out, b)
 	}
