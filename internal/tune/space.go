@@ -44,9 +44,13 @@ var (
 	// two stream chunks; rx = 2 and 4 (neighbours inside the thread come from registers: it
 	// helps boxes, while stars pay for rx-way shared bank conflicts) take the widths that
 	// measured well on the H100 and one chunk. Blocks wider than 512 cells with rx > 1 lose
-	// to narrower ones (fewer resident blocks, longer barriers) and are left out.
+	// to narrower ones (fewer resident blocks, longer barriers) and are left out, and so are
+	// blocks of 512 threads: no 2D stencil's best plan had them in any record (the H100's
+	// exhaustive sweeps, the H200's sweep and the plans tuned for EBISU's and LoRAStencil's 2D
+	// stencils, float and double), where the best of them ran at 0.60-0.93 of the best
+	// (docs/performance.md, 2026-11-28).
 	n5d2D = []n5dShape{
-		{bx: 128, rx: 1, chunks: []int{256, 512}}, {bx: 256, rx: 1, chunks: []int{256, 512}}, {bx: 512, rx: 1, chunks: []int{256, 512}},
+		{bx: 128, rx: 1, chunks: []int{256, 512}}, {bx: 256, rx: 1, chunks: []int{256, 512}},
 		{bx: 128, rx: 2, chunks: []int{256}}, {bx: 256, rx: 2, chunks: []int{256}},
 		{bx: 64, rx: 4, chunks: []int{256}}, {bx: 128, rx: 4, chunks: []int{256}},
 	}
