@@ -301,11 +301,12 @@ func (r roofline) pyramid(in Input, f *facts, b []int, name string) (Prediction,
 	// The launches' depths and counts: ph, and single steps for the remainder; a register
 	// tile's kernels also halve ph down to 1 (lower's pyramidRX), covering it deepest first.
 	depths, counts := []int{ph, 1}, []int{in.Steps / ph, in.Steps % ph}
-	if counts[0] == 0 {
-		depths, counts = []int{in.Steps}, []int{1}
-	} else if in.Plan.RX > 1 {
+	switch {
+	case in.Plan.RX > 1:
 		depths = plan.Halvings(ph)
 		counts = lower.Cover(depths, in.Steps)
+	case counts[0] == 0:
+		depths, counts = []int{in.Steps}, []int{1}
 	}
 	var ls []launchCost
 	var works []float64
