@@ -82,11 +82,10 @@ func pyramidGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
 	r := p.Reach()
 	for dim := 0; dim < 3; dim++ {
 		if a := d - 1 - dim; a >= 0 {
-			cells := l.Block[dim]
+			out := l.Block[dim] - 2*r[a]*l.Steps
 			if dim == 0 {
-				cells *= max(pl.RX, 1) // a register tile (pyramidRX)
+				out = pl.PyramidCells()[0] - 2*r[a]*l.Steps // with a register tile (pyramidRX)
 			}
-			out := cells - 2*r[a]*l.Steps
 			if out < 1 {
 				return div, fmt.Errorf("internal error: pyramid block leaves no output")
 			}

@@ -50,7 +50,7 @@ func lowerPyramidRX(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lower
 // pyramidRXKernel is the kernel of ph steps (lowerPyramidRX).
 func pyramidRXKernel(p *ir.Program, pl plan.Plan, wide bool, ph int, name string) (builtKernel, int, error) {
 	R, bx, rx := p.Reach()[0], pl.BX, pl.RX
-	T := bx * rx
+	T := pl.PyramidCells()[0]
 	out := T - 2*R*ph
 	if out < 1 {
 		return builtKernel{}, 0, fmt.Errorf("plan %s: a tile of %d cells (bx x rx) leaves nothing after %d steps of reach %d; use a larger tile or a lower ph", pl, T, ph, R)

@@ -341,7 +341,7 @@ func (r roofline) pyramid(in Input, f *facts, b []int, name string) (Prediction,
 // the tile is staged through shared memory once on the way in and once on the way out.
 func pyramidRXLaunch(in Input, f *facts, ph int) (launchCost, float64, error) {
 	bx, rx, R := in.Plan.BX, in.Plan.RX, f.reach[0]
-	tile := bx * rx
+	tile := in.Plan.PyramidCells()[0]
 	out := tile - 2*R*ph
 	if out < 1 {
 		return launchCost{}, 0, fmt.Errorf("a tile of %d cells cannot cover %d steps of reach %d", tile, ph, R)

@@ -227,7 +227,8 @@ func Default(strategy string, p *ir.Program) (Plan, error) {
 // (2*reach*PH < block); it fails when even one step does not fit.
 func (pl *Plan) FitPH(p *ir.Program) error {
 	r := p.Reach()
-	block := []int{pl.BX * max(pl.RX, 1), pl.BY, pl.BZ}
+	cells := pl.PyramidCells()
+	block := cells[:]
 	for a, v := range r {
 		b := block[len(r)-1-a]
 		if v == 0 {
@@ -408,6 +409,10 @@ func (pl Plan) N5DTile(cells, r, bt int, x bool) (before, out int) {
 	}
 	return N5DSpan(cells, r, bt, align)
 }
+
+// PyramidCells is the cells a pyramid block's tile spans along x, y and z: its threads, times
+// the register tile's rx cells along x (1D).
+func (pl Plan) PyramidCells() [3]int { return [3]int{pl.BX * max(pl.RX, 1), pl.BY, pl.BZ} }
 
 // Depths is the temporal depths of an n5d plan's launches, deepest first: bt, then its
 // halvings down to 1. The host covers a step count that bt does not divide with the deepest

@@ -257,7 +257,7 @@ func pyramidSpace(sp *space, s string) {
 			for _, rx := range pyramidRXCells {
 				for _, ph := range pyramidRXPH {
 					pl := plan.Plan{Strategy: s, BX: bx, BY: 1, BZ: 1, PH: ph, RX: rx}
-					if pl.FitPH(sp.p) != nil || pl.PH != ph || !sp.fits([3]int{bx * rx, 1, 1}, false) {
+					if pl.FitPH(sp.p) != nil || pl.PH != ph || !sp.fits(pl.PyramidCells(), false) {
 						continue
 					}
 					sp.add(pl)
