@@ -7,7 +7,9 @@
 #
 # usage: bench/gpu/multi.sh TEMPEST GPUS [STEPS...]   (logs under $OUT or ./multi-out)
 # PARTS (default "bitwise rates kill") picks the sections; PLAN_J2D5PT (default n5d) and
-# PLAN_STAR3D1R (default: the model's pick) the plans the rates use.
+# PLAN_STAR3D1R (default: the model's pick) the plans the rates use ("cached": no --plan, so
+# the tuning cache's plans run: the sub-domains' for split runs, the whole grid's alone);
+# RUN_FLAGS (e.g. --fastmath) go to every timed run.
 set -u
 PARTS=${PARTS:-bitwise rates kill}
 on() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -33,9 +35,12 @@ done
 
 on rates && echo "== GCells/s, medians of 3 interleaved (one GPU | --gpus $G strong | $G processes strong | --gpus $G weak | $G processes weak)" | tee -a "$OUT/multi.log"
 on rates && for st in $STEPS; do
-	for case in "j2d5pt 16386x16386 $((16384 * G + 2))x16386 --plan ${PLAN_J2D5PT:-n5d}" \
-		"star3d1r 514x514x514 $((512 * G + 2))x514x514 ${PLAN_STAR3D1R:+--plan $PLAN_STAR3D1R}"; do
-		set -- $case; name=$1 size=$2 weak=$3; shift 3
+	pj=${PLAN_J2D5PT:-n5d} ps=${PLAN_STAR3D1R:-}
+	[ "$pj" = cached ] && pj=
+	[ "$ps" = cached ] && ps=
+	for case in "j2d5pt 16386x16386 $((16384 * G + 2))x16386 ${pj:+--plan $pj}" \
+		"star3d1r 514x514x514 $((512 * G + 2))x514x514 ${ps:+--plan $ps}"; do
+		set -- $case ${RUN_FLAGS:-}; name=$1 size=$2 weak=$3; shift 3
 		f=examples/an5d/$name.stencil
 		declare -A R=()
 		for i in 1 2 3; do

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# multi-tuned.sh: issue 43's split runs with plans from `tempest tune` alone (fast math, no
+# plan written by hand). It tunes j2d5pt 16386^2 and star3d1r 514^3 for one GPU and for the
+# sub-domains of 2 and 4 GPUs (tune --gpus N), each search on a GPU of its own at once, into
+# TEMPEST_CACHE_DIR (default .gpu/tunecache; a search resumes from what the cache holds), then
+# runs bench/gpu/multi.sh on 2 and 4 GPUs with no --plan, so that each run takes the cache's
+# plan for its sub-domain (one GPU and the weak runs: the whole grid's, the same size class).
+#
+# usage: bench/gpu/multi-tuned.sh TEMPEST [STEPS...]   (logs under $OUT; the cache comes back
+# as $OUT/tunecache.tgz). TUNE_BUDGET (default 60s) bounds each search; PARTS as multi.sh's,
+# plus "tune"; GPUS (default "2 4") the splits measured.
+set -u
+T=${1:?tempest binary}; shift
+STEPS=${*:-1000 10000}
+OUT=${OUT:-multi-out}; mkdir -p "$OUT"
+export TEMPEST_CACHE_DIR=${TEMPEST_CACHE_DIR:-$PWD/.gpu/tunecache}; mkdir -p "$TEMPEST_CACHE_DIR"
+export NCCL_NVLS_ENABLE=0
+PARTS=${PARTS:-tune rates}
+on() { [[ " $PARTS " == *" $1 "* ]]; }
+ngpu=$(nvidia-smi -L | wc -l)
+if on tune; then
+	echo "== tune (--fastmath --budget ${TUNE_BUDGET:-60s}), one search a GPU" | tee -a "$OUT/multi.log"
+	i=0
+	for job in "j2d5pt 16386x16386 1" "star3d1r 514x514x514 1" "j2d5pt 16386x16386 2" "star3d1r 514x514x514 2" \
+		"j2d5pt 16386x16386 4" "star3d1r 514x514x514 4"; do
+		set -- $job
+		g=$((i % ngpu)); i=$((i + 1))
+		(s=$(date +%s); CUDA_VISIBLE_DEVICES=$g "$T" tune examples/an5d/$1.stencil --size $2 --gpus $3 --fastmath --quiet \
+			--budget ${TUNE_BUDGET:-60s} >"$OUT/tune-$1-$3.log" 2>&1
+		echo "$1 $2 --gpus $3: rc=$? $(($(date +%s) - s)) s, $(grep -h '^best:' "$OUT/tune-$1-$3.log")" | tee -a "$OUT/multi.log") &
+		((i % ngpu == 0)) && wait
+	done
+	wait
+fi
+for g in ${GPUS:-2 4}; do
+	((g > ngpu)) && continue
+	devs=$(seq -s, 0 $((g - 1)))
+	CUDA_VISIBLE_DEVICES=$devs PARTS="${PARTS/tune/}" PLAN_J2D5PT=cached PLAN_STAR3D1R=cached RUN_FLAGS=--fastmath \
+		OUT="$OUT/g$g" bash "$(dirname "$0")/multi.sh" "$T" "$g" $STEPS
+	cat "$OUT/g$g/multi.log" >>"$OUT/multi.log"
+done
+tar -czf "$OUT/tunecache.tgz" -C "$TEMPEST_CACHE_DIR" .
