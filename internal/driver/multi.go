@@ -686,6 +686,9 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return res, nil
 	}
 	fmt.Fprintf(stdout, "time %.3f s (wall clock, exchanges included), %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
+	if sp, ok := predictSplitRun(pr, pl, dev, m, l, period, steps, overlap); ok && res.GCellsPerS > 0 {
+		fmt.Fprintln(stdout, sp.line(cells, res.GCellsPerS))
+	}
 	warnNonFinite(s, stderr)
 	ss.obs.warnNonFinite(stderr)
 	if o.Verify {

@@ -1,0 +1,84 @@
+package driver
+
+import (
+	"fmt"
+
+	"tempest/internal/decomp"
+	"tempest/internal/gpu"
+	"tempest/internal/model"
+	"tempest/internal/plan"
+	"tempest/internal/tune"
+)
+
+// splitPrediction is the split model's price of a split run (model.PredictSplit), printed
+// beside the measured rate so that every run shows how far the model is off. Compute is
+// priced at the plan's rate as `tempest tune` measured it (for the sub-domains' size first,
+// then the whole grid's), else by the plan's model on the device's profile. Only CUDA runs
+// are priced: the model's exchange costs were fitted on them, and OpenCL's split runs copy
+// halos through the host, which it does not price.
+type splitPrediction struct {
+	seconds float64
+	from    string
+}
+
+// predictSplitRun prices the run; ok is false where the model has nothing to go on (no CUDA
+// device, or no profile of it and no tuning record of the plan).
+func predictSplitRun(pr *Prepared, pl plan.Plan, dev gpu.Device, m MultiOptions, l *decomp.Layout, period, steps int, overlap bool) (splitPrediction, bool) {
+	if dev == nil || steps < 1 || dev.Props().Backend != "cuda" {
+		return splitPrediction{}, false
+	}
+	rows, cols := l.Grid()
+	parts := rows * cols
+	in := model.SplitInput{Prog: pr.Prog, Shape: pr.State.Shape, Steps: steps, Parts: parts, Cols: cols, Period: period,
+		Link: splitLink(m, true), Overlap: overlap && cols == 1}
+	if m.GPUs > 0 || m.Ranks > 0 {
+		in.HostUs, in.RowCells = model.ExchangeUs, model.HaloRowCells
+	}
+	var from string
+	if rate, at := tunedRate(dev, pr, pl, parts); rate > 0 {
+		in.Rate = rate
+		from = "the plan's rate measured by tempest tune at " + at
+	} else if prof := loadDeviceProfile(dev, false, nil); prof != nil {
+		in.Plan, in.Dev = pl, prof
+		from = "the plan's model"
+	} else {
+		return splitPrediction{}, false
+	}
+	p, err := model.PredictSplit(in)
+	if err != nil || p.Seconds <= 0 {
+		return splitPrediction{}, false
+	}
+	return splitPrediction{seconds: p.Seconds, from: from}, true
+}
+
+// tunedRate is the plan's measured rate in cells per second from the tuning cache: the
+// record for the sub-domains' size, else the whole grid's; 0 where neither holds the plan.
+func tunedRate(dev gpu.Device, pr *Prepared, pl plan.Plan, parts int) (float64, string) {
+	cache, err := tune.OpenCache("")
+	if err != nil {
+		return 0, ""
+	}
+	for _, shape := range [][]int{SubdomainShape(pr.State.Shape, parts), pr.State.Shape} {
+		e, err := cache.Load(tune.KeyFor(pr.Prog, shape, dev.Props(), Version, pl.FastMath))
+		if err != nil || e == nil {
+			continue
+		}
+		r := e.Lookup(pl.String())
+		if r == nil || r.Status != tune.Measured || r.SecondsPerStep <= 0 || len(r.Shape) == 0 {
+			continue
+		}
+		cells := 1.0
+		for _, n := range r.Shape {
+			cells *= float64(n)
+		}
+		return cells / r.SecondsPerStep, sizeString(r.Shape)
+	}
+	return 0, ""
+}
+
+// line is the report's line: the predicted rate (GCells/s, from the run's updated cells) and
+// the model's error against the measured rate.
+func (p splitPrediction) line(cells, measured float64) string {
+	pred := cells / p.seconds / 1e9
+	return fmt.Sprintf("split model: %.3f GCells/s predicted (compute from %s), an error of %+.1f%%", pred, p.from, (pred/measured-1)*100)
+}
