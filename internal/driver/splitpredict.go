@@ -31,16 +31,28 @@ func predictSplitRun(pr *Prepared, pl plan.Plan, dev gpu.Device, m MultiOptions,
 	parts := rows * cols
 	in := model.SplitInput{Prog: pr.Prog, Shape: pr.State.Shape, Steps: steps, Parts: parts, Cols: cols, Period: period,
 		Link: splitLink(m, true), Overlap: overlap && cols == 1}
-	if m.GPUs > 0 || m.Ranks > 0 {
-		in.HostUs, in.RowCells = model.ExchangeUs, model.HaloRowCells
+	// Compute priced at the part's own size costs PartExchangeUs an exchange and nothing per
+	// halo row beyond its cells; priced at the whole grid's, the measured terms also carry what
+	// a part loses running a plan tuned for another size.
+	through := m.GPUs > 0 || m.Ranks > 0
+	ownSize := func() {
+		if through {
+			in.HostUs = model.PartExchangeUs
+		}
 	}
 	var from string
 	if rate, at := tunedRate(dev, pr, pl, parts); rate > 0 {
 		in.Rate = rate
-		from = "the plan's rate measured by tempest tune at " + at
+		from = "the plan's rate measured by tempest tune at " + sizeString(at)
+		if tune.SizeClass(at) == tune.SizeClass(SubdomainShape(pr.State.Shape, parts)) {
+			ownSize()
+		} else if through {
+			in.HostUs, in.RowCells = model.ExchangeUs, model.HaloRowCells
+		}
 	} else if prof := loadDeviceProfile(dev, false, nil); prof != nil {
 		in.Plan, in.Dev = pl, prof
 		from = "the plan's model"
+		ownSize()
 	} else {
 		return splitPrediction{}, false
 	}
@@ -53,10 +65,10 @@ func predictSplitRun(pr *Prepared, pl plan.Plan, dev gpu.Device, m MultiOptions,
 
 // tunedRate is the plan's measured rate in cells per second from the tuning cache: the
 // record for the sub-domains' size, else the whole grid's; 0 where neither holds the plan.
-func tunedRate(dev gpu.Device, pr *Prepared, pl plan.Plan, parts int) (float64, string) {
+func tunedRate(dev gpu.Device, pr *Prepared, pl plan.Plan, parts int) (float64, []int) {
 	cache, err := tune.OpenCache("")
 	if err != nil {
-		return 0, ""
+		return 0, nil
 	}
 	for _, shape := range [][]int{SubdomainShape(pr.State.Shape, parts), pr.State.Shape} {
 		e, err := cache.Load(tune.KeyFor(pr.Prog, shape, dev.Props(), Version, pl.FastMath))
@@ -71,9 +83,9 @@ func tunedRate(dev gpu.Device, pr *Prepared, pl plan.Plan, parts int) (float64, 
 		for _, n := range r.Shape {
 			cells *= float64(n)
 		}
-		return cells / r.SecondsPerStep, sizeString(r.Shape)
+		return cells / r.SecondsPerStep, r.Shape
 	}
-	return 0, ""
+	return 0, nil
 }
 
 // line is the report's line: the predicted rate (GCells/s, from the run's updated cells) and

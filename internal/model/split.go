@@ -302,31 +302,38 @@ func SplitTable(rows []SplitInput, counts []int) (string, error) {
 // own in one batch of driver calls, NCCL connected before the clock and the parts left whole:
 // twelve runs of j2d5pt 16386^2 and star3d1r 514^3 (strong and weak, 2 and 4 GPUs, one process
 // and a process per GPU, periods 12 to 40, two plans each) fit the split model within 7% with
-// ExchangeUs 105 us per exchange beyond the link's own time (the parts' streams wait for
-// NCCL's kernels; the host posts ahead and costs nothing) and HaloRowCells 2.5e5 cells per
-// halo row per step (smaller parts run their plan less efficiently: wave tails, short
-// chunks). Before those changes the host's posting cost about 250 us per exchange for each
-// sub-domain one process drove, one after another.
+// ExchangeUs 105 us per exchange beyond the link's own time and HaloRowCells 2.5e5 cells per
+// halo row per step, compute priced at the whole grid's measured rate: the two terms also
+// carry what a part a quarter of the grid loses running a plan tuned for the whole (wave
+// tails, short chunks), which does not depend on the period. Before those changes the host's
+// posting cost about 250 us per exchange for each sub-domain one process drove.
+//
+// PartExchangeUs is the cost per exchange beyond the link's where compute is priced at the
+// rate of the part's own size (a plan tuned for the sub-domains, `tempest tune --gpus N`, or
+// a weak run's part as large as the grid tuned for): 22 runs on 2 and 4 H200s (2026-11-28,
+// "Several GPUs with plans from tempest tune"; strong and weak, one process and a process per
+// GPU, periods 8 to 30, star3d1r's period swept) fit within 5% with 35 us and no halo-row
+// term: halo rows then cost only their cells. It is the marginal cost the period rule weighs.
 const (
 	ExchangeUs       = 105.0
 	HaloRowCells     = 2.5e5
+	PartExchangeUs   = 35.0
 	exchangePeriodUp = 256 // the deepest period the rule picks
 )
 
-// ExchangePeriod is the exchange period that minimises that fit, a step costing
-// T0 + E/p + K p r row / rate: p = sqrt(E rate / (K r row)), with E the link's latency plus
-// ExchangeUs, K = 2 + HaloRowCells/row (the two halos' rows each part recomputes and their
-// overhead), rate a device's cells per second on this plan and row the cells of one row
-// (plane) along the split axis; rounded to a multiple of depth (the plan's deepest launch), at
-// least depth, and no deeper than an eighth of a part's rows. The parts one process drives no
-// longer matter: each device's posting runs beside the others'.
+// ExchangePeriod is the exchange period that minimises a step's cost T0 + E/p + 2 p r row /
+// rate: p = sqrt(E rate / (2 r row)), with E the link's latency plus PartExchangeUs, 2 p r
+// the halo rows a part recomputes (two sides of p r rows), rate a device's cells per second
+// on this plan and row the cells of one row (plane) along the split axis; rounded to a
+// multiple of depth (the plan's deepest launch), at least depth, and no deeper than an eighth
+// of a part's rows. The parts one process drives do not matter: each device's posting runs
+// beside the others'.
 func ExchangePeriod(rate float64, row int64, reach, depth, partRows int, link Link) int {
 	if rate <= 0 || row <= 0 || reach <= 0 || depth < 1 {
 		return max(depth, 1)
 	}
-	e := (ExchangeUs + link.LatencyUs) * 1e-6
-	k := 2 + HaloRowCells/float64(row)
-	p := math.Sqrt(e * rate / (k * float64(reach) * float64(row)))
+	e := (PartExchangeUs + link.LatencyUs) * 1e-6
+	p := math.Sqrt(e * rate / (2 * float64(reach) * float64(row)))
 	m := max(int(math.Round(p/float64(depth))), 1)
 	for m > 1 && (m*depth > exchangePeriodUp || m*depth*reach > partRows/8) {
 		m--
