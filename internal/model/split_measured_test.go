@@ -68,3 +68,69 @@ func interiorCellsOf(shape []int) float64 {
 	}
 	return c
 }
+
+// measuredPartSplits are split runs on 2 and 4 H200 SXM (float, fast math, 10000 steps, NCCL,
+// sub-domains whole; docs/performance.md, "Several GPUs with plans from tempest tune") whose
+// plans `tempest tune` chose for the parts' own size: rate is that plan's GCells/s measured
+// by the tuner at shape at (the sub-domain for strong runs, the whole 16386^2 or 514^3 grid
+// for weak ones, whose parts are as large). Local 1 is a process per GPU.
+var measuredPartSplits = []struct {
+	stencil              string
+	shape, at            []int
+	rate                 float64
+	parts, local, period int
+	gcells               float64
+}{
+	{"j2d5pt", []int{16386, 16386}, []int{4097, 16386}, 2405.5, 4, 4, 22, 8254},
+	{"j2d5pt", []int{16386, 16386}, []int{4097, 16386}, 2405.5, 4, 1, 22, 8433},
+	{"j2d5pt", []int{16386, 16386}, []int{4097, 16386}, 2405.5, 4, 4, 44, 8623},
+	{"j2d5pt", []int{16386, 16386}, []int{4097, 16386}, 2405.5, 4, 4, 55, 8685},
+	{"j2d5pt", []int{16386, 16386}, []int{4097, 16386}, 2405.5, 4, 4, 66, 8712},
+	{"j2d5pt", []int{65538, 16386}, []int{16386, 16386}, 2468.7, 4, 4, 30, 9593},
+	{"j2d5pt", []int{65538, 16386}, []int{16386, 16386}, 2468.7, 4, 1, 30, 9641},
+	{"j2d5pt", []int{65538, 16386}, []int{16386, 16386}, 2468.7, 4, 4, 60, 9626},
+	{"star3d1r", []int{514, 514, 514}, []int{129, 514, 514}, 674.1, 4, 4, 12, 1967},
+	{"star3d1r", []int{514, 514, 514}, []int{129, 514, 514}, 674.1, 4, 1, 12, 1982},
+	{"star3d1r", []int{514, 514, 514}, []int{129, 514, 514}, 674.1, 4, 4, 4, 1966},
+	{"star3d1r", []int{514, 514, 514}, []int{129, 514, 514}, 674.1, 4, 4, 8, 1999},
+	{"star3d1r", []int{514, 514, 514}, []int{129, 514, 514}, 674.1, 4, 4, 16, 1939},
+	{"star3d1r", []int{514, 514, 514}, []int{129, 514, 514}, 674.1, 4, 4, 24, 1832},
+	{"star3d1r", []int{2050, 514, 514}, []int{514, 514, 514}, 788.2, 4, 4, 12, 2811},
+	{"star3d1r", []int{2050, 514, 514}, []int{514, 514, 514}, 788.2, 4, 1, 12, 2820},
+	{"star3d1r", []int{2050, 514, 514}, []int{514, 514, 514}, 788.2, 4, 4, 4, 2863},
+	{"star3d1r", []int{2050, 514, 514}, []int{514, 514, 514}, 788.2, 4, 4, 8, 2876},
+	{"star3d1r", []int{2050, 514, 514}, []int{514, 514, 514}, 788.2, 4, 4, 16, 2780},
+	{"star3d1r", []int{2050, 514, 514}, []int{514, 514, 514}, 788.2, 4, 4, 24, 2698},
+	{"j2d5pt", []int{16386, 16386}, []int{8193, 16386}, 2456.2, 2, 2, 30, 4721},
+	{"j2d5pt", []int{16386, 16386}, []int{8193, 16386}, 2456.2, 2, 1, 30, 4728},
+	{"j2d5pt", []int{32770, 16386}, []int{16386, 16386}, 2468.7, 2, 2, 30, 4859},
+	{"j2d5pt", []int{32770, 16386}, []int{16386, 16386}, 2468.7, 2, 1, 30, 4867},
+	{"star3d1r", []int{514, 514, 514}, []int{257, 514, 514}, 733.9, 2, 2, 12, 1312},
+	{"star3d1r", []int{514, 514, 514}, []int{257, 514, 514}, 733.9, 2, 1, 12, 1316},
+	{"star3d1r", []int{1026, 514, 514}, []int{514, 514, 514}, 788.2, 2, 2, 12, 1477},
+	{"star3d1r", []int{1026, 514, 514}, []int{514, 514, 514}, 788.2, 2, 1, 12, 1474},
+}
+
+// TestPredictSplitPartRate prints the split model's prediction beside each run whose compute
+// it prices at the part's own measured rate (PartExchangeUs, no halo-row term; go test -v) and
+// holds every one within 6%.
+func TestPredictSplitPartRate(t *testing.T) {
+	for _, m := range measuredPartSplits {
+		cells := 1.0
+		for _, n := range m.at {
+			cells *= float64(n)
+		}
+		in := SplitInput{Prog: loadF32(t, m.stencil), Shape: m.shape, Steps: 10000, Parts: m.parts, Period: m.period, Link: Links["nvlink4"],
+			Rate: m.rate * 1e9 * cells / interiorCellsOf(m.at), HostUs: PartExchangeUs}
+		pr, err := PredictSplit(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := interiorCellsOf(m.shape) * 10000 / pr.Seconds / 1e9
+		e := got/m.gcells - 1
+		t.Logf("%-8s %v, %d GPUs, %d a process, period %3d: measured %6.0f, predicted %6.0f GCells/s (%+.1f%%)", m.stencil, m.shape, m.parts, m.local, m.period, m.gcells, got, 100*e)
+		if math.Abs(e) > 0.06 {
+			t.Errorf("%s %v on %d GPUs (%d a process), period %d: predicted %.0f GCells/s, measured %.0f (%+.1f%%)", m.stencil, m.shape, m.parts, m.local, m.period, got, m.gcells, 100*e)
+		}
+	}
+}

@@ -233,10 +233,12 @@ func TestChooseGrid(t *testing.T) {
 }
 
 // TestExchangePeriod holds the rule near the periods of the fastest measured runs on 4 x
-// H200 (10000 steps, sub-domains whole, docs/performance.md): j2d5pt 16386^2 on its tuned
-// plan (depth 10) ran at 7763 GCells/s with period 40 in one process and 7612 with 20 in a
-// process per GPU; star3d1r 514^3 on its tuned plan (depth 4) at 2214 with 16 and 2254 with
-// 12. The fit puts their optima near 35 and 12.
+// H200 (10000 steps, fast math, plans from tempest tune, sub-domains whole; docs/performance.md,
+// "Several GPUs with plans from tempest tune"): j2d5pt 16386^2 (its plan for a quarter, depth
+// 11, 2405 GCells/s on the part) ran at 8359, 8623, 8685 and 8712 GCells/s with periods 22, 44,
+// 55 and 66; 65538x16386 (depth 10) at 9606 and 9626 with 30 and 60; star3d1r 514^3 (depth
+// 4, 674 GCells/s on the part) at 1966, 1999-2007, 1967, 1939 and 1832 with 4, 8, 12, 16 and
+// 24, and 2050x514^2 (788 GCells/s) at 2863, 2862-2876, 2811, 2780 and 2698.
 func TestExchangePeriod(t *testing.T) {
 	link := Links["nvlink4"]
 	for _, c := range []struct {
@@ -245,9 +247,10 @@ func TestExchangePeriod(t *testing.T) {
 		row                        int64
 		reach, depth, rows, lo, hi int
 	}{
-		{"j2d5pt, tuned plan", 2721e9, 16386, 1, 10, 4096, 30, 40},
-		{"j2d5pt, n5d at bt 4", 1086e9, 16386, 1, 4, 4096, 20, 24},
-		{"star3d1r, tuned plan", 906e9, 514 * 514, 1, 4, 128, 12, 16},
+		{"j2d5pt strong, a quarter's plan", 2405e9, 16386, 1, 11, 4097, 44, 66},
+		{"j2d5pt weak", 2469e9, 16386, 1, 10, 16385, 30, 70},
+		{"star3d1r strong, a quarter's plan", 674e9, 514 * 514, 1, 4, 129, 8, 8},
+		{"star3d1r weak", 788e9, 514 * 514, 1, 4, 513, 4, 8},
 		{"no rate: the plan's depth", 0, 16386, 1, 4, 4096, 4, 4},
 		{"thin parts stay shallow", 2721e9, 16386, 1, 4, 64, 4, 8},
 	} {
