@@ -9,7 +9,7 @@
 # one of star3d1r, say j2d5pt-256-10-128 and star3d1r-32x32-4-128, and no compiled/double; without
 # TEMPEST_BIN it builds one with go build; KEEP=1 keeps its outputs.) Tempest's plans are the
 # tuned lists' less chain=true (PoCL has no chained launches), then the model's picks
-# (PLANS=model). Takes about a minute.
+# (PLANS=model), also two at once (TUNE_GPUS=2). Takes about a minute.
 # The checks are strings evaluated later, so their expansions are single-quoted on purpose.
 # shellcheck disable=SC2016
 set -u
@@ -94,6 +94,10 @@ SKIP_BUILD=1 PLANS=model ROUNDS=1 $S "$AN5D" "$T" "$O2" > "$W/run4.txt" 2>&1
 check '[ "$(wc -l < "$O2/plans-float.txt")" -eq 2 ] && [ "$(wc -l < "$O2/plans-double.txt")" -eq 2 ]' "PLANS=model: a plan per stencil and type"
 check '[ "$(tail -n +2 "$O2/tune-times.csv" | wc -l)" -eq 4 ]' "PLANS=model: each search's time recorded"
 check '[ "$(grep -c ",tempest,.*,ok," "$O2/side_by_side.csv")" -eq 4 ]' "PLANS=model: the rounds run the model's plans"
+O3=$W/model2
+SKIP_BUILD=1 PLANS=model TUNE_GPUS=2 ROUNDS=1 $S "$AN5D" "$T" "$O3" > "$W/run5.txt" 2>&1
+check 'cmp -s <(sort "$O2/plans-float.txt") <(sort "$O3/plans-float.txt") && cmp -s <(sort "$O2/plans-double.txt") <(sort "$O3/plans-double.txt")' "TUNE_GPUS=2: the same plans, two searches at once"
+check '[ "$(grep -c ", GPU [01])" "$W/run5.txt")" -eq 4 ]' "TUNE_GPUS=2: each search on a device of its own"
 if [ $fail -ne 0 ]; then
   echo "FAIL (outputs in $W kept)"
   trap - EXIT

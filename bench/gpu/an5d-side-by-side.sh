@@ -48,7 +48,9 @@
 # radius). PLANS=tune takes Tempest's plans from `tempest tune --fastmath --budget TUNE_BUDGET`
 # (60s) per stencil and type, from an empty tuning cache (OUTDIR/tune-cache), instead of the
 # lists, and records each search's wall time in OUTDIR/tune-times.csv; PLANS=model takes the
-# model's pick (what `tempest run` takes without a tuned plan). Both write the plans they found
+# model's pick (what `tempest run` takes without a tuned plan). TUNE_GPUS=N (1) runs N searches
+# at once, each on a GPU of its own (CUDA_VISIBLE_DEVICES; a 4-GPU machine tunes the 42 in
+# about 11 minutes). Both write the plans they found
 # to OUTDIR/plans-TYPE.txt and keep them when run again (delete the file to search again).
 # For machines that cut a command at 10 minutes: BUILD_ONLY=1 stops after the builds,
 # SKIP_BUILD=1 builds nothing (a missing binary is recorded as not built), and a run skips
@@ -96,6 +98,7 @@ TYPES=${TYPES:-"float double"}
 STENCILS=${STENCILS:-$ALL_STENCILS}
 [ "$STENCILS" = suite ] && STENCILS=$SUITE_STENCILS
 PLANS=${PLANS:-list}
+TUNE_GPUS=${TUNE_GPUS:-1}
 TUNE_BUDGET=${TUNE_BUDGET:-60s}
 SIZE2D=${SIZE2D:-16384}
 SIZE3D=${SIZE3D:-512}
@@ -396,7 +399,7 @@ radius() { case $1 in *[0-9]r) local r=${1%r}; echo "${r: -1}" ;; j2d9pt) echo 2
 # the model's pick), written to OUTDIR/plans-TYPE.txt as "stencil plan" lines, which the rounds
 # then read like LIST_F32/LIST_F64. A stencil whose list line exists is not tuned again.
 make_plans() {
-  local tt=f32 list=$O/plans-$1.txt s r n size t0 log plan secs
+  local tt=f32 list=$O/plans-$1.txt s r n size i=0
   [ "$1" = double ] && tt=f64
   if [ -z "$DRY" ]; then
     mkdir -p "$O/tune-cache" "$O/logs/plans" && touch "$list" || exit 2
@@ -406,21 +409,40 @@ make_plans() {
     [ -z "$DRY" ] && awk -v s="$s" '$1 == s { f = 1 } END { exit !f }' "$list" && continue
     r=$(radius "$s")
     if is3d "$s"; then n=$((SIZE3D + 2 * r)); size=${n}x${n}x$n; else n=$((SIZE2D + 2 * r)); size=${n}x$n; fi
-    log=$O/logs/plans/$PLANS-$1-$s.log
-    if [ "$PLANS" = tune ]; then
-      local args=(tune "examples/an5d/$s.stencil" --backend "$TEMPEST_BACKEND" --type $tt --size "$size" --fastmath --budget "$TUNE_BUDGET")
-    else
-      local args=(run "examples/an5d/$s.stencil" --backend "$TEMPEST_BACKEND" --type $tt --size "$size" --fastmath --steps 1 --tune model --quiet)
+    if [ -n "$DRY" ] || [ "$TUNE_GPUS" -le 1 ]; then
+      plan_one "$1" "$tt" "$s" "$size" "$list" ""
+      continue
     fi
-    if [ -n "$DRY" ]; then run env TEMPEST_CACHE_DIR="$O/tune-cache" "$T" "${args[@]}"; continue; fi
-    t0=$(date +%s.%N)
-    TEMPEST_CACHE_DIR=$O/tune-cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
-    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-    if [ "$PLANS" = tune ]; then plan=$(awk '/^best: / { print $2; exit }' "$log"); else plan=$(awk '/ chosen by the model/ { print $2; exit }' "$log"); fi
-    echo "$1,$s,$PLANS,$secs,\"$plan\"" >> "$O/tune-times.csv"
-    if [ -n "$plan" ]; then echo "$s $plan" >> "$list"; echo "  $PLANS $1 $s: $plan ($secs s)"; else echo "  $PLANS $1 $s: no plan (see $log)"; fi
+    # TUNE_GPUS searches at once, each on a GPU of its own, in waves.
+    plan_one "$1" "$tt" "$s" "$size" "$list" $((i % TUNE_GPUS)) &
+    i=$((i + 1))
+    ((i % TUNE_GPUS == 0)) && wait
   done
+  wait
   if [ "$1" = float ]; then LIST_F32=$list; else LIST_F64=$list; fi
+}
+
+# plan_one TYPE TT STENCIL SIZE LIST GPU: one stencil's search (or the model's pick), on CUDA
+# device GPU where given (CUDA_VISIBLE_DEVICES), its plan appended to LIST and its wall time to
+# tune-times.csv.
+plan_one() {
+  local log=$O/logs/plans/$PLANS-$1-$3.log t0 secs plan args
+  if [ "$PLANS" = tune ]; then
+    args=(tune "examples/an5d/$3.stencil" --backend "$TEMPEST_BACKEND" --type "$2" --size "$4" --fastmath --budget "$TUNE_BUDGET" --quiet)
+  else
+    args=(run "examples/an5d/$3.stencil" --backend "$TEMPEST_BACKEND" --type "$2" --size "$4" --fastmath --steps 1 --tune model --quiet)
+  fi
+  if [ -n "$DRY" ]; then run env TEMPEST_CACHE_DIR="$O/tune-cache" "$T" "${args[@]}"; return; fi
+  t0=$(date +%s.%N)
+  if [ -n "$6" ]; then
+    CUDA_VISIBLE_DEVICES=$6 TEMPEST_CACHE_DIR=$O/tune-cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
+  else
+    TEMPEST_CACHE_DIR=$O/tune-cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
+  fi
+  secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if [ "$PLANS" = tune ]; then plan=$(awk '/^best: / { print $2; exit }' "$log"); else plan=$(awk '/ chosen by the model/ { print $2; exit }' "$log"); fi
+  echo "$1,$3,$PLANS,$secs,\"$plan\"" >> "$O/tune-times.csv"
+  if [ -n "$plan" ]; then echo "$3 $plan" >> "$5"; echo "  $PLANS $1 $3: $plan ($secs s${6:+, GPU $6})"; else echo "  $PLANS $1 $3: no plan (see $log)"; fi
 }
 
 # 2. Interleaved rounds.
