@@ -632,6 +632,7 @@ func (t *tuner) neighbours(best *Candidate) {
 	variant := t.variants()
 	t.refined(best, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, best.Plan, true)))
 	t.combine(variant, best)
+	t.compiledSwitches(variant)
 	// The two-row variants hold more registers than the plans the refinement capped: the
 	// occupancy variants of the plans now within 10% of the best, these among them, are
 	// measured last, four at most (the fastest plan may already share an SM with another block
@@ -683,6 +684,38 @@ func (t *tuner) neighbours(best *Candidate) {
 		v.Chain = true
 		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
 	}
+}
+
+// compiledSwitches measures the fastest plan compiled for the run's size (plan.ConstSize),
+// with its launches chained (plan.Chain) and with both, at once, early in the walk: the hand
+// sweeps found them in most tuned 2D plans (constsize in 7 and chain in 6 of the 11 float
+// plans of the AN5D table, both in the H200's j2d5pt plans for 2 and 4 sub-domains), and a
+// search that met them only at its end spent its budget first (j2d5pt 16386^2 in 60 s, 2026-11-28).
+// The steps that follow then vary a plan that has them where they won; the end of the walk
+// tries them again on whatever is fastest by then.
+func (t *tuner) compiledSwitches(variant func(plan.Plan) *Candidate) {
+	b := fastest(t.res.Candidates)
+	if b == nil {
+		return
+	}
+	var pls []plan.Plan
+	cs, ch := b.Plan.Takes("constsize") && !b.Plan.ConstSize, b.Plan.Takes("chain") && !b.Plan.Chain
+	if cs {
+		v := b.Plan
+		v.ConstSize = true
+		pls = append(pls, v)
+	}
+	if ch {
+		v := b.Plan
+		v.Chain = true
+		pls = append(pls, v)
+	}
+	if cs && ch {
+		v := b.Plan
+		v.ConstSize, v.Chain = true, true
+		pls = append(pls, v)
+	}
+	t.refined(b, t.unmeasured(variant, pls))
 }
 
 // refineShape measures plans of another block shape than best's as its variants and, where one

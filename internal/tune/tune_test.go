@@ -950,3 +950,57 @@ func TestBudgetStopsTheSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestCompiledSwitches: the fastest plan is measured compiled for the size, chained and both at
+// once, in one batch; the winner carries them into the steps that follow; a plan that has
+// both, or a strategy without them, measures nothing.
+func TestCompiledSwitches(t *testing.T) {
+	p := program(t, "an5d/j2d5pt.stencil")
+	base := plans(t, p, "n5d:bx=128,bt=10,rx=2,pf=2,chunk=384,fastmath=true")[0]
+	timeOf := func(pl plan.Plan) float64 {
+		s := 1.0
+		if pl.ConstSize {
+			s -= 0.01
+		}
+		if pl.Chain {
+			s -= 0.03
+		}
+		return s * 1e-3
+	}
+	var timed []string
+	lim := gpurun.Limits(fakeDevice{props: h100Props})
+	tu := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)), o: Options{Limits: &lim, Profile: h100Probed(), FastMath: true}, res: &Result{}}
+	tu.timeFor = func(c *Candidate) {
+		c.Status, c.SecondsPerStep = Measured, timeOf(c.Plan)
+		timed = append(timed, c.Plan.String())
+	}
+	variant := tu.variants()
+	best := variant(base)
+	tu.measure([]*Candidate{best})
+	tu.res.Candidates = []*Candidate{best}
+	tu.compiledSwitches(variant)
+	if len(timed) != 4 {
+		t.Fatalf("timed %v, want the plan and its three variants", timed)
+	}
+	b := fastest(tu.res.Candidates).Plan
+	if !b.ConstSize || !b.Chain {
+		t.Errorf("best %s, want constsize and chain", b)
+	}
+	tu.compiledSwitches(variant)
+	if len(timed) != 4 {
+		t.Errorf("a plan with both switches timed %v", timed[4:])
+	}
+	q := program(t, "an5d/j2d5pt.stencil")
+	naive := plans(t, q, "naive")[0]
+	tu2 := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(q, benchShape(q)), o: Options{Limits: &lim, Profile: h100Probed()}, res: &Result{}}
+	n := 0
+	tu2.timeFor = func(c *Candidate) { c.Status, c.SecondsPerStep = Measured, 1e-3; n++ }
+	v2 := tu2.variants()
+	c := v2(naive)
+	tu2.measure([]*Candidate{c})
+	tu2.res.Candidates = []*Candidate{c}
+	tu2.compiledSwitches(v2)
+	if n != 1 {
+		t.Errorf("naive: %d timed, want only itself", n)
+	}
+}
