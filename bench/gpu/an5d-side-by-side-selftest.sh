@@ -9,7 +9,7 @@
 # one of star3d1r, say j2d5pt-256-10-128 and star3d1r-32x32-4-128, and no compiled/double; without
 # TEMPEST_BIN it builds one with go build; KEEP=1 keeps its outputs.) Tempest's plans are the
 # tuned lists' less chain=true (PoCL has no chained launches), then the model's picks
-# (PLANS=model), also two at once (TUNE_GPUS=2). Takes about a minute.
+# (PLANS=model), also two at once (TUNE_GPUS=2) and a round over two devices (ROUND_GPUS=2). Takes about a minute.
 # The checks are strings evaluated later, so their expansions are single-quoted on purpose.
 # shellcheck disable=SC2016
 set -u
@@ -98,6 +98,9 @@ O3=$W/model2
 SKIP_BUILD=1 PLANS=model TUNE_GPUS=2 ROUNDS=1 $S "$AN5D" "$T" "$O3" > "$W/run5.txt" 2>&1
 check 'cmp -s <(sort "$O2/plans-float.txt") <(sort "$O3/plans-float.txt") && cmp -s <(sort "$O2/plans-double.txt") <(sort "$O3/plans-double.txt")' "TUNE_GPUS=2: the same plans, two searches at once"
 check '[ "$(grep -c ", GPU [01])" "$W/run5.txt")" -eq 4 ]' "TUNE_GPUS=2: each search on a device of its own"
+SKIP_BUILD=1 PLANS=model ROUND_GPUS=2 ROUNDS="1 2" $S "$AN5D" "$T" "$O3" > "$W/run6.txt" 2>&1
+check '[ "$(grep -c "^2,.*,ok," "$O3/side_by_side.csv")" -eq "$(grep -c "^1,.*,ok," "$O3/side_by_side.csv")" ] && [ "$(grep -c "^2," "$O3/side_by_side.csv")" -eq 8 ]' "ROUND_GPUS=2: a round spread over two devices measures every run once"
+check '[ "$(grep -c "(GPU [01])" "$W/run6.txt")" -eq 4 ]' "ROUND_GPUS=2: each device's share reported, a round each"
 if [ $fail -ne 0 ]; then
   echo "FAIL (outputs in $W kept)"
   trap - EXIT

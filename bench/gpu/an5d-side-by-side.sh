@@ -50,7 +50,9 @@
 # lists, and records each search's wall time in OUTDIR/tune-times.csv; PLANS=model takes the
 # model's pick (what `tempest run` takes without a tuned plan). TUNE_GPUS=N (1) runs N searches
 # at once, each on a GPU of its own (CUDA_VISIBLE_DEVICES; a 4-GPU machine tunes the 42 in
-# about 11 minutes). Both write the plans they found
+# about 11 minutes); ROUND_GPUS=N likewise spreads each round's stencils over N GPUs, a
+# stencil's AN5D binaries and Tempest's plan on one device (identical devices assumed). Both
+# write the plans they found
 # to OUTDIR/plans-TYPE.txt and keep them when run again (delete the file to search again).
 # For machines that cut a command at 10 minutes: BUILD_ONLY=1 stops after the builds,
 # SKIP_BUILD=1 builds nothing (a missing binary is recorded as not built), and a run skips
@@ -99,6 +101,7 @@ STENCILS=${STENCILS:-$ALL_STENCILS}
 [ "$STENCILS" = suite ] && STENCILS=$SUITE_STENCILS
 PLANS=${PLANS:-list}
 TUNE_GPUS=${TUNE_GPUS:-1}
+ROUND_GPUS=${ROUND_GPUS:-1}
 TUNE_BUDGET=${TUNE_BUDGET:-60s}
 SIZE2D=${SIZE2D:-16384}
 SIZE3D=${SIZE3D:-512}
@@ -555,14 +558,30 @@ measure_tempest() { # ROUND TYPE STENCIL
   row "$1" "$2" "$3" tempest "$plan" "$size" "$st" "$ms" "$gf" "$log"
 }
 
-for r in $ROUNDS; do
-  echo "round $r"
+# round_part ROUND G: round ROUND's stencils whose place in STENCILS is G modulo ROUND_GPUS.
+round_part() {
+  local i=0 s t stem
   for s in $STENCILS; do
+    ((i++ % ROUND_GPUS == $2)) || continue
     for t in $TYPES; do
-      for stem in ${CFG[$t,$s]}; do measure_an5d "$r" "$t" "$s" "$stem"; done
-      measure_tempest "$r" "$t" "$s"
+      for stem in ${CFG[$t,$s]}; do measure_an5d "$1" "$t" "$s" "$stem"; done
+      measure_tempest "$1" "$t" "$s"
     done
   done
+}
+for r in $ROUNDS; do
+  echo "round $r"
+  if [ "$ROUND_GPUS" -le 1 ] || [ -n "$DRY" ]; then
+    ROUND_GPUS=1 round_part "$r" 0
+    continue
+  fi
+  # ROUND_GPUS devices at once, each running its share of the stencils (AN5D's binaries and
+  # Tempest's plan of a stencil on the same device, interleaved as on one).
+  for ((g = 0; g < ROUND_GPUS; g++)); do
+    (export CUDA_VISIBLE_DEVICES=$g; round_part "$r" "$g" > "$O/round$r-gpu$g.txt" 2>&1) &
+  done
+  wait
+  for ((g = 0; g < ROUND_GPUS; g++)); do echo "  (GPU $g)"; cat "$O/round$r-gpu$g.txt"; rm -f "$O/round$r-gpu$g.txt"; done
 done
 [ -z "$DRY" ] && report
 copy_results
