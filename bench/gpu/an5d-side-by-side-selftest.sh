@@ -101,6 +101,8 @@ check '[ "$(grep -c ", GPU [01])" "$W/run5.txt")" -eq 4 ]' "TUNE_GPUS=2: each se
 SKIP_BUILD=1 PLANS=model ROUND_GPUS=2 ROUNDS="1 2" $S "$AN5D" "$T" "$O3" > "$W/run6.txt" 2>&1
 check '[ "$(grep -c "^2,.*,ok," "$O3/side_by_side.csv")" -eq "$(grep -c "^1,.*,ok," "$O3/side_by_side.csv")" ] && [ "$(grep -c "^2," "$O3/side_by_side.csv")" -eq 8 ]' "ROUND_GPUS=2: a round spread over two devices measures every run once"
 check '[ "$(grep -c "(GPU [01])" "$W/run6.txt")" -eq 4 ]' "ROUND_GPUS=2: each device's share reported, a round each"
+SKIP_BUILD=1 BEST_OF=1 ROUNDS="1 4" $S "$AN5D" "$T" "$O" > "$W/run7.txt" 2>&1
+check '[ "$(grep -c "^4,[a-z]*,[a-z0-9]*,an5d,.*,ok," "$O/side_by_side.csv")" -eq 4 ]' "BEST_OF=1: a later round times each stencil's fastest screened configuration"
 if [ $fail -ne 0 ]; then
   echo "FAIL (outputs in $W kept)"
   trap - EXIT

@@ -81,6 +81,15 @@
 #   BUILD_ONLY=1 STENCILS=suite TYPES=float bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
 #   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUNDS=1 RESULTS=$OUT \
 #     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
+# On a machine of 4 GPUs and 64 cores (nvidia-h200-x4), both types in four calls or so, the
+# artifact carried as .gpu/an5d-artifact.tar.xz and unpacked to out/ first; the second line
+# once per type (21 searches of a minute on 4 GPUs: 6 waves):
+#   JOBS=64 BUILD_ONLY=1 STENCILS=suite bench/gpu/an5d-side-by-side.sh out/AN5D-Artifact .gpu/tempest out/suite
+#   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune TUNE_GPUS=4 ROUNDS= bench/gpu/an5d-side-by-side.sh ...
+#   SKIP_BUILD=1 STENCILS=suite PLANS=tune ROUND_GPUS=4 ROUNDS=1 RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
+#   SKIP_BUILD=1 STENCILS=suite PLANS=tune ROUND_GPUS=4 BEST_OF=3 ROUNDS="2 3" RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
+# (round 1 screens every configuration; BEST_OF=3 times only each stencil's three fastest
+# there in rounds 2 and 3).
 # With the artifact's 5 to 10 configurations
 # per stencil (CONFIGS=v100 takes 5), split the runs further with ROUNDS=1, ROUNDS=2, ROUNDS=3.
 set -u
@@ -102,6 +111,8 @@ STENCILS=${STENCILS:-$ALL_STENCILS}
 PLANS=${PLANS:-list}
 TUNE_GPUS=${TUNE_GPUS:-1}
 ROUND_GPUS=${ROUND_GPUS:-1}
+BEST_OF=${BEST_OF:-}
+SCREEN=${SCREEN:-1}
 TUNE_BUDGET=${TUNE_BUDGET:-60s}
 SIZE2D=${SIZE2D:-16384}
 SIZE3D=${SIZE3D:-512}
@@ -558,13 +569,24 @@ measure_tempest() { # ROUND TYPE STENCIL
   row "$1" "$2" "$3" tempest "$plan" "$size" "$st" "$ms" "$gf" "$log"
 }
 
+# round_configs ROUND TYPE STENCIL: the AN5D configurations a round runs: all of them, or with
+# BEST_OF=K in rounds after the screening round SCREEN (1), the K fastest there (by the
+# CSV's ok rows; all of them where the screen measured none).
+round_configs() {
+  if [ -z "$BEST_OF" ] || [ "$1" = "$SCREEN" ] || [ ! -f "$CSV" ]; then echo "${CFG[$2,$3]}"; return; fi
+  local best
+  best=$(awk -F, -v r="$SCREEN" -v t="$2" -v s="$3" '$1 == r && $2 == t && $3 == s && $4 == "an5d" && $8 == "ok" {
+    gsub(/"/, "", $5); print $9, $5 }' "$CSV" | sort -g | head -n "$BEST_OF" | awk '{ print $2 }' | tr '\n' ' ')
+  if [ -n "$best" ]; then echo "$best"; else echo "${CFG[$2,$3]}"; fi
+}
+
 # round_part ROUND G: round ROUND's stencils whose place in STENCILS is G modulo ROUND_GPUS.
 round_part() {
   local i=0 s t stem
   for s in $STENCILS; do
     ((i++ % ROUND_GPUS == $2)) || continue
     for t in $TYPES; do
-      for stem in ${CFG[$t,$s]}; do measure_an5d "$1" "$t" "$s" "$stem"; done
+      for stem in $(round_configs "$1" "$t" "$s"); do measure_an5d "$1" "$t" "$s" "$stem"; done
       measure_tempest "$1" "$t" "$s"
     done
   done
