@@ -62,6 +62,7 @@ func CheckTuneMode(mode string) error {
 // device, records every measurement in the tuning cache (resuming what is there) and prints
 // the candidates and the best plan.
 func Tune(o TuneOptions, stdout, stderr io.Writer) error {
+	began := time.Now() // --budget bounds the command: preparing the state counts
 	mode, err := tune.ParseMode(o.Mode)
 	if err != nil {
 		return fmt.Errorf("--mode: %w", err)
@@ -95,7 +96,7 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := tune.Options{Mode: mode, K: o.K, Beta: o.Beta, Seed: o.Seed, Steps: o.Steps, Reps: o.Reps, Strategies: o.Strategies,
-		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log, NoRefine: o.NoRefine, Budget: o.Budget}
+		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log, NoRefine: o.NoRefine, Budget: o.Budget, Start: began}
 	if !o.Quiet {
 		opt.Progress = stderr
 	}

@@ -112,10 +112,14 @@ type Options struct {
 	// Progress receives a progress bar when it is a terminal; Log receives lines of text.
 	Progress io.Writer
 	Log      io.Writer
-	// Budget bounds the search's wall time (0: none): once it is spent and some candidate has
-	// run, no further candidate is timed; what was measured is kept (and cached), so a second
-	// search resumes where this one stopped.
+	// Budget bounds the search's wall time (0: none): no candidate is timed that would end
+	// past it by the median time the candidates so far took, once some candidate has run;
+	// what was measured is kept (and cached), so a second search resumes where this one
+	// stopped.
 	Budget time.Duration
+	// Start is when the budget's clock started (zero: when Tune starts): `tempest tune` starts
+	// it before it prepares the state, so that the budget bounds the command's wall time.
+	Start time.Time
 }
 
 // Candidate is one plan of the search.
@@ -311,6 +315,9 @@ func sortCandidates(cands []*Candidate, seed uint64) {
 func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	o.defaults()
 	start := time.Now()
+	if !o.Start.IsZero() {
+		start = o.Start
+	}
 	props := dev.Props()
 	if o.Profile == nil {
 		o.Profile = probe.Estimate(props)
@@ -1196,7 +1203,8 @@ type tuner struct {
 	// timeFor, where set, times a candidate in place of the device (tests of the search's
 	// steps on made-up times).
 	timeFor func(*Candidate)
-	start   time.Time // the search's start, for Options.Budget
+	start   time.Time       // the search's start, for Options.Budget
+	took    []time.Duration // how long each timed candidate took, compilation wait included
 	// since, where set, replaces time.Since (tests of the budget on a made-up clock).
 	since func(time.Time) time.Duration
 	// initial holds device copies of the state's arrays, made at the first timing, from
@@ -1234,10 +1242,30 @@ func (t *tuner) spent() bool {
 	if t.since != nil {
 		since = t.since
 	}
-	if t.o.Budget <= 0 || since(t.start) < t.o.Budget {
+	if el := since(t.start); t.o.Budget <= 0 || (el < t.o.Budget && el+t.nextTakes() <= t.o.Budget) {
 		return false
 	}
 	return t.res == nil || fastest(t.res.Candidates) != nil
+}
+
+// nextTakes is what the next candidate is expected to take: the median of those timed so far.
+func (t *tuner) nextTakes() time.Duration {
+	if len(t.took) == 0 {
+		return 0
+	}
+	d := slices.Clone(t.took)
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// timing returns a function that records, when called, how long a candidate took since.
+func (t *tuner) timing() func() {
+	since := time.Since
+	if t.since != nil {
+		since = t.since
+	}
+	before := since(t.start)
+	return func() { t.took = append(t.took, since(t.start)-before) }
 }
 
 func (t *tuner) logf(format string, a ...any) {
@@ -1460,7 +1488,9 @@ func (t *tuner) measure(cands []*Candidate) {
 				t.skip(todo[i:], false)
 				return
 			}
+			done := t.timing()
 			t.timeFor(c)
+			done()
 		}
 		return
 	}
@@ -1510,6 +1540,7 @@ func (t *tuner) measure(cands []*Candidate) {
 			t.skip(todo[i:], true)
 			return
 		}
+		done := t.timing()
 		cm := <-ready[i]
 		if cm.err == nil {
 			cm.err = t.time(c, cm)
@@ -1522,6 +1553,7 @@ func (t *tuner) measure(cands []*Candidate) {
 			t.logf("  %-40s %10.4f ms/step (predicted %.4f, %s)", c.Plan, c.SecondsPerStep*1e3, c.Predicted*1e3, c.Pred.Bottleneck)
 		}
 		c.low = nil // measured: its module is no longer needed
+		done()
 		t.record(c)
 		t.step(c.Plan.String())
 	}

@@ -920,16 +920,17 @@ func TestFineChunks(t *testing.T) {
 	}
 }
 
-// TestBudgetStopsTheSearch: once the time budget is spent, no further candidate is timed, and
-// the skipped ones are counted; a search whose budget is spent before anything ran still times
-// its first candidate, so that it has a result.
+// TestBudgetStopsTheSearch: no candidate is timed that would end past the budget (by the
+// candidates' median time so far: 25 ms each, so 55 ms times two and 75 ms three), and the
+// skipped ones are counted; a search whose budget is spent before anything ran still times its
+// first candidate, so that it has a result.
 func TestBudgetStopsTheSearch(t *testing.T) {
 	p := program(t, "an5d/j2d5pt.stencil")
 	lim := gpurun.Limits(fakeDevice{props: h100Props})
 	for _, c := range []struct {
 		budget    time.Duration
 		wantTimed int
-	}{{0, 8}, {time.Nanosecond, 1}, {55 * time.Millisecond, 3}} {
+	}{{0, 8}, {time.Nanosecond, 1}, {55 * time.Millisecond, 2}, {75 * time.Millisecond, 3}} {
 		var cands []*Candidate
 		for _, bx := range []int{32, 64, 96, 128, 160, 192, 224, 256} {
 			cands = append(cands, &Candidate{Plan: plans(t, p, fmt.Sprintf("n5d:bx=%d,bt=4", bx))[0], Status: Unmeasured})
