@@ -238,7 +238,7 @@ sub-domains' size, then the whole grid's.`,
 	f.BoolVar(&o.FastMath, "fastmath", false, "compile every candidate with fast math; fast and exact results are cached apart (tempest run --fastmath uses the fast ones)")
 	f.BoolVar(&o.NoRefine, "no-refine", false, "skip the refinement: register caps and deeper prefetches tried on the best plans of the space, then shorter and longer stream chunks and, for n5d, other loop and tile variants of the fastest (scalar accesses, phased loops, two-row threads, shorter 3D blocks under a register cap)")
 	f.BoolVar(&o.Fresh, "fresh", false, "measure again what the cache already holds (results still go to the cache)")
-	f.DurationVar(&o.Budget, "budget", time.Minute, "stop timing candidates once the search has run this long (0: no limit); a search cut short goes on from the cache when run again")
+	f.DurationVar(&o.Budget, "budget", time.Minute, "bound the command's wall time: no candidate is timed that would end past it (0: no limit); a search cut short goes on from the cache when run again")
 	f.IntVar(&o.Parts, "gpus", 0, "tune one sub-domain of a run split this many ways along the slowest axis (--gpus, --ranks or --subdomains of tempest run), whose plan such runs take first")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar or progress lines")
