@@ -660,21 +660,9 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		}
 	}
 	if m.Ranks > 0 {
-		// The run took as long as its slowest process.
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], math.Float64bits(res.Seconds))
-		all, err := mr.coord.Gather(b[:])
-		if err != nil {
+		if res.Seconds, err = mr.slowest(res.Seconds); err != nil {
 			return nil, err
 		}
-		for _, x := range all {
-			if len(x) == 8 {
-				res.Seconds = max(res.Seconds, math.Float64frombits(binary.LittleEndian.Uint64(x)))
-			}
-		}
-		// That was the ranks' last exchange: what follows (rank 0's verification and files)
-		// is local, and a rank that ends now, however it ends, must not stop it.
-		mr.coord.Close()
 	}
 	cells := UpdatedCells(s) * float64(steps)
 	if res.Seconds > 0 {
@@ -706,6 +694,25 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return nil, err
 	}
 	return res, nil
+}
+
+// slowest is the run's time over every process, the slowest's, gathered from the ranks. That is
+// the ranks' last exchange: what follows (rank 0's verification and files) is local, and a rank
+// that ends now, however it ends, must not stop it, so it leaves the coordinator.
+func (mr *multiRun) slowest(seconds float64) (float64, error) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], math.Float64bits(seconds))
+	all, err := mr.coord.Gather(b[:])
+	if err != nil {
+		return 0, err
+	}
+	for _, x := range all {
+		if len(x) == 8 {
+			seconds = max(seconds, math.Float64frombits(binary.LittleEndian.Uint64(x)))
+		}
+	}
+	mr.coord.Close()
+	return seconds, nil
 }
 
 // start readies the split run's clock: the sub-domains' first exchange (NCCL connects on

@@ -841,13 +841,7 @@ func TestCombineSwitches(t *testing.T) {
 		}
 		return s * 1e-3
 	}
-	var timed []string
-	lim := gpurun.Limits(fakeDevice{props: h100Props})
-	tu := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)), o: Options{Limits: &lim, Profile: h100Probed(), FastMath: true}, res: &Result{}}
-	tu.timeFor = func(c *Candidate) {
-		c.Status, c.SecondsPerStep = Measured, timeOf(c.Plan)
-		timed = append(timed, c.Plan.String())
-	}
+	tu, timedOf := madeUpTuner(p, true, timeOf)
 	variant := tu.variants()
 	best := variant(base)
 	if best == nil {
@@ -856,7 +850,7 @@ func TestCombineSwitches(t *testing.T) {
 	tu.measure([]*Candidate{best})
 	tu.res.Candidates = []*Candidate{best}
 	tu.refined(best, tu.unmeasured(variant, roundVariants(p, base)))
-	first := len(timed)
+	first := len(timedOf())
 	tu.combine(variant, best)
 	want := "n5d:bx=128,by=1,bt=7,rx=2,wave=true,pf=5,rimblocks=true,edgesfirst=true,unclamped=true,chunk=320,maxregs=96,fastmath=true"
 	if got := fastest(tu.res.Candidates).Plan.String(); got != want {
@@ -865,14 +859,14 @@ func TestCombineSwitches(t *testing.T) {
 	// Three rounds: from the rim's blocks, from those with unclamped loads, and from all three
 	// (none of whose variants wins); no plan twice.
 	seen := map[string]bool{}
-	for _, s := range timed {
+	for _, s := range timedOf() {
 		if seen[s] {
 			t.Errorf("%s timed twice", s)
 		}
 		seen[s] = true
 	}
-	if n := len(timed) - first; n < 3 || n > 3*len(roundVariants(p, base)) {
-		t.Errorf("%d plans timed by the combination: %v", n, timed[first:])
+	if n := len(timedOf()) - first; n < 3 || n > 3*len(roundVariants(p, base)) {
+		t.Errorf("%d plans timed by the combination: %v", n, timedOf()[first:])
 	}
 	// The best plan's variants were all measured before the search stopped.
 	for _, v := range roundVariants(p, fastest(tu.res.Candidates).Plan) {
@@ -881,10 +875,10 @@ func TestCombineSwitches(t *testing.T) {
 		}
 	}
 	// A best plan that no variant beat is left alone.
-	n := len(timed)
+	n := len(timedOf())
 	tu.combine(variant, fastest(tu.res.Candidates))
-	if len(timed) != n {
-		t.Errorf("a second search timed %v", timed[n:])
+	if len(timedOf()) != n {
+		t.Errorf("a second search timed %v", timedOf()[n:])
 	}
 }
 
@@ -952,6 +946,19 @@ func TestBudgetStopsTheSearch(t *testing.T) {
 	}
 }
 
+// madeUpTuner is a tuner of p on a made-up H100 whose candidates take timeOf their plans
+// (fast: fast math); timed lists the plans timed, in order.
+func madeUpTuner(p *ir.Program, fast bool, timeOf func(plan.Plan) float64) (tu *tuner, timed func() []string) {
+	var done []string
+	lim := gpurun.Limits(fakeDevice{props: h100Props})
+	tu = &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)), o: Options{Limits: &lim, Profile: h100Probed(), FastMath: fast}, res: &Result{}}
+	tu.timeFor = func(c *Candidate) {
+		c.Status, c.SecondsPerStep = Measured, timeOf(c.Plan)
+		done = append(done, c.Plan.String())
+	}
+	return tu, func() []string { return done }
+}
+
 // TestCompiledSwitches: the fastest plan is measured compiled for the size, chained and both at
 // once, in one batch; the winner carries them into the steps that follow; a plan that has
 // both, or a strategy without them, measures nothing.
@@ -968,40 +975,30 @@ func TestCompiledSwitches(t *testing.T) {
 		}
 		return s * 1e-3
 	}
-	var timed []string
-	lim := gpurun.Limits(fakeDevice{props: h100Props})
-	tu := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)), o: Options{Limits: &lim, Profile: h100Probed(), FastMath: true}, res: &Result{}}
-	tu.timeFor = func(c *Candidate) {
-		c.Status, c.SecondsPerStep = Measured, timeOf(c.Plan)
-		timed = append(timed, c.Plan.String())
-	}
+	tu, timedOf := madeUpTuner(p, true, timeOf)
 	variant := tu.variants()
 	best := variant(base)
 	tu.measure([]*Candidate{best})
 	tu.res.Candidates = []*Candidate{best}
 	tu.compiledSwitches(variant)
-	if len(timed) != 4 {
-		t.Fatalf("timed %v, want the plan and its three variants", timed)
+	if len(timedOf()) != 4 {
+		t.Fatalf("timed %v, want the plan and its three variants", timedOf())
 	}
 	b := fastest(tu.res.Candidates).Plan
 	if !b.ConstSize || !b.Chain {
 		t.Errorf("best %s, want constsize and chain", b)
 	}
 	tu.compiledSwitches(variant)
-	if len(timed) != 4 {
-		t.Errorf("a plan with both switches timed %v", timed[4:])
+	if len(timedOf()) != 4 {
+		t.Errorf("a plan with both switches timed %v", timedOf()[4:])
 	}
-	q := program(t, "an5d/j2d5pt.stencil")
-	naive := plans(t, q, "naive")[0]
-	tu2 := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(q, benchShape(q)), o: Options{Limits: &lim, Profile: h100Probed()}, res: &Result{}}
-	n := 0
-	tu2.timeFor = func(c *Candidate) { c.Status, c.SecondsPerStep = Measured, 1e-3; n++ }
+	tu2, timed2 := madeUpTuner(p, false, func(plan.Plan) float64 { return 1e-3 })
 	v2 := tu2.variants()
-	c := v2(naive)
+	c := v2(plans(t, p, "naive")[0])
 	tu2.measure([]*Candidate{c})
 	tu2.res.Candidates = []*Candidate{c}
 	tu2.compiledSwitches(v2)
-	if n != 1 {
+	if n := len(timed2()); n != 1 {
 		t.Errorf("naive: %d timed, want only itself", n)
 	}
 }
