@@ -201,12 +201,13 @@ directory)/tempest/tune, keyed by stencil, element type, size class, device, dri
 compiler, Tempest version and math mode (--fastmath); a second run resumes, measuring only
 what is missing.
 tempest run uses the cached plan (--tune cached, the default when the cache has one); a split
-run (--gpus N, --ranks N, --subdomains N) first takes a plan tuned with --gpus N for its
-sub-domains' size, then the whole grid's.`,
+run (--gpus N, --ranks N, --subdomains N) first takes a plan tuned with --gpus N (and its
+--split PxQ, for a grid of parts) for its sub-domains' size, then the whole grid's.`,
 		Example: `  tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386
   tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386 --fastmath
   tempest tune examples/an5d/star3d1r.stencil --size 514x514x514 --mode exhaustive
   tempest tune examples/an5d/j2d5pt.stencil --size 16386x16386 --fastmath --gpus 4
+  tempest tune examples/an5d/star3d1r.stencil --size 514x514x514 --fastmath --gpus 4 --split 1x4
   tempest tune --list`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if list {
@@ -240,6 +241,7 @@ sub-domains' size, then the whole grid's.`,
 	f.BoolVar(&o.Fresh, "fresh", false, "measure again what the cache already holds (results still go to the cache)")
 	f.DurationVar(&o.Budget, "budget", time.Minute, "bound the command's wall time: no candidate is timed that would end past it (0: no limit); a search cut short goes on from the cache when run again")
 	f.IntVar(&o.Parts, "gpus", 0, "tune one sub-domain of a run split this many ways along the slowest axis (--gpus, --ranks or --subdomains of tempest run), whose plan such runs take first")
+	f.StringVar(&o.Split, "split", "", "with --gpus: the run's split, 1d (slabs, the default) or PxQ (a grid over the two slowest axes); the tuned size is one part's")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	f.BoolVar(&o.Quiet, "quiet", false, "no progress bar or progress lines")
 	return c

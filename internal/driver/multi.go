@@ -461,15 +461,19 @@ func (mr *multiRun) choosePlan(o RunOptions, pr *Prepared, dev gpu.Device, parts
 	return pl, depth, period, nil
 }
 
-// subdomainPlan is the tuning cache's plan for the sub-domains' size (`tempest tune --gpus N`),
-// which a split run takes before the whole grid's: a part a quarter of the grid is another
-// size class, with other best chunks and tiles. "" when the cache has none or --tune asks
+// subdomainPlan is the tuning cache's plan for the sub-domains' size (`tempest tune --gpus N`,
+// with --split PxQ for a grid of parts), which a split run takes before the whole grid's: a
+// part a quarter of the grid is another size class, with other best chunks and tiles. "" when
+// the cache has none, the split model picks the grid at run time (2d, auto) or --tune asks
 // otherwise.
 func subdomainPlan(dev gpu.Device, pr *Prepared, o RunOptions, parts int, log io.Writer) string {
-	if parts < 2 || (o.Tune != "" && o.Tune != "cached") || (o.Multi.Split != "" && o.Multi.Split != "1d") {
+	if parts < 2 || (o.Tune != "" && o.Tune != "cached") {
 		return ""
 	}
-	shape := SubdomainShape(pr.State.Shape, parts)
+	shape, ok, err := subdomainShapeFor(pr.State.Shape, parts, o.Multi.Split)
+	if err != nil || !ok {
+		return ""
+	}
 	pl, b, err := cachedPlan(dev, pr.Prog, shape, o.FastMath)
 	if err != nil || b == nil {
 		return ""

@@ -41,10 +41,14 @@ func predictSplitRun(pr *Prepared, pl plan.Plan, dev gpu.Device, m MultiOptions,
 		}
 	}
 	var from string
-	if rate, at := tunedRate(dev, pr, pl, parts); rate > 0 {
+	part := SubdomainShape(pr.State.Shape, parts)
+	if cols > 1 {
+		part, _, _ = subdomainShapeFor(pr.State.Shape, parts, fmt.Sprintf("%dx%d", rows, cols))
+	}
+	if rate, at := tunedRate(dev, pr, pl, part); rate > 0 {
 		in.Rate = rate
 		from = "the plan's rate measured by tempest tune at " + sizeString(at)
-		if tune.SizeClass(at) == tune.SizeClass(SubdomainShape(pr.State.Shape, parts)) {
+		if tune.SizeClass(at) == tune.SizeClass(part) {
 			ownSize()
 		} else if through {
 			in.HostUs, in.RowCells = model.ExchangeUs, model.HaloRowCells
@@ -64,13 +68,13 @@ func predictSplitRun(pr *Prepared, pl plan.Plan, dev gpu.Device, m MultiOptions,
 }
 
 // tunedRate is the plan's measured rate in cells per second from the tuning cache: the
-// record for the sub-domains' size, else the whole grid's; 0 where neither holds the plan.
-func tunedRate(dev gpu.Device, pr *Prepared, pl plan.Plan, parts int) (float64, []int) {
+// record for the sub-domains' size (part), else the whole grid's; 0 where neither holds the plan.
+func tunedRate(dev gpu.Device, pr *Prepared, pl plan.Plan, part []int) (float64, []int) {
 	cache, err := tune.OpenCache("")
 	if err != nil {
 		return 0, nil
 	}
-	for _, shape := range [][]int{SubdomainShape(pr.State.Shape, parts), pr.State.Shape} {
+	for _, shape := range [][]int{part, pr.State.Shape} {
 		e, err := cache.Load(tune.KeyFor(pr.Prog, shape, dev.Props(), Version, pl.FastMath))
 		if err != nil || e == nil {
 			continue

@@ -38,6 +38,8 @@ type TuneOptions struct {
 	// Parts, above 1, tunes one sub-domain of a run split into that many along its slowest
 	// axis (--gpus, --ranks, --subdomains), whose plan such runs look up first.
 	Parts int
+	// Split is the run's --split with Parts: 1d (or "") or PxQ; the tuned shape is one part's.
+	Split string
 	JSON  bool
 	Quiet bool
 }
@@ -165,10 +167,14 @@ func tuneSize(o TuneOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if shape[0] < o.Parts {
-		return "", fmt.Errorf("--gpus %d: the slowest axis has %d cells, fewer than the sub-domains", o.Parts, shape[0])
+	part, ok, err := subdomainShapeFor(shape, o.Parts, o.Split)
+	if err != nil {
+		return "", err
 	}
-	return sizeString(SubdomainShape(shape, o.Parts)), nil
+	if !ok {
+		return "", fmt.Errorf("--split %s: the split model picks that grid when the run starts; tune for the grid it picks (--split PxQ, as the run reports it) or for slabs (1d)", o.Split)
+	}
+	return sizeString(part), nil
 }
 
 // mathName says how plans are compiled, for reports.
@@ -348,6 +354,39 @@ func SubdomainShape(shape []int, parts int) []int {
 	out := append([]int(nil), shape...)
 	out[0] = (shape[0] + parts - 1) / parts
 	return out
+}
+
+// subdomainShapeFor is SubdomainShape for a run split as --split says: slabs (1d, ""), or a
+// grid of PxQ parts over the two slowest axes (the largest part's owned cells along each).
+// ok is false where the split model picks the grid at run time (2d, auto), which no tuning
+// can know beforehand, or where the split does not make parts sub-domains.
+func subdomainShapeFor(shape []int, parts int, split string) (out []int, ok bool, err error) {
+	sm, err := parseSplit(split)
+	if err != nil {
+		return nil, false, err
+	}
+	switch sm.mode {
+	case "1d":
+		if shape[0] < parts {
+			return nil, false, fmt.Errorf("--gpus %d: the slowest axis has %d cells, fewer than the sub-domains", parts, shape[0])
+		}
+		return SubdomainShape(shape, parts), true, nil
+	case "grid":
+		if sm.rows*sm.cols != parts {
+			return nil, false, fmt.Errorf("--split %dx%d makes %d sub-domains, not %d: make --split and --gpus agree", sm.rows, sm.cols, sm.rows*sm.cols, parts)
+		}
+		if len(shape) < 2 {
+			return nil, false, fmt.Errorf("--split %s: a one-dimensional grid splits along its axis alone (use --split 1d)", split)
+		}
+		if shape[0] < sm.rows || shape[1] < sm.cols {
+			return nil, false, fmt.Errorf("--split %s: the grid's %dx%d cells along its two slowest axes are fewer than the sub-domains", split, shape[0], shape[1])
+		}
+		out = append([]int(nil), shape...)
+		out[0] = (shape[0] + sm.rows - 1) / sm.rows
+		out[1] = (shape[1] + sm.cols - 1) / sm.cols
+		return out, true, nil
+	}
+	return nil, false, nil
 }
 
 // ChoosePlanName is ChoosePlan for runGPU: the plan's text, DefaultPlan when the choice

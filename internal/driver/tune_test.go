@@ -74,3 +74,53 @@ func TestTuneSubdomain(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneSubdomainGrid: `tempest tune --gpus 4 --split 2x2` tunes one part of the grid of
+// parts (half the rows and half the columns), a run split 2x2 takes that plan and one split
+// into four slabs does not; a split the model picks at run time, or one that does not make
+// the parts, is refused with the reason.
+func TestTuneSubdomainGrid(t *testing.T) {
+	needBackend(t, "opencl")
+	t.Setenv("TEMPEST_CACHE_DIR", t.TempDir())
+	file := "../../examples/an5d/j2d5pt.stencil"
+	base := TuneOptions{File: file, Size: "130x66", Backend: "opencl", Mode: "topk", K: 1, Reps: 1, Parts: 4,
+		Strategies: []string{"tiled"}, NoRefine: true, Quiet: true}
+	for _, c := range []struct{ split, want string }{
+		{"auto", "the split model picks that grid when the run starts"},
+		{"3x1", "--split 3x1 makes 3 sub-domains, not 4"},
+		{"4", `--split "4"`},
+	} {
+		o := base
+		o.Split = c.split
+		if err := Tune(o, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--split %s: %v, want %q", c.split, err, c.want)
+		}
+	}
+	o := base
+	o.Split = "2x2"
+	var tuned bytes.Buffer
+	if err := Tune(o, &tuned, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tuned.String(), "size class 2^6x2^5") {
+		t.Fatalf("tuned at another size than a part's 65x33:\n%s", tuned.String())
+	}
+	best := regexp.MustCompile(`best: (\S+)`).FindStringSubmatch(tuned.String())
+	if best == nil {
+		t.Fatalf("no best plan in:\n%s", tuned.String())
+	}
+	for _, c := range []struct {
+		split string
+		want  bool
+	}{{"2x2", true}, {"1d", false}} {
+		var log bytes.Buffer
+		res, err := Run(RunOptions{File: file, Size: "130x66", Steps: 6, Backend: "opencl", Quiet: true, Multi: MultiOptions{Subdomains: 4, Split: c.split}}, io.Discard, &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(log.String(), "tuned for a sub-domain") && res.Plan == best[1]
+		if got != c.want {
+			t.Errorf("--split %s: ran %s (tuned %s), sub-domain plan taken %v, want %v; log:\n%s", c.split, res.Plan, best[1], got, c.want, log.String())
+		}
+	}
+}
