@@ -8,7 +8,8 @@
 #
 # usage: bench/gpu/multi-tuned.sh TEMPEST [STEPS...]   (logs under $OUT; the cache comes back
 # as $OUT/tunecache.tgz). TUNE_BUDGET (default 60s) bounds each search; PARTS as multi.sh's,
-# plus "tune"; GPUS (default "2 4") the splits measured.
+# plus "tune" and "grid" (star3d1r split into y slabs, --split 1x4, against z slabs); GPUS
+# (default "2 4") the splits measured.
 set -u
 T=${1:?tempest binary}; shift
 STEPS=${*:-1000 10000}
@@ -32,10 +33,22 @@ if on tune; then
 	done
 	wait
 fi
+if on grid; then
+	# star3d1r in y slabs (--split 1x4: every part keeps the 514 planes n5d streams along)
+	# against z slabs, each on the plan tuned for its parts; medians of 3, 10000 steps.
+	echo "== star3d1r 514^3 on 4 GPUs: z slabs (1d) against y slabs (1x4)" | tee -a "$OUT/multi.log"
+	CUDA_VISIBLE_DEVICES=0 "$T" tune examples/an5d/star3d1r.stencil --size 514x514x514 --gpus 4 --split 1x4 --fastmath --quiet \
+		--budget ${TUNE_BUDGET:-60s} >"$OUT/tune-star3d1r-1x4.log" 2>&1
+	grep -h '^best:' "$OUT/tune-star3d1r-1x4.log" | tee -a "$OUT/multi.log"
+	for split in 1d 1x4 1d 1x4 1d 1x4; do
+		echo "$split: $("$T" run examples/an5d/star3d1r.stencil --size 514x514x514 --steps 10000 --fastmath --gpus 4 --split $split --quiet 2>&1 | grep -E 'GCells|split model' | tr '\n' ' ')" | tee -a "$OUT/multi.log"
+	done
+fi
 for g in ${GPUS:-2 4}; do
 	((g > ngpu)) && continue
 	devs=$(seq -s, 0 $((g - 1)))
-	CUDA_VISIBLE_DEVICES=$devs PARTS="${PARTS/tune/}" PLAN_J2D5PT=cached PLAN_STAR3D1R=cached RUN_FLAGS=--fastmath \
+	p=${PARTS/tune/}
+	CUDA_VISIBLE_DEVICES=$devs PARTS="${p/grid/}" PLAN_J2D5PT=cached PLAN_STAR3D1R=cached RUN_FLAGS=--fastmath \
 		OUT="$OUT/g$g" bash "$(dirname "$0")/multi.sh" "$T" "$g" $STEPS
 	cat "$OUT/g$g/multi.log" >>"$OUT/multi.log"
 done
