@@ -18,7 +18,9 @@
 #
 # Environment: STENCILS (all ten), TYPES ("float double"), SMS (132), XBLOCKS2D, GRID3D,
 # STEPS (1000), LAUNCHES (STEPS/T rounded up), ROUNDS ("1 2 3"), ARCH (sm_90), PLAN (empty: Tempest's tuned plan), RUN_TIMEOUT,
-# SKIP_BUILD=1, BUILD_ONLY=1, REPORT_ONLY=1, DRY_RUN=1 (print the commands, run nothing).
+# SKIP_BUILD=1, BUILD_ONLY=1, REPORT_ONLY=1, DRY_RUN=1 (print the commands, run nothing),
+# PROFILE=1 (Nsight Compute on both kernels at the same size instead of the rounds:
+# OUTDIR/ncu/{ebisu,tempest}-STENCIL-TYPE.txt; e.g. STENCILS=2d25pt PROFILE=1 SKIP_BUILD=1).
 set -u
 cd "$(dirname "$0")/../../.." || exit 2
 . bench/gpu/peers/lib.sh
@@ -96,6 +98,27 @@ for s in $STENCILS; do
     # EBISU's widths include its halo, as Tempest's --size includes the rim.
     case=ebisu_$s
     warm_tempest "$case" "$tt" "$size"
+    if [ -n "${PROFILE:-}" ]; then
+      # Nsight Compute instead of the rounds: EBISU's kernel (its timed launch, after the
+      # warm-up's) and Tempest's main kernel (the second of a 64-step run's launches), the same
+      # sections of each.
+      sec=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
+        --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats)
+      targs=(run "examples/peers/$case.stencil" --backend cuda --type "$tt" --size "$size" --steps 64 --quiet)
+      [ -n "$PLAN" ] && targs+=(--plan "$PLAN")
+      if [ -n "$DRY" ]; then
+        run ncu --clock-control none --launch-skip 1 --launch-count 1 "${sec[@]}" --page details "$b" "${pargs[@]}" --iter="$T" --warmup --bdim=256 "${fl[@]}"
+        run ncu --clock-control none --kernel-name regex:tempest_ --launch-skip 1 --launch-count 1 "${sec[@]}" --page details "$TEMPEST" "${targs[@]}"
+      else
+        mkdir -p "$OUTDIR/ncu"
+        timeout "$RUN_TIMEOUT" ncu --clock-control none --launch-skip 1 --launch-count 1 "${sec[@]}" --page details \
+          "$b" "${pargs[@]}" --iter="$T" --warmup --bdim=256 "${fl[@]}" > "$OUTDIR/ncu/ebisu-$s-$t.txt" 2>&1
+        timeout "$RUN_TIMEOUT" ncu --clock-control none --kernel-name regex:tempest_ --launch-skip 1 --launch-count 1 "${sec[@]}" --page details \
+          "$TEMPEST" "${targs[@]}" > "$OUTDIR/ncu/tempest-$s-$t.txt" 2>&1
+        echo "$s $t: profiles in $OUTDIR/ncu/{ebisu,tempest}-$s-$t.txt"
+      fi
+      continue
+    fi
     for rd in $ROUNDS; do
       log=$OUTDIR/logs/r$rd/ebisu-$s-$t.log
       if [ -n "$DRY" ]; then
