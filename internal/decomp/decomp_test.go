@@ -591,6 +591,8 @@ type fakeHub struct {
 	gen    int
 	err    error
 	due    []fakeTransfer // the transfers started exchanges left to a Wait
+	// aborted: a rank's communicator was aborted; every group waiting or posted fails.
+	aborted bool
 }
 
 // fakeTransfer is a started transfer from rank from to rank to: it lands at the first Wait of
@@ -608,6 +610,16 @@ type fakeComm struct {
 }
 
 func (c fakeComm) Close() error { return nil }
+
+// Abort fails the groups waiting for the other ranks and every later one, as NCCL's abort does.
+func (c fakeComm) Abort() {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	c.h.aborted = true
+	c.h.cond.Broadcast()
+}
+
+var errFakeAborted = errors.New("fake communicator aborted")
 
 func (c fakeComm) Exchange(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, false) }
 
@@ -639,12 +651,18 @@ func (h *fakeHub) exchange(rank int, ops []gpu.P2P, deferred bool) error {
 	c := fakeComm{h, rank}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.aborted {
+		return errFakeAborted
+	}
 	gen := h.gen
 	h.posted[c.rank] = ops
 	h.in++
 	if h.in < h.ranks {
-		for gen == h.gen {
+		for gen == h.gen && !h.aborted {
 			h.cond.Wait()
+		}
+		if gen == h.gen {
+			return errFakeAborted
 		}
 		return h.err
 	}
@@ -746,5 +764,52 @@ func TestNCCLTransportOrder(t *testing.T) {
 				t.Errorf("%d exchanges, want 4", d.Exchanges)
 			}
 		})
+	}
+}
+
+// TestAbortStopsTheParts: a part whose peer rank never posts (it died) waits in its exchange
+// until the transport is aborted (what a rank does when the coordinator reports another's
+// failure); the run then returns the abort's error, and later exchanges fail at once.
+func TestAbortStopsTheParts(t *testing.T) {
+	dev := openOrSkip(t, "opencl")
+	cache := gpurun.NewModules(dev)
+	defer cache.Close()
+	pr := progs[0]
+	p := mustProgram(t, pr.name, pr.src)
+	pl, err := plan.Parse("tiled", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHub{ranks: 2, posted: make([][]gpu.P2P, 2)}
+	h.cond = sync.NewCond(&h.mu)
+	tr := &NCCL{Comms: []Comm{fakeComm{h, 0}, nil}} // rank 1 lives in a process that died
+	g := initial(t, p)
+	l, err := NewLayout(p, g.Shape, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Split(g, l, func(i int) bool { return i == 0 }, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	done := make(chan error, 1)
+	go func() { done <- d.Run(8) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the run returned before the abort: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	tr.Abort()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errFakeAborted) {
+			t.Errorf("run after the abort: %v, want the abort's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not return within 10 s of the abort")
+	}
+	if err := d.Run(4); !errors.Is(err, errFakeAborted) {
+		t.Errorf("a later run: %v, want the abort's error", err)
 	}
 }

@@ -24,6 +24,9 @@ type Comm interface {
 	Start(ops []gpu.P2P) error
 	Wait() error
 	Close() error
+	// Abort gives the communicator up from any goroutine: transfers waiting for a rank that
+	// died return, and later calls fail.
+	Abort()
 }
 
 // NewNCCL joins the communicator of ranks ranks for each local part (devs[i] not nil), all
@@ -162,6 +165,17 @@ func (t *NCCL) onRanks(parts []Part, work func(i int, p Part) error) error {
 		}
 	}
 	return nil
+}
+
+// Abort gives every local communicator up (Comm.Abort), from any goroutine: another rank died
+// or failed, so transfers waiting for it would wait forever, and the parts' periods stop at
+// their next exchange with the abort's error.
+func (t *NCCL) Abort() {
+	for _, c := range t.Comms {
+		if c != nil {
+			c.Abort()
+		}
+	}
 }
 
 // Close destroys the communicators.

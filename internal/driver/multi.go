@@ -371,6 +371,11 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	defer mr.close()
 	res, err := mr.run(o, stdout, stderr)
 	if err != nil && mr.coord != nil {
+		if cause := mr.coord.Err(); cause != nil {
+			// Another rank failed first: this one stopped because of it (its NCCL transfers
+			// were aborted), so the other's reason is the run's.
+			return res, fmt.Errorf("rank %d stops: %w", mr.rank, cause)
+		}
 		mr.coord.Fail(err) // the other ranks stop now, with this rank's reason
 	}
 	return res, err

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,6 +192,17 @@ func (c *NCCLComm) settle(res int32, op string, args ...any) error {
 	}
 }
 
+// ErrAborted is the error of calls on a communicator after Abort.
+var ErrAborted = errors.New("the communicator was aborted (another rank failed)")
+
+// live refuses calls after Abort: ncclCommAbort freed the communicator.
+func (c *NCCLComm) live() error {
+	if c.aborted.Load() {
+		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrAborted)
+	}
+	return nil
+}
+
 // Abort gives the communicator up: transfers waiting for a rank that died return, and a
 // join in progress stops. It may be called from any goroutine, while the device's executor
 // is blocked in the communicator; the communicator is unusable after it.
@@ -329,6 +341,9 @@ func (c *NCCLComm) post(list []ncclOp, stream uintptr) error {
 // Every rank must post its matching transfers (sends and receives between two ranks pair up
 // in order).
 func (c *NCCLComm) Exchange(ops []P2P) error {
+	if err := c.live(); err != nil {
+		return err
+	}
 	list, err := c.resolve(ops)
 	if err != nil {
 		return err
@@ -343,6 +358,9 @@ func (c *NCCLComm) Exchange(ops []P2P) error {
 // stream: they follow the launches before them and overlap the launches after them, until
 // Wait. The buffers' ranges must stay untouched by kernels until then.
 func (c *NCCLComm) Start(ops []P2P) error {
+	if err := c.live(); err != nil {
+		return err
+	}
 	if c.side == nil {
 		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrClosed)
 	}
