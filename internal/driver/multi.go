@@ -381,6 +381,12 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	return res, err
 }
 
+// aborter is a transport whose transfers can be given up from another goroutine; the NCCL
+// transport must stay one, or a failed rank's peers wait for it until failGrace.
+type aborter interface{ Abort() }
+
+var _ aborter = (*decomp.NCCL)(nil)
+
 // failGrace is how long a rank whose run failed elsewhere gives its own work to return the
 // failure before the process exits regardless (a kernel or NCCL transfer waiting for a dead
 // rank may never return).
@@ -393,7 +399,7 @@ func (mr *multiRun) onFailure(err error, exit bool, stderr io.Writer) {
 	mr.mu.Lock()
 	t := mr.t
 	mr.mu.Unlock()
-	if a, ok := t.(interface{ Abort() }); ok {
+	if a, ok := t.(aborter); ok {
 		a.Abort()
 	}
 	if !exit {
