@@ -593,6 +593,8 @@ type fakeHub struct {
 	due    []fakeTransfer // the transfers started exchanges left to a Wait
 	// aborted: a rank's communicator was aborted; every group waiting or posted fails.
 	aborted bool
+	// async is what the communicators report as met in the background (AsyncError).
+	async error
 }
 
 // fakeTransfer is a started transfer from rank from to rank to: it lands at the first Wait of
@@ -620,6 +622,12 @@ func (c fakeComm) Abort() {
 }
 
 var errFakeAborted = errors.New("fake communicator aborted")
+
+func (c fakeComm) AsyncError() error {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	return c.h.async
+}
 
 func (c fakeComm) Exchange(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, false) }
 
@@ -811,5 +819,57 @@ func TestAbortStopsTheParts(t *testing.T) {
 	}
 	if err := d.Run(4); !errors.Is(err, errFakeAborted) {
 		t.Errorf("a later run: %v, want the abort's error", err)
+	}
+}
+
+// TestWatchAbortsOnAsyncError: an error a communicator meets in the background (with no
+// process dying, so no coordinator notices) aborts the transport through Watch: the part
+// waiting in its exchange returns, and the error reaches onError naming the sub-domain.
+func TestWatchAbortsOnAsyncError(t *testing.T) {
+	dev := openOrSkip(t, "opencl")
+	cache := gpurun.NewModules(dev)
+	defer cache.Close()
+	pr := progs[0]
+	p := mustProgram(t, pr.name, pr.src)
+	pl, err := plan.Parse("tiled", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHub{ranks: 2, posted: make([][]gpu.P2P, 2)}
+	h.cond = sync.NewCond(&h.mu)
+	tr := &NCCL{Comms: []Comm{fakeComm{h, 0}, nil}}
+	g := initial(t, p)
+	l, err := NewLayout(p, g.Shape, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Split(g, l, func(i int) bool { return i == 0 }, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	reported := make(chan error, 1)
+	tr.Watch(20*time.Millisecond, func(err error) { reported <- err })
+	done := make(chan error, 1)
+	go func() { done <- d.Run(8) }()
+	time.Sleep(100 * time.Millisecond)
+	h.mu.Lock()
+	h.async = errors.New("remote process exited or there was a network error")
+	h.mu.Unlock()
+	select {
+	case err := <-reported:
+		if !strings.Contains(err.Error(), "sub-domain 0's NCCL communicator: remote process exited") {
+			t.Errorf("reported %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no error reported within 5 s")
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, errFakeAborted) {
+			t.Errorf("run: %v, want the abort's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not return within 10 s of the error")
 	}
 }

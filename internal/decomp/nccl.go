@@ -3,6 +3,7 @@ package decomp
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"tempest/internal/gpu"
 )
@@ -14,6 +15,9 @@ import (
 type NCCL struct {
 	Comms []Comm // by part number; nil for parts of other processes
 	stage []gpu.Buffer
+	// stop ends Watch's polling, watching waits for it (Close).
+	stop     chan struct{}
+	watching sync.WaitGroup
 }
 
 // Comm is one rank's communicator (*gpu.NCCLComm): Exchange posts a group of transfers that
@@ -27,6 +31,9 @@ type Comm interface {
 	// Abort gives the communicator up from any goroutine: transfers waiting for a rank that
 	// died return, and later calls fail.
 	Abort()
+	// AsyncError is an error the communicator met in the background (a lost peer, a network
+	// failure), nil while it is healthy; any goroutine may ask.
+	AsyncError() error
 }
 
 // NewNCCL joins the communicator of ranks ranks for each local part (devs[i] not nil), all
@@ -178,8 +185,45 @@ func (t *NCCL) Abort() {
 	}
 }
 
+// Watch polls the local communicators' asynchronous errors every period until Close: at the
+// first, it aborts them all (the transfers waiting on the failure return, the parts stop at
+// their next exchange) and hands the error to onError. Without it a failure NCCL meets in
+// the background, with no rank's process dying, would leave the run waiting forever.
+func (t *NCCL) Watch(period time.Duration, onError func(error)) {
+	if t.stop != nil {
+		panic("internal error: NCCL.Watch called twice")
+	}
+	t.stop = make(chan struct{})
+	t.watching.Go(func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+			}
+			for i, c := range t.Comms {
+				if c == nil {
+					continue
+				}
+				if err := c.AsyncError(); err != nil {
+					t.Abort()
+					onError(fmt.Errorf("sub-domain %d's NCCL communicator: %w", i, err))
+					return
+				}
+			}
+		}
+	})
+}
+
 // Close destroys the communicators.
 func (t *NCCL) Close() error {
+	if t.stop != nil {
+		close(t.stop)
+		t.watching.Wait()
+		t.stop = nil
+	}
 	t.freeStage()
 	var first error
 	for _, c := range t.Comms {

@@ -85,13 +85,15 @@ func (m MultiOptions) check() error {
 
 // multiRun is a split run being set up: its devices, transport and caches.
 type multiRun struct {
-	rank   int
-	mu     sync.Mutex // guards t, which onFailure reads from another goroutine
-	t      decomp.Transport
-	devs   []gpu.Device // per part; nil for host parts and parts of other processes
-	opened []gpu.Device
-	caches map[gpu.Device]*gpurun.Modules
-	coord  *decomp.Coordinator
+	rank int
+	mu   sync.Mutex // guards t, which onFailure reads from another goroutine, and failure
+	t    decomp.Transport
+	// failure is what NCCL met in the background (decomp.NCCL.Watch), which stopped the run.
+	failure error
+	devs    []gpu.Device // per part; nil for host parts and parts of other processes
+	opened  []gpu.Device
+	caches  map[gpu.Device]*gpurun.Modules
+	coord   *decomp.Coordinator
 }
 
 func (mr *multiRun) close() {
@@ -370,8 +372,17 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	mr := &multiRun{caches: map[gpu.Device]*gpurun.Modules{}}
 	defer mr.close()
 	res, err := mr.run(o, stdout, stderr)
-	if err != nil && mr.coord != nil {
-		if cause := mr.coord.Err(); cause != nil {
+	if err == nil {
+		return res, nil
+	}
+	mr.mu.Lock()
+	failure := mr.failure
+	mr.mu.Unlock()
+	if failure != nil {
+		err = failure // the run stopped because its transfers were aborted for it
+	}
+	if mr.coord != nil {
+		if cause := mr.coord.Err(); cause != nil && failure == nil {
 			// Another rank failed first: this one stopped because of it (its NCCL transfers
 			// were aborted), so the other's reason is the run's.
 			return res, fmt.Errorf("rank %d stops: %w", mr.rank, cause)
@@ -380,6 +391,28 @@ func runMulti(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	}
 	return res, err
 }
+
+// watch has an NCCL transport poll its communicators for failures met in the background: one
+// aborts the run here (its reason kept for the report) and, through the coordinator, on every
+// other rank.
+func (mr *multiRun) watch(t decomp.Transport) {
+	nt, ok := t.(*decomp.NCCL)
+	if !ok {
+		return
+	}
+	nt.Watch(ncclPoll, func(err error) {
+		mr.mu.Lock()
+		mr.failure = err
+		mr.mu.Unlock()
+		if mr.coord != nil {
+			mr.coord.Fail(err)
+		}
+	})
+}
+
+// ncclPoll is how often a split run asks its NCCL communicators for errors met in the
+// background (decomp.NCCL.Watch).
+const ncclPoll = time.Second
 
 // aborter is a transport whose transfers can be given up from another goroutine; the NCCL
 // transport must stay one, or a failed rank's peers wait for it until failGrace.
@@ -595,6 +628,7 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	mr.mu.Lock()
 	mr.t = t
 	mr.mu.Unlock()
+	mr.watch(t)
 	mine := decomp.All
 	if m.Ranks > 0 {
 		mine = func(i int) bool { return i == m.Rank }
