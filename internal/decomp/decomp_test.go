@@ -779,28 +779,7 @@ func TestNCCLTransportOrder(t *testing.T) {
 // until the transport is aborted (what a rank does when the coordinator reports another's
 // failure); the run then returns the abort's error, and later exchanges fail at once.
 func TestAbortStopsTheParts(t *testing.T) {
-	dev := openOrSkip(t, "opencl")
-	cache := gpurun.NewModules(dev)
-	defer cache.Close()
-	pr := progs[0]
-	p := mustProgram(t, pr.name, pr.src)
-	pl, err := plan.Parse("tiled", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &fakeHub{ranks: 2, posted: make([][]gpu.P2P, 2)}
-	h.cond = sync.NewCond(&h.mu)
-	tr := &NCCL{Comms: []Comm{fakeComm{h, 0}, nil}} // rank 1 lives in a process that died
-	g := initial(t, p)
-	l, err := NewLayout(p, g.Shape, 2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := Split(g, l, func(i int) bool { return i == 0 }, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, _, tr := lonePart(t)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(8) }()
 	select {
@@ -826,28 +805,7 @@ func TestAbortStopsTheParts(t *testing.T) {
 // process dying, so no coordinator notices) aborts the transport through Watch: the part
 // waiting in its exchange returns, and the error reaches onError naming the sub-domain.
 func TestWatchAbortsOnAsyncError(t *testing.T) {
-	dev := openOrSkip(t, "opencl")
-	cache := gpurun.NewModules(dev)
-	defer cache.Close()
-	pr := progs[0]
-	p := mustProgram(t, pr.name, pr.src)
-	pl, err := plan.Parse("tiled", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &fakeHub{ranks: 2, posted: make([][]gpu.P2P, 2)}
-	h.cond = sync.NewCond(&h.mu)
-	tr := &NCCL{Comms: []Comm{fakeComm{h, 0}, nil}}
-	g := initial(t, p)
-	l, err := NewLayout(p, g.Shape, 2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := Split(g, l, func(i int) bool { return i == 0 }, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, h, tr := lonePart(t)
 	reported := make(chan error, 1)
 	tr.Watch(20*time.Millisecond, func(err error) { reported <- err })
 	done := make(chan error, 1)
@@ -872,4 +830,33 @@ func TestWatchAbortsOnAsyncError(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run did not return within 10 s of the error")
 	}
+}
+
+// lonePart is part 0 of a two-part split over a fake NCCL communicator (tiled plan, OpenCL)
+// whose rank 1 never posts, as if its process died: the part's exchanges wait for it.
+func lonePart(t *testing.T) (*Domain, *fakeHub, *NCCL) {
+	t.Helper()
+	dev := openOrSkip(t, "opencl")
+	cache := gpurun.NewModules(dev)
+	t.Cleanup(cache.Close)
+	pr := progs[0]
+	p := mustProgram(t, pr.name, pr.src)
+	pl, err := plan.Parse("tiled", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHub{ranks: 2, posted: make([][]gpu.P2P, 2)}
+	h.cond = sync.NewCond(&h.mu)
+	tr := &NCCL{Comms: []Comm{fakeComm{h, 0}, nil}}
+	g := initial(t, p)
+	l, err := NewLayout(p, g.Shape, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Split(g, l, func(i int) bool { return i == 0 }, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d, h, tr
 }
