@@ -788,14 +788,7 @@ func TestAbortStopsTheParts(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	tr.Abort()
-	select {
-	case err := <-done:
-		if !errors.Is(err, errFakeAborted) {
-			t.Errorf("run after the abort: %v, want the abort's error", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the run did not return within 10 s of the abort")
-	}
+	awaitAbort(t, done)
 	if err := d.Run(4); !errors.Is(err, errFakeAborted) {
 		t.Errorf("a later run: %v, want the abort's error", err)
 	}
@@ -822,13 +815,19 @@ func TestWatchAbortsOnAsyncError(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no error reported within 5 s")
 	}
+	awaitAbort(t, done)
+}
+
+// awaitAbort waits for a run's result on done: the abort's error, within 10 s.
+func awaitAbort(t *testing.T, done <-chan error) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if !errors.Is(err, errFakeAborted) {
 			t.Errorf("run: %v, want the abort's error", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the run did not return within 10 s of the error")
+		t.Fatal("the run did not return within 10 s of the abort")
 	}
 }
 

@@ -46,19 +46,8 @@ func TestTuneSubdomain(t *testing.T) {
 	needBackend(t, "opencl")
 	t.Setenv("TEMPEST_CACHE_DIR", t.TempDir())
 	file := "../../examples/an5d/j2d5pt.stencil"
-	var tuned bytes.Buffer
-	err := Tune(TuneOptions{File: file, Size: "130x66", Backend: "opencl", Mode: "topk", K: 1, Reps: 1, Parts: 2,
-		Strategies: []string{"tiled"}, NoRefine: true, Quiet: true}, &tuned, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(tuned.String(), "size class 2^6x2^6") {
-		t.Fatalf("tuned at another size than a sub-domain's 65x66:\n%s", tuned.String())
-	}
-	best := regexp.MustCompile(`best: (\S+)`).FindStringSubmatch(tuned.String())
-	if best == nil {
-		t.Fatalf("no best plan in:\n%s", tuned.String())
-	}
+	best := tunedBest(t, TuneOptions{File: file, Size: "130x66", Backend: "opencl", Mode: "topk", K: 1, Reps: 1, Parts: 2,
+		Strategies: []string{"tiled"}, NoRefine: true, Quiet: true}, "2^6x2^6")
 	for _, c := range []struct {
 		multi MultiOptions
 		want  bool
@@ -68,9 +57,9 @@ func TestTuneSubdomain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := strings.Contains(log.String(), "tuned for a sub-domain") && res.Plan == best[1]
+		got := strings.Contains(log.String(), "tuned for a sub-domain") && res.Plan == best
 		if got != c.want {
-			t.Errorf("%+v: ran %s (tuned %s), sub-domain plan taken %v, want %v; log:\n%s", c.multi, res.Plan, best[1], got, c.want, log.String())
+			t.Errorf("%+v: ran %s (tuned %s), sub-domain plan taken %v, want %v; log:\n%s", c.multi, res.Plan, best, got, c.want, log.String())
 		}
 	}
 }
@@ -98,17 +87,7 @@ func TestTuneSubdomainGrid(t *testing.T) {
 	}
 	o := base
 	o.Split = "2x2"
-	var tuned bytes.Buffer
-	if err := Tune(o, &tuned, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(tuned.String(), "size class 2^6x2^5") {
-		t.Fatalf("tuned at another size than a part's 65x33:\n%s", tuned.String())
-	}
-	best := regexp.MustCompile(`best: (\S+)`).FindStringSubmatch(tuned.String())
-	if best == nil {
-		t.Fatalf("no best plan in:\n%s", tuned.String())
-	}
+	best := tunedBest(t, o, "2^6x2^5")
 	for _, c := range []struct {
 		split string
 		want  bool
@@ -118,9 +97,27 @@ func TestTuneSubdomainGrid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := strings.Contains(log.String(), "tuned for a sub-domain") && res.Plan == best[1]
+		got := strings.Contains(log.String(), "tuned for a sub-domain") && res.Plan == best
 		if got != c.want {
-			t.Errorf("--split %s: ran %s (tuned %s), sub-domain plan taken %v, want %v; log:\n%s", c.split, res.Plan, best[1], got, c.want, log.String())
+			t.Errorf("--split %s: ran %s (tuned %s), sub-domain plan taken %v, want %v; log:\n%s", c.split, res.Plan, best, got, c.want, log.String())
 		}
 	}
+}
+
+// tunedBest runs a search and returns its best plan, failing where the search was not made at
+// size class class (a sub-domain's).
+func tunedBest(t *testing.T, o TuneOptions, class string) string {
+	t.Helper()
+	var tuned bytes.Buffer
+	if err := Tune(o, &tuned, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tuned.String(), "size class "+class) {
+		t.Fatalf("tuned at another size class than %s:\n%s", class, tuned.String())
+	}
+	best := regexp.MustCompile(`best: (\S+)`).FindStringSubmatch(tuned.String())
+	if best == nil {
+		t.Fatalf("no best plan in:\n%s", tuned.String())
+	}
+	return best[1]
 }
