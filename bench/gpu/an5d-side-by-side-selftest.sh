@@ -65,7 +65,10 @@ check '! grep -q float "$O"/src/double/*' "derived double sources hold no float"
 check 'grep -q "DERIVE_DOUBLE=1" "$W/build1.txt"' "the derivation is said in the output"
 BUILD_ONLY=1 $S "$AN5D" "$T" "$O" > "$W/build2.txt" 2>&1
 check '! grep -q "^building" "$W/build2.txt"' "a second build builds nothing"
+check '[ "$(grep -c ",ok$" "$O/build/times.csv")" -eq 4 ]' "each build's seconds recorded"
 
+SKIP_BUILD=1 ROUNDS= $S "$AN5D" "$T" "$O" > "$W/run0.txt" 2>&1
+check '[ "$(tail -n +2 "$O/side_by_side.csv" 2>/dev/null | wc -l)" -eq 0 ]' "ROUNDS= (set and empty) runs no round"
 SKIP_BUILD=1 $S "$AN5D" "$T" "$O" > "$W/run1.txt" 2>&1
 check '[ "$(tail -n +2 "$O/side_by_side.csv" | wc -l)" -eq 16 ]' "16 runs: 2 rounds x 2 stencils x 2 types x (AN5D + Tempest)"
 check '[ "$(grep -c ",ok," "$O/side_by_side.csv")" -eq 16 ]' "every run ok"

@@ -21,7 +21,8 @@
 #    sm_60/sm_70 gencodes: -D SB_TYPE=TYPE -arch=ARCH --use_fast_math -Xptxas -v
 #    -Xcompiler -fopenmp -O3 -I AN5D_DIR. Builds are incremental (a binary newer than its
 #    sources is kept; nvcc writes to a temporary name), so a build cut short goes on where it
-#    stopped.
+#    stopped. Each build's seconds and outcome go to OUTDIR/build/times.csv; BUILD_TIMEOUT=S
+#    (0: none) gives up on a build after S seconds (its rounds then record it as not built).
 # 2. Runs them and Tempest's plans interleaved: each round of ROUNDS ("1 2 3") runs, stencil by
 #    stencil and type by type, every AN5D binary once and then Tempest's plan once, so that
 #    drift (clocks, temperature) hits both. Tempest's plans come from LIST_F32
@@ -42,7 +43,7 @@
 #    configuration's median.
 #
 # Environment: TYPES ("float double"), STENCILS (the 11), SIZE2D (16384), SIZE3D (512),
-# STEPS (1000), ROUNDS ("1 2 3"), JOBS (16), ARCH (sm_90), CONFIGS (all | v100 | p100),
+# STEPS (1000), ROUNDS ("1 2 3"; set and empty: none, e.g. to search only), JOBS (16), ARCH (sm_90), CONFIGS (all | v100 | p100),
 # LIST_F32, LIST_F64, RUN_TIMEOUT (300 s per run), TEMPEST_BACKEND (cuda).
 # STENCILS=suite runs AN5D's whole suite of 21 (the table's 11 and the stars and boxes of higher
 # radius). PLANS=tune takes Tempest's plans from `tempest tune --fastmath --budget TUNE_BUDGET`
@@ -81,15 +82,17 @@
 #   BUILD_ONLY=1 STENCILS=suite TYPES=float bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
 #   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUNDS=1 RESULTS=$OUT \
 #     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
-# On a machine of 4 GPUs and 64 cores (nvidia-h200-x4), both types in four calls or so, the
-# artifact carried as .gpu/an5d-artifact.tar.xz and unpacked to out/ first; the second line
-# once per type (21 searches of a minute on 4 GPUs: 6 waves):
-#   JOBS=64 BUILD_ONLY=1 STENCILS=suite bench/gpu/an5d-side-by-side.sh out/AN5D-Artifact .gpu/tempest out/suite
+# On a machine of 4 GPUs and 64 cores (nvidia-h200-x4), the artifact carried as
+# .gpu/an5d-artifact.tar.xz and unpacked to out/ first. Measured there (2026-11-28): 142 of the
+# 146 float builds took about 9 minutes with JOBS=64, the last four (box2d4r at bT=5 among them)
+# over 10 minutes more each, so a build call needs BUILD_TIMEOUT or calls of its own; four
+# searches at once took 55-64 s a wave. One type at a time:
+#   JOBS=64 BUILD_TIMEOUT=500 BUILD_ONLY=1 STENCILS=suite TYPES=float bench/gpu/an5d-side-by-side.sh out/AN5D-Artifact .gpu/tempest out/suite
 #   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune TUNE_GPUS=4 ROUNDS= bench/gpu/an5d-side-by-side.sh ...
-#   SKIP_BUILD=1 STENCILS=suite PLANS=tune ROUND_GPUS=4 ROUNDS=1 RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
-#   SKIP_BUILD=1 STENCILS=suite PLANS=tune ROUND_GPUS=4 BEST_OF=3 ROUNDS="2 3" RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
-# (round 1 screens every configuration; BEST_OF=3 times only each stencil's three fastest
-# there in rounds 2 and 3).
+#   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUND_GPUS=4 ROUNDS=1 RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
+#   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUND_GPUS=4 BEST_OF=3 ROUNDS="2 3" RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
+# (ROUNDS= set and empty runs the searches alone; round 1 screens every configuration;
+# BEST_OF=3 times only each stencil's three fastest there in rounds 2 and 3).
 # With the artifact's 5 to 10 configurations
 # per stencil (CONFIGS=v100 takes 5), split the runs further with ROUNDS=1, ROUNDS=2, ROUNDS=3.
 set -u
@@ -117,8 +120,9 @@ TUNE_BUDGET=${TUNE_BUDGET:-60s}
 SIZE2D=${SIZE2D:-16384}
 SIZE3D=${SIZE3D:-512}
 STEPS=${STEPS:-1000}
-ROUNDS=${ROUNDS:-"1 2 3"}
+ROUNDS=${ROUNDS-"1 2 3"} # set and empty: no rounds (the searches alone)
 JOBS=${JOBS:-16}
+BUILD_TIMEOUT=${BUILD_TIMEOUT:-0}
 ARCH=${ARCH:-sm_90}
 CONFIGS=${CONFIGS:-all}
 LIST_F32=${LIST_F32:-bench/gpu/lists/tuned.txt}
@@ -134,6 +138,7 @@ done
 for s in $STENCILS; do
   case " $SUITE_STENCILS " in *" $s "*) ;; *) die "STENCILS: $s is not one of AN5D's suite: $SUITE_STENCILS" ;; esac
 done
+[[ $BUILD_TIMEOUT =~ ^[0-9]+$ ]] || die "BUILD_TIMEOUT=$BUILD_TIMEOUT: seconds, please (0: none)"
 for v in SIZE2D SIZE3D STEPS JOBS RUN_TIMEOUT; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v=${!v}: a positive integer, please"
 done
@@ -376,11 +381,23 @@ if [ -z "${SKIP_BUILD:-}" ]; then
       done
     done
   done
-  build() { # TYPE SRCDIR STEM
-    local bin=$O/bin/$1/$3
-    nvcc -D SB_TYPE="$1" -arch="$ARCH" --use_fast_math -Xptxas -v -Xcompiler -fopenmp -O3 -I"$AN5D" \
-      "$2/$3_host.cu" "$2/$3_kernel.cu" -o "$bin.tmp" > "$O/build/$1/$3.log" 2>&1 && mv "$bin.tmp" "$bin" ||
-      echo "build failed: $1 $3 (see $O/build/$1/$3.log)"
+  # build TYPE SRCDIR STEM: one configuration, its seconds and outcome appended to
+  # build/times.csv (a few of the high-order boxes take over ten minutes each on 64 busy cores).
+  build() {
+    local bin=$O/bin/$1/$3 t0 st=ok rc lim=()
+    [ "$BUILD_TIMEOUT" -gt 0 ] && lim=(timeout "$BUILD_TIMEOUT")
+    t0=$(date +%s)
+    "${lim[@]}" nvcc -D SB_TYPE="$1" -arch="$ARCH" --use_fast_math -Xptxas -v -Xcompiler -fopenmp -O3 -I"$AN5D" \
+      "$2/$3_host.cu" "$2/$3_kernel.cu" -o "$bin.tmp" > "$O/build/$1/$3.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      mv "$bin.tmp" "$bin"
+    else
+      st="failed rc=$rc"
+      [ $rc -eq 124 ] && st="timed out"
+      echo "build $st: $1 $3 (see $O/build/$1/$3.log)"
+    fi
+    echo "$1,$3,$(($(date +%s) - t0)),$st" >> "$O/build/times.csv"
   }
   if [ ${#todo[@]} -gt 0 ]; then
     if [ -n "$DRY" ]; then
@@ -393,7 +410,8 @@ if [ -z "${SKIP_BUILD:-}" ]; then
       command -v nvcc >/dev/null || die "nvcc is not on PATH"
       echo "building $((${#todo[@]} / 3)) binaries for $ARCH with $JOBS jobs..."
       export -f build
-      export O AN5D ARCH
+      export O AN5D ARCH BUILD_TIMEOUT
+      [ -f "$O/build/times.csv" ] || echo "type,config,seconds,status" > "$O/build/times.csv"
       printf '%s\n' "${todo[@]}" | xargs -d '\n' -n 3 -P "$JOBS" bash -c 'build "$@"' _
     fi
   fi

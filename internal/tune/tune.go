@@ -1205,6 +1205,10 @@ type tuner struct {
 	timeFor func(*Candidate)
 	start   time.Time       // the search's start, for Options.Budget
 	took    []time.Duration // how long each timed candidate took, compilation wait included
+	// slowest is the longest compilation so far: the search waits for the compilations under
+	// way when it stops, so the budget keeps that much in reserve (mu guards it).
+	mu      sync.Mutex
+	slowest time.Duration
 	// since, where set, replaces time.Since (tests of the budget on a made-up clock).
 	since func(time.Time) time.Duration
 	// initial holds device copies of the state's arrays, made at the first timing, from
@@ -1242,10 +1246,26 @@ func (t *tuner) spent() bool {
 	if t.since != nil {
 		since = t.since
 	}
-	if el := since(t.start); t.o.Budget <= 0 || (el < t.o.Budget && el+t.nextTakes() <= t.o.Budget) {
+	if el := since(t.start); t.o.Budget <= 0 || (el < t.o.Budget && el+t.nextTakes()+t.compileReserve() <= t.o.Budget) {
 		return false
 	}
 	return t.res == nil || fastest(t.res.Candidates) != nil
+}
+
+// compileReserve is what the compilations under way when the search stops may still take:
+// the longest one so far. Without it the searches of the AN5D suite ran 3-4 s past a 60 s
+// budget waiting for their last batch's compilations (2026-11-28, H200).
+func (t *tuner) compileReserve() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.slowest
+}
+
+// compiledIn records how long a compilation took, for compileReserve.
+func (t *tuner) compiledIn(d time.Duration) {
+	t.mu.Lock()
+	t.slowest = max(t.slowest, d)
+	t.mu.Unlock()
 }
 
 // nextTakes is what the next candidate is expected to take: the median of those timed so far.
@@ -1421,6 +1441,8 @@ func (d *preDevice) Compile(name, src string, opt gpu.CompileOptions) (gpu.Modul
 
 // compile builds a candidate and checks its registers against the device.
 func (t *tuner) compile(c *Candidate) (cm compiled) {
+	began := time.Now()
+	defer func() { t.compiledIn(time.Since(began)) }()
 	defer func() {
 		if r := recover(); r != nil {
 			cm = compiled{err: fmt.Errorf("internal error while compiling: %v", r)}

@@ -915,16 +915,18 @@ func TestFineChunks(t *testing.T) {
 }
 
 // TestBudgetStopsTheSearch: no candidate is timed that would end past the budget (by the
-// candidates' median time so far: 25 ms each, so 55 ms times two and 75 ms three), and the
-// skipped ones are counted; a search whose budget is spent before anything ran still times its
-// first candidate, so that it has a result.
+// candidates' median time so far: 25 ms each, so 55 ms times two and 75 ms three), less the
+// longest compilation so far, which the search waits for when it stops (30 ms: 100 ms times
+// two, not four); the skipped ones are counted; a search whose budget is spent before anything
+// ran still times its first candidate, so that it has a result.
 func TestBudgetStopsTheSearch(t *testing.T) {
 	p := program(t, "an5d/j2d5pt.stencil")
 	lim := gpurun.Limits(fakeDevice{props: h100Props})
 	for _, c := range []struct {
-		budget    time.Duration
-		wantTimed int
-	}{{0, 8}, {time.Nanosecond, 1}, {55 * time.Millisecond, 2}, {75 * time.Millisecond, 3}} {
+		budget, compile time.Duration
+		wantTimed       int
+	}{{0, 0, 8}, {time.Nanosecond, 0, 1}, {55 * time.Millisecond, 0, 2}, {75 * time.Millisecond, 0, 3},
+		{100 * time.Millisecond, 0, 4}, {100 * time.Millisecond, 30 * time.Millisecond, 2}} {
 		var cands []*Candidate
 		for _, bx := range []int{32, 64, 96, 128, 160, 192, 224, 256} {
 			cands = append(cands, &Candidate{Plan: plans(t, p, fmt.Sprintf("n5d:bx=%d,bt=4", bx))[0], Status: Unmeasured})
@@ -934,6 +936,7 @@ func TestBudgetStopsTheSearch(t *testing.T) {
 		tu := &tuner{dev: fakeDevice{props: h100Props}, s: shapeless(p, benchShape(p)),
 			o: Options{Limits: &lim, Profile: h100Probed(), Budget: c.budget}, res: &Result{Candidates: cands},
 			since: func(time.Time) time.Duration { return clock }}
+		tu.compiledIn(c.compile)
 		tu.timeFor = func(c *Candidate) {
 			clock += 25 * time.Millisecond
 			c.Status, c.SecondsPerStep = Measured, 1e-3
@@ -941,7 +944,7 @@ func TestBudgetStopsTheSearch(t *testing.T) {
 		}
 		tu.measure(cands)
 		if timed != c.wantTimed || tu.res.Skipped != 8-timed {
-			t.Errorf("budget %v: %d timed, %d skipped; want %d timed and the rest skipped", c.budget, timed, tu.res.Skipped, c.wantTimed)
+			t.Errorf("budget %v, compilations of %v: %d timed, %d skipped; want %d timed and the rest skipped", c.budget, c.compile, timed, tu.res.Skipped, c.wantTimed)
 		}
 	}
 }
