@@ -93,6 +93,8 @@
 #   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUND_GPUS=4 BEST_OF=3 ROUNDS="2 3" RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
 # (ROUNDS= set and empty runs the searches alone; round 1 screens every configuration;
 # BEST_OF=3 times only each stencil's three fastest there in rounds 2 and 3).
+# bench/gpu/an5d-suite-calls.sh runs these steps for both types in as many calls as they take
+# (the builds in the background, beside the searches), and the model's picks after them.
 # With the artifact's 5 to 10 configurations
 # per stencil (CONFIGS=v100 takes 5), split the runs further with ROUNDS=1, ROUNDS=2, ROUNDS=3.
 set -u
