@@ -148,6 +148,10 @@ func TestN5DEdgesAsyncOpenCL(t *testing.T) {
 		{"an5d/star2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=2,chunk=4", []int{40, 70}},
 		{"an5d/star2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=4,rimblocks=true,chunk=4", []int{40, 70}},
 		{"an5d/box2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,async=5,rimblocks=true,edgesfirst=true,chunk=4", []int{40, 70}},
+		// The settings the model's pick adds for 2D boxes (tune.PickRules), second order and
+		// one cell a thread.
+		{"an5d/box2d2r", "n5d:bx=8,rx=2,bt=2,wave=true,async=5,rimblocks=true,edgesfirst=true,chunk=4", []int{40, 70}},
+		{"an5d/j2d9pt-gol", "n5d:bx=16,bt=3,wave=true,async=5,rimblocks=true,edgesfirst=true,chunk=6", []int{40, 70}},
 		{"an5d/gradient2d", "n5d:bx=8,rx=2,bt=3,wave=true,async=5,rimblocks=true,chunk=4", []int{40, 70}},
 		{"an5d/star3d1r", "n5d:bx=8,by=6,rx=2,ry=2,bt=3,wave=true,async=2,phased=true,rimblocks=true,edgesfirst=true,chunk=4", []int{34, 27, 46}},
 		{"an5d/box3d1r", "n5d:bx=4,by=4,rx=2,ry=2,bt=2,wave=true,async=1,chunk=5", []int{30, 14, 22}},

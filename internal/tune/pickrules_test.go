@@ -1,9 +1,13 @@
 package tune
 
 import (
+	"math"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
+	"tempest/internal/analysis"
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
@@ -11,7 +15,8 @@ import (
 )
 
 // TestPickRules: the model's first plan for the 2D AN5D stencils in float and double on CUDA
-// launches the edge tiles first (PickRules), and the 3D ones and an OpenCL device keep the
+// launches the edge tiles first and the rim's chunks in blocks of their own, and box stencils
+// copy their input five planes ahead (PickRules); the 3D ones and an OpenCL device keep the
 // plan the model ranked.
 func TestPickRules(t *testing.T) {
 	opencl := h100Props
@@ -20,15 +25,17 @@ func TestPickRules(t *testing.T) {
 		name  string
 		typ   ir.Type
 		props gpu.Props
-		want  bool
+		want  string // the settings added, in the plan's order
 	}{
-		{"j2d5pt", ir.F32, h100Props, true},
-		{"box2d2r", ir.F32, h100Props, true},
-		{"gradient2d", ir.F32, h100Props, true},
-		{"j2d5pt", ir.F64, h100Props, true},
-		{"box2d2r", ir.F64, h100Props, true},
-		{"star3d1r", ir.F32, h100Props, false},
-		{"j2d5pt", ir.F32, opencl, false},
+		{"j2d5pt", ir.F32, h100Props, "rimblocks=true,edgesfirst=true"},
+		{"box2d2r", ir.F32, h100Props, "async=5,rimblocks=true,edgesfirst=true"},
+		{"j2d9pt-gol", ir.F32, h100Props, "async=5,rimblocks=true,edgesfirst=true"},
+		{"gradient2d", ir.F32, h100Props, "rimblocks=true,edgesfirst=true"},
+		{"j2d5pt", ir.F64, h100Props, "rimblocks=true,edgesfirst=true"},
+		{"box2d2r", ir.F64, h100Props, "async=5,rimblocks=true,edgesfirst=true"},
+		{"star3d1r", ir.F32, h100Props, ""},
+		{"box3d1r", ir.F32, h100Props, ""},
+		{"j2d5pt", ir.F32, opencl, ""},
 	} {
 		typ := c.typ
 		p, err := load.File("../../examples/an5d/"+c.name+".stencil", load.Options{DefaultType: &typ})
@@ -44,13 +51,110 @@ func TestPickRules(t *testing.T) {
 		if first.Strategy != "n5d" {
 			t.Fatalf("%s %s: the model's first plan is %s, not n5d", c.name, c.typ, first)
 		}
-		if has := strings.Contains(got.String(), "edgesfirst=true"); has != c.want {
-			t.Errorf("%s %s on %s: %s (from %s), want edgesfirst %v", c.name, c.typ, c.props.Backend, got, first, c.want)
+		var added []string
+		for _, kv := range strings.Split(strings.SplitN(got.String(), ":", 2)[1], ",") {
+			if !strings.Contains(","+strings.SplitN(first.String(), ":", 2)[1]+",", ","+kv+",") {
+				added = append(added, kv)
+			}
 		}
-		if strings.Replace(got.String(), ",edgesfirst=true", "", 1) != first.String() {
-			t.Errorf("%s %s: %s changes more than edgesfirst of %s", c.name, c.typ, got, first)
+		if a := strings.Join(added, ","); a != c.want {
+			t.Errorf("%s %s on %s: %s (from %s) adds %q, want %q", c.name, c.typ, c.props.Backend, got, first, a, c.want)
 		}
 	}
+}
+
+// pickRuleRecords are the timed plans PickRules' newer rules rest on.
+var pickRuleRecords = []string{"n5d-h200-peers.txt", "n5d-h200-lora.txt", "n5d-h200-suite.txt"}
+
+// TestPickRulesEvidence: in the records PickRules cites, the 2D plans with each setting it adds
+// (one row of threads: by=1) run faster than the same plans without it, by the geometric mean over every such pair, and
+// none by more than the worst loss its comment names (the pairs of async among box stencils
+// only; the records name a stencil and its type, and the examples tell its shape). A rule
+// whose records stop showing a gain fails here.
+func TestPickRulesEvidence(t *testing.T) {
+	type key struct{ set, stencil string }
+	recs := map[key]map[string]float64{}
+	shapes := map[string]analysis.Shape{}
+	for _, f := range pickRuleRecords {
+		data, err := os.ReadFile("../model/testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range strings.Split(string(data), "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			// name@type | size | plan G GCells/s, regs R
+			parts := strings.Split(line, " | ")
+			fields := strings.Fields(parts[len(parts)-1])
+			if len(parts) != 3 || len(fields) < 3 {
+				t.Fatalf("%s:%d: %q is not a record", f, n+1, line)
+			}
+			g, err := strconv.ParseFloat(fields[1], 64)
+			if err != nil {
+				t.Fatalf("%s:%d: %v", f, n+1, err)
+			}
+			k := key{f, parts[0]}
+			if recs[k] == nil {
+				recs[k] = map[string]float64{}
+			}
+			recs[k][fields[0]] = g
+			name := strings.SplitN(parts[0], "@", 2)[0]
+			if _, ok := shapes[name]; !ok {
+				shapes[name] = exampleShape(t, name)
+			}
+		}
+	}
+	for _, c := range []struct {
+		setting string
+		box     bool    // pairs of box stencils only
+		worst   float64 // the worst ratio allowed
+	}{
+		{"rimblocks=true", false, 0.96},
+		{"async=5", true, 0.99},
+	} {
+		var logSum float64
+		n, worst := 0, 2.0
+		for k, plans := range recs {
+			if c.box && shapes[strings.SplitN(k.stencil, "@", 2)[0]] != analysis.Box {
+				continue
+			}
+			for pl, g := range plans {
+				if !strings.HasPrefix(pl, "n5d:") || !strings.Contains(pl+",", ","+c.setting+",") || !strings.Contains(pl, ",by=1,") {
+					continue
+				}
+				without := strings.Replace(pl+",", ","+c.setting+",", ",", 1)
+				h, ok := plans[strings.TrimSuffix(without, ",")]
+				if !ok {
+					continue
+				}
+				logSum += math.Log(g / h)
+				worst = min(worst, g/h)
+				n++
+			}
+		}
+		if n < 20 {
+			t.Fatalf("%s: %d pairs in the records, want at least 20", c.setting, n)
+		}
+		gm := math.Exp(logSum / float64(n))
+		t.Logf("%s (boxes only: %v): %d pairs, geomean %.3f, worst %.3f", c.setting, c.box, n, gm, worst)
+		if gm <= 1 || worst < c.worst {
+			t.Errorf("%s: %d pairs, geomean %.3f, worst %.3f: the records no longer show the gain PickRules adds it for (worst allowed %.2f)", c.setting, n, gm, worst, c.worst)
+		}
+	}
+}
+
+// exampleShape is the shape of the example a record names (an AN5D stencil, or a peer's under
+// examples/peers).
+func exampleShape(t *testing.T, name string) analysis.Shape {
+	t.Helper()
+	for _, f := range []string{"../../examples/an5d/" + name + ".stencil", "../../examples/peers/" + name + ".stencil"} {
+		if p, err := load.File(f, load.Options{}); err == nil {
+			return analysis.Analyze(p).Shape
+		}
+	}
+	t.Fatalf("no example for the records' %s", name)
+	return ""
 }
 
 // TestPyramidRXFirst: on 1D programs with a fixed rim the model ranks the pyramid's register

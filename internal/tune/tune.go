@@ -1704,7 +1704,9 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 
 // PickRules adds to a plan the model ranks first the settings that the model does not rank but
 // that measurements say pay for plans of its kind, so that `tempest run` without tuning takes
-// them as a search would. Each rule names its evidence (docs/performance.md):
+// them as a search would. Each rule names its evidence (docs/performance.md); the newer rules
+// rest on timed plans that TestPickRulesEvidence checks them against (pairs of plans alike but
+// for the setting):
 //
 //   - edge tiles first (plan.EdgesFirst) on 2D n5d plans on CUDA: the tuned 2D float plans on
 //     the H100 gained 2-10% with it on seven of eight stencils (box2d2r flat, 2026-11-25), and
@@ -1714,16 +1716,39 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 //     LoRAStencil's 2D double stencils on the H200 gained (3.7% geomean, the worst 0.87,
 //     2026-11-28), so double takes it too. In 3D it lost on all four H100 plans and on the
 //     three H200 pairs of LoRAStencil's star3d1r (0.76-0.84): 3D keeps the plain plan.
+//   - the rim's chunks in blocks of their own (plan.RimBlocks) on 2D n5d plans on CUDA: 74
+//     pairs over 18 stencils of the H200 records (EBISU's, LoRAStencil's and four of AN5D's,
+//     float and double, fast and exact math), 2.3% geomean, 54 gains, the worst 0.964. In 3D
+//     the three pairs lost (0.70-1.01).
+//   - asynchronous copies five planes ahead (plan.Async) on 2D n5d plans of box stencils on
+//     CUDA sm_80 and later: 23 pairs over 10 box stencils of those records, 7.6% geomean, the
+//     worst 0.993; stars gained 1.8% with a worst of 0.86 (LoRAStencil's star2d3r in double)
+//     and keep their prefetch.
 func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
-	if pl.Strategy == "n5d" && p.Dims() == 2 && props.Backend == "cuda" && !pl.EdgesFirst {
+	if pl.Strategy != "n5d" || p.Dims() != 2 || props.Backend != "cuda" {
+		return pl
+	}
+	try := func(set func(*plan.Plan)) {
 		v := pl
-		v.EdgesFirst = true
+		set(&v)
 		if v.Validate(p, plan.Limits{}, 0) == nil {
-			return v
+			pl = v
 		}
+	}
+	if !pl.EdgesFirst {
+		try(func(v *plan.Plan) { v.EdgesFirst = true })
+	}
+	if !pl.RimBlocks {
+		try(func(v *plan.Plan) { v.RimBlocks = true })
+	}
+	if pl.Async == 0 && !pl.Shfl && props.ComputeMajor >= 8 && analysis.Analyze(p).Shape == analysis.Box {
+		try(func(v *plan.Plan) { v.Prefetch, v.Async = 0, pickAsync })
 	}
 	return pl
 }
+
+// pickAsync is the planes ahead PickRules copies box stencils' input (see PickRules).
+const pickAsync = 5
 
 // Report renders a search's candidates: the measured ones, then the best of the rest.
 func Report(w io.Writer, r *Result, rest int) {
