@@ -525,6 +525,10 @@ func (g *gen) launchFunc(x *w, i int) {
 			}
 		case lower.ArgParam:
 			vals[j] = "c->p." + g.pname[a.Param]
+		case lower.ArgRowsLo: // plan.Ranges: the generated code launches the whole axis
+			vals[j] = "0"
+		case lower.ArgRowsHi:
+			vals[j] = "c->n[0]"
 		default:
 			panic("internal error: argument kind")
 		}

@@ -35,6 +35,9 @@ type Runner struct {
 	// the last chained launch's number, which its blocks store there.
 	chainFlags gpu.Buffer
 	epoch      uint32
+	// rows are the planes of the streamed axis the next launch writes (plan.Ranges; LaunchRows
+	// sets them for one launch, hi 0: the whole axis).
+	rows [2]int
 }
 
 // Dialect is the kernel language a device compiles.
@@ -281,6 +284,14 @@ func (r *Runner) bind(l lower.Launch, wait uint32) []any {
 			args[i] = r.epoch
 		case lower.ArgChainWait:
 			args[i] = wait
+		case lower.ArgRowsLo:
+			args[i] = int32(r.rows[0])
+		case lower.ArgRowsHi:
+			hi := r.rows[1]
+			if hi == 0 {
+				hi = r.s.Shape[0]
+			}
+			args[i] = int32(hi)
 		case lower.ArgParam:
 			v := r.s.Params[a.Param]
 			switch v.T {
@@ -369,6 +380,80 @@ func (r *Runner) launch(l lower.Launch, chained bool) error {
 	r.s.Steps += l.Steps
 	r.lastSteps = l.Steps
 	return nil
+}
+
+// Ranged says the plan's kernels write the planes of the streamed axis they are given
+// (plan.Ranges), so that LaunchRows can run a launch over part of the axis.
+func (r *Runner) Ranged() bool {
+	for _, l := range r.low.Launches {
+		if rangeArg(l) < 0 {
+			return false
+		}
+	}
+	return len(r.low.Launches) > 0
+}
+
+// rangeArg is the index of a launch's ArgRowsLo argument, -1 if it takes none.
+func rangeArg(l lower.Launch) int {
+	for i, a := range l.Args {
+		if a.Kind == lower.ArgRowsLo {
+			return i
+		}
+	}
+	return -1
+}
+
+// Launches is the steps each launch of n steps' schedule advances, in order (Run's
+// launches): a caller that splits launches over ranges of planes (LaunchRows) follows it.
+func (r *Runner) Launches(n int) []int {
+	var ks []int
+	for _, l := range r.schedule(n) {
+		ks = append(ks, l.Steps)
+	}
+	return ks
+}
+
+// LaunchRows enqueues one launch of the kernel that advances k steps (one of Launches), over
+// the planes lo to hi-1 of the streamed axis only: it reads the planes around them as any
+// launch does and writes no other plane. It leaves the buffers and the step count where they
+// are, so that launches over further ranges of the same step follow; Advance(k) then moves
+// past the step. The plan must take ranges (Ranged).
+func (r *Runner) LaunchRows(k, lo, hi int) error {
+	var l lower.Launch
+	found := false
+	for _, c := range r.low.Launches {
+		if c.Steps == k {
+			l, found = c, true
+			break
+		}
+	}
+	i := rangeArg(l)
+	switch {
+	case !found:
+		return fmt.Errorf("internal error: no launch of %d steps in the schedule", k)
+	case i < 1 || l.Args[i-1].Kind != lower.ArgConst:
+		return fmt.Errorf("internal error: launch %s takes no range of planes (plan.Ranges)", l.Kernel)
+	case lo < 0 || hi > r.s.Shape[0] || lo >= hi:
+		return fmt.Errorf("internal error: planes %d to %d of an axis of %d", lo, hi-1, r.s.Shape[0])
+	}
+	chunk := int(l.Args[i-1].Value)
+	dim := r.s.Prog.Dims() - 1 // n5d's chunks are the launch's last axis
+	l.Grid[dim] = (hi - lo + chunk - 1) / chunk
+	r.rows = [2]int{lo, hi}
+	defer func() { r.rows = [2]int{} }()
+	k0 := r.kernels[l.Kernel]
+	if err := k0.Launch(l.Grid, l.Block, l.Shared, r.bind(l, 0)...); err != nil {
+		return fmt.Errorf("launching %s over planes %d to %d (grid %v, block %v): %w", l.Kernel, lo, hi-1, l.Grid, l.Block, err)
+	}
+	return nil
+}
+
+// Advance moves the buffers and the step count past a step of k launched over ranges
+// (LaunchRows).
+func (r *Runner) Advance(k int) {
+	r.rotate(k)
+	r.s.Steps += k
+	r.lastSteps = k
 }
 
 // Timed runs n steps between two events and returns the elapsed milliseconds.

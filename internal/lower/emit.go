@@ -38,6 +38,10 @@ const (
 	ArgChainFlags
 	ArgChainEpoch
 	ArgChainWait
+	// ArgRowsLo and ArgRowsHi are the planes of the streamed axis an n5d launch writes, zlo
+	// to zhi-1 (plan.Ranges): the whole axis unless the runner launches a range.
+	ArgRowsLo
+	ArgRowsHi
 	// ArgScratch is the host's per-thread scratch of a state grid: Grid (HostKernel.Block's
 	// rings of intermediate rows, HostRingCells elements).
 	ArgScratch

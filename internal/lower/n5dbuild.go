@@ -98,6 +98,10 @@ func newN5DBuilder(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, 
 	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
 	b.chunk = pl.ChunkOf(shape[0])
 	b.args = append(args, Arg{Kind: ArgConst, Value: int64(b.chunk)})
+	if pl.Ranges {
+		ps = append(ps, kir.Param{Name: "zlo", Type: kir.I32}, kir.Param{Name: "zhi", Type: kir.I32})
+		b.args = append(b.args, Arg{Kind: ArgRowsLo}, Arg{Kind: ArgRowsHi})
+	}
 	b.k = &kir.Kernel{Name: name, Params: ps}
 	if bt < pl.BT || pl.Threads() > 512 {
 		// A shallower remainder kernel can take more registers than the main one (grad's
@@ -356,6 +360,9 @@ func (b *n5dBuilder) chunkBounds() {
 			kir.Mul(blk, kir.Id("chunk"))))
 		b.decl("ze", kir.I32, cond(split, cond(first, kir.I(rimLo), cond(last, kir.Id("n0"), kir.Min(kir.Add(kir.I(rimLo), kir.Mul(blk, kir.Id("chunk"))), top))),
 			kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0"))))
+	case b.pl.Ranges:
+		b.decl("zb", kir.I32, kir.Add(kir.Id("zlo"), kir.Mul(b.blockAt(b.chunkDim()), kir.Id("chunk"))))
+		b.decl("ze", kir.I32, kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("zhi")))
 	default:
 		b.decl("zb", kir.I32, kir.Mul(b.blockAt(b.chunkDim()), kir.Id("chunk")))
 		b.decl("ze", kir.I32, kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0")))

@@ -107,6 +107,7 @@ var Params = []param{
 	{key: "ascend", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Ascend }},
 	{key: "constsize", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.ConstSize }},
 	{key: "chain", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Chain }},
+	{key: "ranges", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Ranges }},
 	{key: "load", parse: inplaneOnly, num: func(p *Plan) *int { return &p.Load }, show: func(Plan) bool { return true },
 		valid: upTo(0, 2, "load must be 0 (vertical), 1 (horizontal) or 2 (full slice)")},
 	{key: "rx", parse: inplaneOnly, num: func(p *Plan) *int { return &p.RX }, show: func(Plan) bool { return true }, least: 1, valid: registerTile},

@@ -163,6 +163,15 @@ type Plan struct {
 	// some plans and costs others, so it is a plan setting, which the tuner's last step
 	// measures.
 	Chain bool
+	// Ranges makes n5d's kernels take the planes of the streamed axis they write, zlo to
+	// zhi-1 (two more arguments), their chunks counted from zlo: a launch over a range reads
+	// the planes beyond it as a chunk's warm-up does and writes exactly its range, so that
+	// launches over ranges that tile a domain compute what one launch over it would, bitwise,
+	// and a run can compute some planes before others (split runs: the planes a neighbour
+	// needs first, then the rest while the exchange travels). The runner passes the whole
+	// axis unless told otherwise. Not with rimblocks, rimcut or chain, whose chunks or flags
+	// follow the whole axis.
+	Ranges bool
 }
 
 // N5DPhased says n5d blocks of depth bt run phased loops (Phased).
@@ -659,6 +668,9 @@ func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
 		if lim.NoShuffle {
 			return fmt.Errorf("plan %s: warp shuffles (shfl=true) are generated for CUDA only; drop shfl on this backend", pl)
 		}
+	}
+	if pl.Ranges && (pl.RimBlocks || pl.RimCut || pl.Chain) {
+		return fmt.Errorf("plan %s: ranges counts a launch's chunks from the first plane it writes; rimblocks, rimcut and chain follow the whole streaming axis: drop them with ranges", pl)
 	}
 	if pl.RimBlocks && pl.RimCut {
 		return fmt.Errorf("plan %s: rimblocks and rimcut both take the planes near the streaming axis's rim out of the other planes' loop (as blocks of their own, or as pieces of a block); keep one", pl)
