@@ -5,7 +5,7 @@
 # is held: out/ and the background builds live there) until its log says "all done".
 #
 # Usage (from the repository root, on the GPU machine): bench/gpu/an5d-suite-calls.sh ARTIFACT TEMPEST_BIN OUTDIR
-#   ARTIFACT: the artifact's tarball (../shared/peers/an5d-artifact-*.tar.xz carried as
+#   ARTIFACT: the artifact's tarball (an5d-artifact-*.tar.xz, carried as
 #   .gpu/an5d-artifact.tar.xz) or its unpacked directory (with common.h).
 #
 # Steps, per type of TYPES ("float double"), in this order:
