@@ -859,3 +859,106 @@ func lonePart(t *testing.T) (*Domain, *fakeHub, *NCCL) {
 	t.Cleanup(d.Close)
 	return d, h, tr
 }
+
+// TestRangedPeriods runs n5d plans made to run their periods over ranges of planes
+// (RangedPlan) as parts over the NCCL transport on a fake communicator, whose transfers land
+// at the latest a real one may (each receiver's Wait, reading the sources then): the period's
+// last launch computes the rows sent, the exchange starts, the launch's other rows follow, and
+// a launch that wrote a sent row after the start, or read a halo row before the Wait, would
+// give other bits. Parts of 2D and 3D programs, reach 1 and 2, a fixed rim wider than the reach,
+// periods of several launches and of one, steps that end mid-period, calls that stop between
+// periods: bitwise the plan on the whole domain.
+func TestRangedPeriods(t *testing.T) {
+	dev := openOrSkip(t, "opencl")
+	cache := gpurun.NewModules(dev)
+	cache.Extra = []string{"-cl-opt-disable"}
+	defer cache.Close()
+	star3d, err := load.File("../../examples/an5d/star3d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := mustProgram(t, "fixed_r2", progs[1].src)
+	for _, c := range []struct {
+		p             *ir.Program
+		shape         []int
+		plan          string
+		parts, period int
+		calls         []int
+	}{
+		{fixed, []int{61, 23}, "n5d:bx=16,bt=2,wave=true,rimblocks=true,chunk=5", 3, 4, []int{13}},
+		{fixed, []int{61, 23}, "n5d:bx=16,bt=2,wave=true,chunk=7", 2, 2, []int{4, 5, 2}},
+		{star3d, []int{40, 12, 14}, "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,chunk=4", 3, 6, []int{6, 7}},
+		{star3d, []int{40, 12, 14}, "n5d:bx=4,by=8,rx=2,bt=2,wave=true,edges=true,edgesfirst=true,chunk=5", 4, 2, []int{9}},
+	} {
+		steps := 0
+		for _, n := range c.calls {
+			steps += n
+		}
+		name := fmt.Sprintf("%s/%s/k%d_e%d_%v", c.p.Name, c.plan, c.parts, c.period, c.calls)
+		t.Run(name, func(t *testing.T) {
+			pl, err := plan.Parse(c.plan, c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := func() *state.State {
+				s, err := state.New(c.p, c.shape, state.DefaultParams(c.p), 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref.Init(s)
+				return s
+			}
+			want := start()
+			r, err := gpurun.PrepareWith(dev, want, pl, cache)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Run(steps); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Download(); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			rpl, err := RangedPlan(pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
+			h.cond = sync.NewCond(&h.mu)
+			tr := &NCCL{Comms: make([]Comm, c.parts)}
+			for i := range tr.Comms {
+				tr.Comms[i] = fakeComm{h, i}
+			}
+			g := start()
+			l, err := NewLayout(c.p, g.Shape, c.parts, c.period)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, rpl, cache) }, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for i, p := range d.Parts {
+				if _, ok := d.rangedPart(p); !ok {
+					t.Fatalf("part %d does not run over ranges of planes", i)
+				}
+			}
+			if err := d.Connect(); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range c.calls {
+				if err := d.Run(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Gather(g); err != nil {
+				t.Fatal(err)
+			}
+			if err := sameBits(want, g); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -90,7 +90,7 @@ func (d *Domain) schedule(steps int) []segment {
 			}
 		}
 		n := min(d.L.Period-d.since, steps-done)
-		segs = append(segs, segment{n, due})
+		segs = append(segs, segment{n: n, due: due, at: d.since})
 		done += n
 		d.since += n
 	}
@@ -131,6 +131,7 @@ func (d *Domain) byPart() bool {
 type segment struct {
 	n   int
 	due bool
+	at  int // steps since the last exchange at the segment's start
 }
 
 // runByPart runs the segments on every local part, each from a goroutine of its own and as one batch
@@ -145,12 +146,23 @@ func (d *Domain) runByPart(segs []segment) error {
 	errs := make([]error, len(d.Parts))
 	var failed atomic.Bool // a part failed: the others post no further periods
 	run := func(i int, p Part) {
+		dp, ranged := d.rangedPart(p)
 		errs[i] = batch(p, func() error {
-			for _, sg := range segs {
+			var early Pending // the exchange a ranged part started at the end of its period
+			for k, sg := range segs {
 				if failed.Load() {
+					if early != nil {
+						early.Wait() // no transfer may outlive the run
+					}
 					return nil
 				}
-				if err := d.periodOf(pt, i, p, sg); err != nil {
+				var err error
+				if ranged {
+					early, err = d.rangedPeriodOf(pt, i, dp, sg, early, k+1 < len(segs) && segs[k+1].due)
+				} else {
+					err = d.periodOf(pt, i, p, sg)
+				}
+				if err != nil {
 					failed.Store(true)
 					return err
 				}

@@ -40,6 +40,9 @@ func benchSplit(o BenchOptions, stdout, stderr io.Writer) error {
 	if err := ro.Multi.check(); err != nil {
 		return err
 	}
+	if o.Overlap == "ranges" {
+		return fmt.Errorf("--overlap ranges: tempest bench splits with bands or whole sub-domains (auto, on, off); time ranges with tempest run --gpus N --overlap ranges")
+	}
 	if _, err := mr.openDevices(ro, stderr); err != nil {
 		return err
 	}

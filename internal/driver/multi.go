@@ -47,7 +47,9 @@ type MultiOptions struct {
 	// run (a launcher's job id), so that a process of another run is refused.
 	Secret, RunID string
 	// Overlap is auto ("" too), on or off: whether sub-domains split into bands and an
-	// interior that computes while the halos travel (overlap.go).
+	// interior that computes while the halos travel (overlap.go); or ranges: whole sub-domains
+	// whose n5d launches compute the rows their neighbours receive first and the rest while
+	// the halos travel (decomp.RangedPlan; through NCCL).
 	Overlap string
 }
 
@@ -71,8 +73,8 @@ func (m MultiOptions) check() error {
 		return fmt.Errorf("--rank %d --ranks %d: ranks are numbered 0 to %d", m.Rank, m.Ranks, m.Ranks-1)
 	case m.Ranks == 0 && (m.Rank != 0 || m.Coordinator != ""):
 		return fmt.Errorf("--rank and --coordinator belong to multi-process runs: give --ranks too")
-	case m.Overlap != "" && m.Overlap != "auto" && m.Overlap != "on" && m.Overlap != "off":
-		return fmt.Errorf("--overlap %q: choose auto, on or off", m.Overlap)
+	case m.Overlap != "" && m.Overlap != "auto" && m.Overlap != "on" && m.Overlap != "off" && m.Overlap != "ranges":
+		return fmt.Errorf("--overlap %q: choose auto, on, off or ranges", m.Overlap)
 	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0 && m.Split != "":
 		return fmt.Errorf("--split %s belongs to split runs: give --gpus, --subdomains or --ranks too", m.Split)
 	case m.GPUs == 0 && m.Subdomains == 0 && m.Ranks == 0 && m.Exchange == 0:
@@ -638,6 +640,17 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	if overlap {
 		split = decomp.SplitOverlapped
 	}
+	if m.Overlap == "ranges" {
+		if dev == nil {
+			t.Close()
+			return nil, fmt.Errorf("--overlap ranges: the CPU engine's sub-domains run whole; it is for GPU sub-domains with n5d plans")
+		}
+		if pl, err = decomp.RangedPlan(pl); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("--overlap ranges: %w", err)
+		}
+		res.Plan = pl.String()
+	}
 	d, err := split(s, l, mine, func(i int, ps *state.State) (decomp.Part, error) {
 		dv := mr.devs[i]
 		if dv == nil {
@@ -673,7 +686,11 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	}
 	fmt.Fprintln(stdout, halos)
 	if len(l.Exchanges()) > 0 {
-		fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why))
+		if m.Overlap == "ranges" {
+			fmt.Fprintln(stdout, rangesLine(l, t))
+		} else {
+			fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why))
+		}
 	}
 	for _, p := range d.Parts {
 		if dp, ok := decomp.Interior(p).(interface{ Runner() *gpurun.Runner }); ok && report {

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"tempest/internal/gpu"
 )
 
 // TestRunSplit runs `tempest run` split into sub-domains on the CPU engine, in one process and
@@ -103,8 +106,9 @@ func TestRunSplitErrors(t *testing.T) {
 		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Exchange: 4}, "give --gpus, --subdomains or --ranks too"},
 		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 40}, "use at most 32"},
 		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 8, Exchange: 6}, "use fewer sub-domains, a shorter exchange period or a larger --size"},
-		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 2, Overlap: "maybe"}, `--overlap "maybe": choose auto, on or off`},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 2, Overlap: "maybe"}, `--overlap "maybe": choose auto, on, off or ranges`},
 		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Overlap: "on"}, "--overlap on belongs to split runs"},
+		{"../../examples/an5d/j2d5pt.stencil", MultiOptions{Subdomains: 2, Overlap: "ranges"}, "--overlap ranges: the CPU engine's sub-domains run whole"},
 	}
 	for _, c := range cases {
 		o := RunOptions{File: c.file, Size: "32x32", Steps: 3, Backend: "cpu", Quiet: true, Multi: c.m}
@@ -205,4 +209,38 @@ func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions, std
 	}
 	wg.Wait()
 	return res, errs
+}
+
+// TestRunSplitRangesOpenCL runs whole sub-domains over ranges of planes (--overlap ranges, an
+// n5d plan) on OpenCL (PoCL in CI): the local copies finish at once, so the report says there
+// is nothing to overlap, the plan drops rimblocks, and the output is bitwise one device's.
+func TestRunSplitRangesOpenCL(t *testing.T) {
+	dev, err := gpu.Open("opencl")
+	if err != nil {
+		if os.Getenv("TEMPEST_REQUIRE_OPENCL") == "1" || !errors.Is(err, gpu.ErrUnavailable) {
+			t.Fatalf("opening opencl: %v", err)
+		}
+		t.Skipf("opencl not available: %v", err)
+	}
+	dev.Close()
+	dir := t.TempDir()
+	whole := RunOptions{File: "../../examples/an5d/j2d5pt.stencil", Size: "41x24", Steps: 13, Backend: "opencl", Plan: "n5d:bt=2,rimblocks=true", Quiet: true}
+	whole.Out = filepath.Join(dir, "whole.npy")
+	if _, err := Run(whole, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	rng := whole
+	rng.Multi = MultiOptions{Subdomains: 3, Exchange: 2, Overlap: "ranges"}
+	rng.Out = filepath.Join(dir, "ranges.npy")
+	var out bytes.Buffer
+	if _, err := Run(rng, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "overlap: ranges, but these halo copies finish before compute goes on") || !strings.Contains(out.String(), "ranges=true") || strings.Contains(out.String(), "rimblocks") {
+		t.Errorf("--overlap ranges report:\n%s", out.String())
+	}
+	a, _ := os.ReadFile(whole.Out)
+	if b, _ := os.ReadFile(rng.Out); len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("--subdomains 3 --overlap ranges wrote other values than one device")
+	}
 }

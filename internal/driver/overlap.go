@@ -16,6 +16,8 @@ func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
 		return true, "--overlap on"
 	case "off":
 		return false, "--overlap off"
+	case "ranges":
+		return false, "--overlap ranges: whole sub-domains" // rangesLine reports it
 	}
 	switch t.(type) {
 	case *decomp.NCCL:
@@ -53,4 +55,18 @@ func overlapLine(l *decomp.Layout, mine func(int) bool, on bool, why string) str
 		return fmt.Sprintf("overlap: on (%s), but no sub-domain owns rows enough for bands of %d rows and an interior of as many: they run unsplit", why, l.Halo)
 	}
 	return fmt.Sprintf("overlap: on (%s): %d of %d sub-domains split into bands of %d rows and an interior, which runs between each exchange's start and its wait", why, banded, local, l.Halo)
+}
+
+// rangesLine reports how a run with --overlap ranges overlaps its exchanges: through a
+// transport whose parts post their exchanges alone (NCCL) each sub-domain's last launch of a
+// period computes the rows its neighbours receive first; elsewhere the sub-domains run whole
+// launches.
+func rangesLine(l *decomp.Layout, t decomp.Transport) string {
+	if l.Cols != nil {
+		return "overlap: ranges, but a grid of sub-domains (--split) exchanges in two phases: its sub-domains run whole launches"
+	}
+	if _, ok := t.(decomp.PartStarter); ok {
+		return fmt.Sprintf("overlap: ranges (each sub-domain's last launch of a period computes the %d rows a side its neighbours receive first, then the rest while they travel; every launch skips the halo rows no later step reads)", l.Halo)
+	}
+	return "overlap: ranges, but these halo copies finish before compute goes on: the sub-domains run whole launches"
 }

@@ -13,7 +13,8 @@ import (
 // TestN5DRangesOpenCL runs n5d plans whose kernels take the planes they write (ranges=true) on
 // PoCL in three ways: Run over the whole axis, and every launch split into ranges of planes
 // that tile the axis (LaunchRows, then Advance) in two orders, the middle range last and a
-// range of one plane among them, cut off the chunks' grid. Each must agree with the reference
+// range of one plane among them, cut off the chunks' grid; in the second order the ranges
+// after the first launch after the step has advanced (LaunchRowsPast). Each must agree with the reference
 // and bitwise with the plan without ranges: a ranged launch reads the planes beyond its range
 // as a chunk's warm-up does and writes exactly its range.
 func TestN5DRangesOpenCL(t *testing.T) {
@@ -55,13 +56,25 @@ func TestN5DRangesOpenCL(t *testing.T) {
 			if pl.Ranges != r.Ranged() {
 				t.Errorf("%s %s: Ranged says %v", c.example, pl, r.Ranged())
 			}
-			if ranges == nil {
+			switch {
+			case ranges == nil:
 				err = r.Run(steps)
-			} else {
+			case i == len(cuts):
+				// The first range, then the step advanced past, then the others.
+				for _, k := range r.Launches(steps) {
+					err = r.LaunchRows(k, ranges[0][0], ranges[0][1])
+					r.Advance(k)
+					for _, rg := range ranges[1:] {
+						if err == nil {
+							err = r.LaunchRowsPast(k, rg[0], rg[1])
+						}
+					}
+				}
+			default:
 				for _, k := range r.Launches(steps) {
 					for _, rg := range ranges {
-						if err = r.LaunchRows(k, rg[0], rg[1]); err != nil {
-							break
+						if err == nil {
+							err = r.LaunchRows(k, rg[0], rg[1])
 						}
 					}
 					r.Advance(k)

@@ -456,6 +456,34 @@ func (r *Runner) Advance(k int) {
 	r.lastSteps = k
 }
 
+// LaunchRowsPast is LaunchRows for the step Advance(k) has just moved past: the launch reads
+// and writes the buffers that step did. A caller that must act on the step's results before
+// all of its planes are computed (a split run starting an exchange of the planes computed
+// first) advances, acts, and launches the rest so.
+func (r *Runner) LaunchRowsPast(k, lo, hi int) error {
+	r.unrotate(k)
+	r.s.Steps -= k
+	err := r.LaunchRows(k, lo, hi)
+	r.rotate(k)
+	r.s.Steps += k
+	return err
+}
+
+// unrotate undoes rotate(k).
+func (r *Runner) unrotate(k int) {
+	for _, u := range r.s.Prog.Updates {
+		sl := &r.slots[u.Grid.Index]
+		switch {
+		case u.Grid.Levels == 1:
+			sl[0], sl[1] = sl[1], sl[0]
+		case k == 1:
+			sl[0], sl[1], sl[2] = sl[1], sl[2], sl[0]
+		default:
+			sl[0], sl[1], sl[2], sl[3] = sl[2], sl[3], sl[0], sl[1]
+		}
+	}
+}
+
 // Timed runs n steps between two events and returns the elapsed milliseconds.
 func (r *Runner) Timed(n int) (float64, error) { return r.timed(n, r.Run) }
 
