@@ -430,16 +430,15 @@ func (c *Coordinator) watch() {
 }
 
 // fail ends the run on every rank: the first reason is kept, sent to the other ranks (rank 0
-// passes it on to the rest) and handed to OnFailure.
+// passes it on to the rest) and handed to OnFailure. The reason goes out before this process
+// learns of the failure (Failed, OnFailure): a rank 0 that exited first would close its
+// connections unsent, and the other ranks would blame rank 0 instead of the rank that failed
+// (seen in CI: rank 2 named rank 0 after rank 1 was killed).
 func (c *Coordinator) fail(err error) {
 	c.failOnce.Do(func() {
 		c.err = err
-		close(c.failed)
-		if c.onFailure != nil {
-			go c.onFailure(err)
-		}
-		// The reason goes out on every connection at once, each for at most two seconds:
-		// a connection stuck behind a hung rank must not hold up the others.
+		// On every connection at once, each for at most two seconds: a connection stuck
+		// behind a hung rank must not hold up the others.
 		var wg sync.WaitGroup
 		for _, p := range c.peers {
 			if p != nil && !p.bye.Load() {
@@ -447,6 +446,10 @@ func (c *Coordinator) fail(err error) {
 			}
 		}
 		wg.Wait()
+		close(c.failed)
+		if c.onFailure != nil {
+			go c.onFailure(err)
+		}
 	})
 }
 
@@ -492,9 +495,8 @@ func (c *Coordinator) send(r int, b []byte) error {
 		if e := c.Err(); e != nil {
 			return e
 		}
-		err = fmt.Errorf("sending to rank %d: %w", r, err)
-		c.fail(err)
-		return err
+		c.fail(fmt.Errorf("sending to rank %d: %w", r, err))
+		return c.Err() // the first reason, where another came first
 	}
 	return nil
 }
@@ -522,9 +524,8 @@ func (c *Coordinator) recv(r int) ([]byte, error) {
 	case <-c.failed:
 		return nil, c.err
 	case <-timer.C:
-		err := fmt.Errorf("rank %d sent no message for %v (hung? --rank-timeout sets how long to wait)", r, wait)
-		c.fail(err)
-		return nil, err
+		c.fail(fmt.Errorf("rank %d sent no message for %v (hung? --rank-timeout sets how long to wait)", r, wait))
+		return nil, c.Err() // the first reason, where another came first
 	}
 }
 
