@@ -9,7 +9,8 @@
 # usage: bench/gpu/multi-tuned.sh TEMPEST [STEPS...]   (logs under $OUT; the cache comes back
 # as $OUT/tunecache.tgz). TUNE_BUDGET (default 60s) bounds each search; PARTS as multi.sh's,
 # plus "tune" and "grid" (star3d1r split into y slabs, --split 1x4, against z slabs); GPUS
-# (default "2 4") the splits measured.
+# (default "2 4") the splits measured; RUN_FLAGS (default --fastmath) what every run takes, e.g.
+# "--fastmath --overlap ranges".
 set -u
 T=${1:?tempest binary}; shift
 STEPS=${*:-1000 10000}
@@ -48,7 +49,7 @@ for g in ${GPUS:-2 4}; do
 	((g > ngpu)) && continue
 	devs=$(seq -s, 0 $((g - 1)))
 	p=${PARTS/tune/}
-	CUDA_VISIBLE_DEVICES=$devs PARTS="${p/grid/}" PLAN_J2D5PT=cached PLAN_STAR3D1R=cached RUN_FLAGS=--fastmath \
+	CUDA_VISIBLE_DEVICES=$devs PARTS="${p/grid/}" PLAN_J2D5PT=cached PLAN_STAR3D1R=cached RUN_FLAGS="${RUN_FLAGS:---fastmath}" \
 		OUT="$OUT/g$g" bash "$(dirname "$0")/multi.sh" "$T" "$g" $STEPS
 	cat "$OUT/g$g/multi.log" >>"$OUT/multi.log"
 done
