@@ -640,6 +640,7 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	if overlap {
 		split = decomp.SplitOverlapped
 	}
+	ratePlan := pl // the plan whose tuned rate prices the split model's compute
 	if m.Overlap == "ranges" {
 		if dev == nil {
 			t.Close()
@@ -740,7 +741,7 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return res, nil
 	}
 	fmt.Fprintf(stdout, "time %.3f s (wall clock, exchanges included), %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
-	if sp, ok := predictSplitRun(pr, pl, dev, m, l, period, steps, overlap); ok && res.GCellsPerS > 0 {
+	if sp, ok := predictSplitRun(pr, ratePlan, dev, m, l, period, steps, overlap); ok && res.GCellsPerS > 0 {
 		fmt.Fprintln(stdout, sp.line(cells, res.GCellsPerS))
 	}
 	warnNonFinite(s, stderr)

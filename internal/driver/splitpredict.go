@@ -31,6 +31,14 @@ func predictSplitRun(pr *Prepared, pl plan.Plan, dev gpu.Device, m MultiOptions,
 	parts := rows * cols
 	in := model.SplitInput{Prog: pr.Prog, Shape: pr.State.Shape, Steps: steps, Parts: parts, Cols: cols, Period: period,
 		Link: splitLink(m, true), Overlap: overlap && cols == 1}
+	if m.Overlap == "ranges" && cols == 1 && (m.GPUs > 0 || m.Ranks > 0) {
+		// Through NCCL (what CUDA split runs take): the exchange hides behind the period's
+		// last launch; pl is the plan as tuned, before decomp.RangedPlan, whose rate prices it.
+		in.Ranges = true
+		if ds := pl.Depths(); len(ds) > 0 {
+			in.Depth = ds[0]
+		}
+	}
 	// Compute priced at the part's own size costs PartExchangeUs an exchange and nothing per
 	// halo row beyond its cells; priced at the whole grid's, the measured terms also carry what
 	// a part loses running a plan tuned for another size.

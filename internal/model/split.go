@@ -67,6 +67,12 @@ type SplitInput struct {
 	// part computes a band H rows deep on each side with a neighbour and the interior between
 	// them, and an exchange travels while the interior computes its period.
 	Overlap bool
+	// Ranges prices whole parts over ranges of planes (decomp.RangedPlan, through NCCL): each
+	// step computes the owned rows and only the halo rows still needed, (E - t) R a side at
+	// step t of a period, and an exchange and its fixed cost (HostUs) travel while the period's
+	// last launch, Depth steps, computes its rows other than those sent.
+	Ranges bool
+	Depth  int
 }
 
 // BandLaunchUs is the least a band's period costs when exchanges overlap, in microseconds:
@@ -87,6 +93,9 @@ type SplitPrediction struct {
 	// for, and the largest part owns rows enough for its bands and an interior); Exposed is
 	// then what of Exchange the interiors do not hide, else all of it.
 	Overlap bool
+	// Ranges says the prediction priced whole parts over ranges of planes (SplitInput.Ranges);
+	// Exposed then includes the exchanges' fixed cost that the last launch does not hide.
+	Ranges  bool
 	Exposed float64
 	// Host is the exchanges' time beyond the link's and HaloRows the halo rows' overhead
 	// (HostUs, RowCells), both added to Seconds.
@@ -203,6 +212,21 @@ func PredictSplit(in SplitInput) (SplitPrediction, error) {
 		out.Exposed = float64(out.Exchanges) * max(0, per-perPeriod(interior))
 	}
 	out.Host, out.HaloRows = measuredCosts(in, out)
+	if in.Ranges && !out.Overlap && neighbours > 0 && out.Exchanges > 0 {
+		// The halo rows computed shrink through the period: (E-1)/2 reaches a side on average.
+		avg := own + int(math.Round(float64(neighbours*r*(in.Period-1))/2))
+		if out.Compute, err = compute(min(avg, out.PartRows)); err != nil {
+			return out, err
+		}
+		middle, err := compute(max(own-neighbours*out.Halo, 0))
+		if err != nil {
+			return out, err
+		}
+		hidden := middle * float64(min(max(in.Depth, 1), in.Period)) / float64(in.Steps)
+		per := out.Exchange/float64(out.Exchanges) + in.HostUs*1e-6
+		out.Exposed = float64(out.Exchanges) * max(0, per-hidden)
+		out.Host, out.Ranges = 0, true
+	}
 	out.Seconds = out.Compute + out.Exposed + out.Host + out.HaloRows
 	out.Speedup = out.Single / out.Seconds
 	out.Efficiency = out.Speedup / float64(in.Parts)

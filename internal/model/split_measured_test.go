@@ -126,3 +126,38 @@ func TestPredictSplitPartRate(t *testing.T) {
 		checkMeasuredSplit(t, m.stencil, m.shape, m.at, m.rate, m.parts, m.local, m.period, m.gcells, PartExchangeUs, 0, 0.06)
 	}
 }
+
+// TestPredictSplitRanges: whole parts over ranges of planes (SplitInput.Ranges) cost less than
+// the same parts computing their whole halos with every exchange exposed: the halo rows shrink
+// through a period and the last launch's other rows hide the exchange. star3d1r 514^3 on four
+// H200s at its measured part rate (period 8, bt 4): the rows saved are (E-1)/2 reaches a side
+// of the E; the exchange, 3 x 16 rows of 1 MB on NVLink plus 35 us, under one launch's middle
+// rows (121 planes x 4 steps at 789 GCells/s is about 1.3 ms), is hidden whole. A part too
+// thin for a middle hides nothing.
+func TestPredictSplitRanges(t *testing.T) {
+	p := loadF32(t, "star3d1r")
+	for _, c := range []struct {
+		shape       []int
+		parts       int
+		hiddenWhole bool
+	}{{[]int{514, 514, 514}, 4, true}, {[]int{66, 514, 514}, 4, false}} {
+		in := SplitInput{Prog: p, Shape: c.shape, Steps: 10000, Parts: c.parts, Period: 8, Link: Links["nvlink4"], Rate: 789e9, HostUs: PartExchangeUs}
+		plain, err := PredictSplit(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Ranges, in.Depth = true, 4
+		rg, err := PredictSplit(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v on %d: plain %.1f ms (compute %.1f, exchanges %.1f + %.1f), ranges %.1f ms (compute %.1f, exposed %.1f)", c.shape, c.parts,
+			plain.Seconds*1e3, plain.Compute*1e3, plain.Exposed*1e3, plain.Host*1e3, rg.Seconds*1e3, rg.Compute*1e3, rg.Exposed*1e3)
+		if !rg.Ranges || rg.Compute >= plain.Compute || rg.Seconds >= plain.Seconds {
+			t.Errorf("%v: ranges %+v not below plain %+v", c.shape, rg, plain)
+		}
+		if hidden := rg.Exposed == 0; hidden != c.hiddenWhole {
+			t.Errorf("%v: exposed %.2f ms; want hidden whole: %v", c.shape, rg.Exposed*1e3, c.hiddenWhole)
+		}
+	}
+}
