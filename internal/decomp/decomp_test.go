@@ -386,17 +386,7 @@ func testDeviceBitwise(t *testing.T, dev gpu.Device, extra []string, counts []in
 			}
 			t.Run(pr.name+"/"+planText, func(t *testing.T) {
 				want := initial(t, p)
-				r, err := gpurun.PrepareWith(dev, want, pl, cache)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := r.Run(steps); err != nil {
-					t.Fatal(err)
-				}
-				if err := r.Download(); err != nil {
-					t.Fatal(err)
-				}
-				r.Close()
+				oneDevice(t, dev, want, pl, cache, steps)
 				depth, err := PlanDepth(want, pl)
 				if err != nil {
 					t.Fatal(err)
@@ -606,6 +596,34 @@ type fakeTransfer struct {
 	recv     gpu.P2P
 }
 
+// fakeNCCL is NCCL's transport over fake communicators of parts ranks (fakeComm).
+func fakeNCCL(parts int) *NCCL {
+	h := &fakeHub{ranks: parts, posted: make([][]gpu.P2P, parts)}
+	h.cond = sync.NewCond(&h.mu)
+	tr := &NCCL{Comms: make([]Comm, parts)}
+	for i := range tr.Comms {
+		tr.Comms[i] = fakeComm{h, i}
+	}
+	return tr
+}
+
+// oneDevice runs pl on s for steps on dev, unsplit, and downloads the result into s: what the
+// split runs are held to.
+func oneDevice(t *testing.T, dev gpu.Device, s *state.State, pl plan.Plan, cache *gpurun.Modules, steps int) {
+	t.Helper()
+	r, err := gpurun.PrepareWith(dev, s, pl, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Run(steps); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Download(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type fakeComm struct {
 	h    *fakeHub
 	rank int
@@ -732,23 +750,8 @@ func TestNCCLTransportOrder(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%s/%d", pr.name, c.parts), func(t *testing.T) {
 			want := initial(t, p)
-			r, err := gpurun.PrepareWith(dev, want, pl, cache)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Run(steps); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Download(); err != nil {
-				t.Fatal(err)
-			}
-			r.Close()
-			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
-			h.cond = sync.NewCond(&h.mu)
-			tr := &NCCL{Comms: make([]Comm, c.parts)}
-			for i := range tr.Comms {
-				tr.Comms[i] = fakeComm{h, i}
-			}
+			oneDevice(t, dev, want, pl, cache, steps)
+			tr := fakeNCCL(c.parts)
 			g := initial(t, p)
 			l, err := NewLayout(p, g.Shape, c.parts, 2)
 			if err != nil {
@@ -909,27 +912,12 @@ func TestRangedPeriods(t *testing.T) {
 				return s
 			}
 			want := start()
-			r, err := gpurun.PrepareWith(dev, want, pl, cache)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Run(steps); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Download(); err != nil {
-				t.Fatal(err)
-			}
-			r.Close()
+			oneDevice(t, dev, want, pl, cache, steps)
 			rpl, err := RangedPlan(pl)
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
-			h.cond = sync.NewCond(&h.mu)
-			tr := &NCCL{Comms: make([]Comm, c.parts)}
-			for i := range tr.Comms {
-				tr.Comms[i] = fakeComm{h, i}
-			}
+			tr := fakeNCCL(c.parts)
 			g := start()
 			l, err := NewLayout(c.p, g.Shape, c.parts, c.period)
 			if err != nil {

@@ -335,15 +335,7 @@ func TestGridNCCLStaging(t *testing.T) {
 		{"box_periodic_r2_coords", "pyramid:ph=2", 2, 2, 2},
 		{"wave_two_level", "pyramid:ph=2", 4, 3, 2},
 	}
-	testGridDevice(t, []gpu.Device{dev}, []string{"-cl-opt-disable"}, cases, func(parts int) Transport {
-		h := &fakeHub{ranks: parts, posted: make([][]gpu.P2P, parts)}
-		h.cond = sync.NewCond(&h.mu)
-		tr := &NCCL{Comms: make([]Comm, parts)}
-		for i := range tr.Comms {
-			tr.Comms[i] = fakeComm{h, i}
-		}
-		return tr
-	})
+	testGridDevice(t, []gpu.Device{dev}, []string{"-cl-opt-disable"}, cases, func(parts int) Transport { return fakeNCCL(parts) })
 }
 
 // TestGridNCCL is TestGridNCCLStaging through real NCCL: one rank per CUDA device of this

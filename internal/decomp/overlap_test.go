@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"tempest/internal/cpu"
@@ -246,17 +245,7 @@ func testDeviceOverlap(t *testing.T, dev gpu.Device, extra []string, only map[st
 		shape := overlapShape[p.Dims()]
 		t.Run(pr.name+"/"+deep, func(t *testing.T) {
 			want := initialAt(t, p, shape)
-			r, err := gpurun.PrepareWith(dev, want, pl, cache)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Run(steps); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Download(); err != nil {
-				t.Fatal(err)
-			}
-			r.Close()
+			oneDevice(t, dev, want, pl, cache, steps)
 			depth, err := PlanDepth(want, pl)
 			if err != nil {
 				t.Fatal(err)
@@ -317,23 +306,8 @@ func TestNCCLOverlapOrder(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d", pr.name, c.parts), func(t *testing.T) {
 			shape := overlapShape[p.Dims()]
 			want := initialAt(t, p, shape)
-			r, err := gpurun.PrepareWith(dev, want, pl, cache)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Run(steps); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Download(); err != nil {
-				t.Fatal(err)
-			}
-			r.Close()
-			h := &fakeHub{ranks: c.parts, posted: make([][]gpu.P2P, c.parts)}
-			h.cond = sync.NewCond(&h.mu)
-			tr := &NCCL{Comms: make([]Comm, c.parts)}
-			for i := range tr.Comms {
-				tr.Comms[i] = fakeComm{h, i}
-			}
+			oneDevice(t, dev, want, pl, cache, steps)
+			tr := fakeNCCL(c.parts)
 			g := initialAt(t, p, shape)
 			l, err := NewLayout(p, g.Shape, c.parts, 4)
 			if err != nil {

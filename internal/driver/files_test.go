@@ -109,10 +109,9 @@ func TestRunTextGridsSL(t *testing.T) {
 	}
 }
 
-// TestRunTextGridsOpenCL runs the same text files through a GPU plan on OpenCL (PoCL in CI),
-// checked against the CPU engine (f32 tolerance 2e-5 of the field's magnitude, as the
-// correctness matrix states).
-func TestRunTextGridsOpenCL(t *testing.T) {
+// needOpenCL skips a test without an OpenCL device (TEMPEST_REQUIRE_OPENCL=1 makes that fail).
+func needOpenCL(t *testing.T) {
+	t.Helper()
 	dev, err := gpu.Open("opencl")
 	if err != nil {
 		if os.Getenv("TEMPEST_REQUIRE_OPENCL") == "1" || !errors.Is(err, gpu.ErrUnavailable) {
@@ -121,6 +120,13 @@ func TestRunTextGridsOpenCL(t *testing.T) {
 		t.Skipf("opencl not available: %v", err)
 	}
 	dev.Close()
+}
+
+// TestRunTextGridsOpenCL runs the same text files through a GPU plan on OpenCL (PoCL in CI),
+// checked against the CPU engine (f32 tolerance 2e-5 of the field's magnitude, as the
+// correctness matrix states).
+func TestRunTextGridsOpenCL(t *testing.T) {
+	needOpenCL(t)
 	res, _, _, err := run(t, RunOptions{File: hotspot, Steps: 5, Verify: true, Backend: "opencl", Plan: "tiled",
 		Inits: []string{"temp=" + tempFile, "power=" + powerFile}})
 	if err != nil {

@@ -555,6 +555,22 @@ func (mr *multiRun) layout(m MultiOptions, pr *Prepared, parts, period int, pl p
 	return l, chose, nil
 }
 
+// partPlan is the plan the sub-domains run: pl, or with --overlap ranges pl made to run over
+// ranges of planes (decomp.RangedPlan: GPU sub-domains, n5d plans).
+func partPlan(m MultiOptions, pl plan.Plan, dev gpu.Device) (plan.Plan, error) {
+	if m.Overlap != "ranges" {
+		return pl, nil
+	}
+	if dev == nil {
+		return pl, fmt.Errorf("--overlap ranges: the CPU engine's sub-domains run whole; it is for GPU sub-domains with n5d plans")
+	}
+	r, err := decomp.RangedPlan(pl)
+	if err != nil {
+		return pl, fmt.Errorf("--overlap ranges: %w", err)
+	}
+	return r, nil
+}
+
 // run is runMulti once the options are checked; its errors end the run on every rank.
 func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	m := o.Multi
@@ -641,17 +657,11 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		split = decomp.SplitOverlapped
 	}
 	ratePlan := pl // the plan whose tuned rate prices the split model's compute
-	if m.Overlap == "ranges" {
-		if dev == nil {
-			t.Close()
-			return nil, fmt.Errorf("--overlap ranges: the CPU engine's sub-domains run whole; it is for GPU sub-domains with n5d plans")
-		}
-		if pl, err = decomp.RangedPlan(pl); err != nil {
-			t.Close()
-			return nil, fmt.Errorf("--overlap ranges: %w", err)
-		}
-		res.Plan = pl.String()
+	if pl, err = partPlan(m, pl, dev); err != nil {
+		t.Close()
+		return nil, err
 	}
+	res.Plan = pl.String()
 	d, err := split(s, l, mine, func(i int, ps *state.State) (decomp.Part, error) {
 		dv := mr.devs[i]
 		if dv == nil {
@@ -687,11 +697,7 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	}
 	fmt.Fprintln(stdout, halos)
 	if len(l.Exchanges()) > 0 {
-		if m.Overlap == "ranges" {
-			fmt.Fprintln(stdout, rangesLine(l, t))
-		} else {
-			fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why))
-		}
+		fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why, m.Overlap == "ranges", t))
 	}
 	for _, p := range d.Parts {
 		if dp, ok := decomp.Interior(p).(interface{ Runner() *gpurun.Runner }); ok && report {

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"tempest/internal/gpu"
 )
 
 // TestRunSplit runs `tempest run` split into sub-domains on the CPU engine, in one process and
@@ -215,14 +212,7 @@ func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions, std
 // n5d plan) on OpenCL (PoCL in CI): the local copies finish at once, so the report says there
 // is nothing to overlap, the plan drops rimblocks, and the output is bitwise one device's.
 func TestRunSplitRangesOpenCL(t *testing.T) {
-	dev, err := gpu.Open("opencl")
-	if err != nil {
-		if os.Getenv("TEMPEST_REQUIRE_OPENCL") == "1" || !errors.Is(err, gpu.ErrUnavailable) {
-			t.Fatalf("opening opencl: %v", err)
-		}
-		t.Skipf("opencl not available: %v", err)
-	}
-	dev.Close()
+	needOpenCL(t)
 	dir := t.TempDir()
 	whole := RunOptions{File: "../../examples/an5d/j2d5pt.stencil", Size: "41x24", Steps: 13, Backend: "opencl", Plan: "n5d:bt=2,rimblocks=true", Quiet: true}
 	whole.Out = filepath.Join(dir, "whole.npy")

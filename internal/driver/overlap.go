@@ -33,8 +33,11 @@ func (m MultiOptions) overlapFor(t decomp.Transport) (bool, string) {
 }
 
 // overlapLine reports how the run overlaps its exchanges: how many of this process's
-// sub-domains split into bands, and how deep.
-func overlapLine(l *decomp.Layout, mine func(int) bool, on bool, why string) string {
+// sub-domains split into bands, and how deep (with ranges, rangesLine).
+func overlapLine(l *decomp.Layout, mine func(int) bool, on bool, why string, ranges bool, t decomp.Transport) string {
+	if ranges {
+		return rangesLine(l, t)
+	}
 	if !on {
 		return fmt.Sprintf("overlap: off (%s)", why)
 	}

@@ -108,7 +108,7 @@ func TestOverlapLine(t *testing.T) {
 		{thin, true, "no sub-domain owns rows enough"},
 		{grid, true, "a grid of sub-domains (--split) exchanges in two phases"},
 	} {
-		if got := overlapLine(c.l, decomp.All, c.on, "why"); !strings.Contains(got, c.want) {
+		if got := overlapLine(c.l, decomp.All, c.on, "why", false, nil); !strings.Contains(got, c.want) {
 			t.Errorf("overlapLine(%v, on=%v) = %q, want it to say %q", c.l.Shape, c.on, got, c.want)
 		}
 	}

@@ -310,12 +310,20 @@ func (r *Runner) bind(l lower.Launch, wait uint32) []any {
 }
 
 // rotate moves each state grid's buffers after a launch that advanced k steps.
-func (r *Runner) rotate(k int) {
+func (r *Runner) rotate(k int) { r.move(k, false) }
+
+// unrotate undoes rotate(k).
+func (r *Runner) unrotate(k int) { r.move(k, true) }
+
+// move rotates each state grid's buffers past a launch of k steps, or back.
+func (r *Runner) move(k int, back bool) {
 	for _, u := range r.s.Prog.Updates {
 		sl := &r.slots[u.Grid.Index]
 		switch {
 		case u.Grid.Levels == 1:
 			sl[0], sl[1] = sl[1], sl[0]
+		case k == 1 && back:
+			sl[0], sl[1], sl[2] = sl[1], sl[2], sl[0]
 		case k == 1:
 			sl[0], sl[1], sl[2] = sl[2], sl[0], sl[1]
 		default:
@@ -467,21 +475,6 @@ func (r *Runner) LaunchRowsPast(k, lo, hi int) error {
 	r.rotate(k)
 	r.s.Steps += k
 	return err
-}
-
-// unrotate undoes rotate(k).
-func (r *Runner) unrotate(k int) {
-	for _, u := range r.s.Prog.Updates {
-		sl := &r.slots[u.Grid.Index]
-		switch {
-		case u.Grid.Levels == 1:
-			sl[0], sl[1] = sl[1], sl[0]
-		case k == 1:
-			sl[0], sl[1], sl[2] = sl[1], sl[2], sl[0]
-		default:
-			sl[0], sl[1], sl[2], sl[3] = sl[2], sl[3], sl[0], sl[1]
-		}
-	}
 }
 
 // Timed runs n steps between two events and returns the elapsed milliseconds.
