@@ -22,7 +22,9 @@
 # side-by-side script skips what its CSV holds).
 #
 # $OUT gets results.tgz (OUTDIR less binaries, sources and the tuning cache, with the step
-# logs) and calls.log; copy the CSVs to docs/ from there.
+# logs) and calls.log; copy the CSVs to docs/ from there. On a fresh machine (the last one was
+# given back), RESUME=FILE (a results.tgz carried back) restores OUTDIR from it first: the
+# searches, rounds and model steps done stay done, and the builds start again.
 set -u
 [ $# -eq 3 ] || { echo "usage: $0 ARTIFACT TEMPEST_BIN OUTDIR (see the header)" >&2; exit 2; }
 ART=$1 T=$2 O=$3
@@ -38,6 +40,10 @@ OUT=${OUT:?set OUT to the folder whose files come back}
 S=$(dirname "$0")/an5d-side-by-side.sh
 END=$((SECONDS + LIMIT))
 export PATH=/usr/local/cuda/bin:$PATH
+if [ -n "${RESUME:-}" ] && [ ! -d "$O" ]; then
+  mkdir -p "$O" && tar xzf "$RESUME" -C "$O" --strip-components=1 || { echo "$0: cannot restore $RESUME" >&2; exit 2; }
+  rm -f "$O"/done/build-* "$O"/done/builds-started # the binaries stayed on the old machine
+fi
 mkdir -p "$O/done" "$O/steps" || exit 2
 LOG=$O/calls.log
 
