@@ -71,5 +71,5 @@ func rangesLine(l *decomp.Layout, t decomp.Transport) string {
 	if _, ok := t.(decomp.PartStarter); ok {
 		return fmt.Sprintf("overlap: ranges (each sub-domain's last launch of a period computes the %d rows a side its neighbours receive first, then the rest while they travel; every launch skips the halo rows no later step reads)", l.Halo)
 	}
-	return "overlap: ranges, but these halo copies finish before compute goes on: the sub-domains run whole launches"
+	return "overlap: ranges, but only NCCL's exchanges (each sub-domain posting its own) run beside a launch: with these halo copies the sub-domains run whole launches"
 }
