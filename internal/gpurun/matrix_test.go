@@ -225,6 +225,13 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				ch := def
 				ch.Chain = true
 				out = append(out, ch)
+				if p.Dims() == 2 && analysis.Analyze(p).Shape == analysis.Box {
+					// What the model's pick adds for 2D boxes on CUDA (tune.PickRules): copies
+					// five planes ahead, the rim's blocks, the edge tiles first.
+					pk := def
+					pk.Async, pk.RimBlocks, pk.EdgesFirst = 5, true, true
+					out = append(out, pk)
+				}
 			}
 			if reach == 1 && lower.N5DShortRound(p) {
 				// Short rounds of 2R+1 planes (rings of three shared planes per level) with
