@@ -47,7 +47,9 @@
 # LIST_F32, LIST_F64, RUN_TIMEOUT (300 s per run), TEMPEST_BACKEND (cuda).
 # STENCILS=suite runs AN5D's whole suite of 21 (the table's 11 and the stars and boxes of higher
 # radius). PLANS=tune takes Tempest's plans from `tempest tune --fastmath --budget TUNE_BUDGET`
-# (60s) per stencil and type, from an empty tuning cache (OUTDIR/tune-cache), instead of the
+# (60s) per stencil and type, each from an empty tuning cache of its own (OUTDIR/tune-cache/
+# TYPE-STENCIL, emptied before the search: a search cut short starts afresh; only the device's
+# profile, which the first search probes, is shared), instead of the
 # lists, and records each search's wall time in OUTDIR/tune-times.csv; PLANS=model takes the
 # model's pick (what `tempest run` takes without a tuned plan). TUNE_GPUS=N (1) runs N searches
 # at once, each on a GPU of its own (CUDA_VISIBLE_DEVICES; a 4-GPU machine tunes the 42 in
@@ -428,7 +430,7 @@ fi
 radius() { case $1 in *[0-9]r) local r=${1%r}; echo "${r: -1}" ;; j2d9pt) echo 2 ;; *) echo 1 ;; esac; }
 
 # make_plans TYPE: Tempest's plans for PLANS=tune (`tempest tune --fastmath --budget
-# TUNE_BUDGET` per stencil at its size, from an empty tuning cache in OUTDIR/tune-cache, its wall
+# TUNE_BUDGET` per stencil at its size, from an empty tuning cache in OUTDIR/tune-cache/TYPE-STENCIL, its wall
 # time in OUTDIR/tune-times.csv) or PLANS=model (the plan `tempest run` takes on an empty cache:
 # the model's pick), written to OUTDIR/plans-TYPE.txt as "stencil plan" lines, which the rounds
 # then read like LIST_F32/LIST_F64. A stencil whose list line exists is not tuned again.
@@ -466,14 +468,20 @@ plan_one() {
   else
     args=(run "examples/an5d/$3.stencil" --backend "$TEMPEST_BACKEND" --type "$2" --size "$4" --fastmath --steps 1 --tune model --quiet)
   fi
-  if [ -n "$DRY" ]; then run env TEMPEST_CACHE_DIR="$O/tune-cache" "$T" "${args[@]}"; return; fi
+  local cache=$O/tune-cache/$1-$3
+  if [ -n "$DRY" ]; then run env TEMPEST_CACHE_DIR="$cache" "$T" "${args[@]}"; return; fi
+  # The device's profile (`tempest probe`, made once a machine) is shared; the plans' records
+  # are not.
+  rm -rf "$cache" && mkdir -p "$cache/profiles" "$O/tune-cache/profiles" || exit 2
+  cp "$O"/tune-cache/profiles/*.json "$cache/profiles/" 2> /dev/null
   t0=$(date +%s.%N)
   if [ -n "$6" ]; then
-    CUDA_VISIBLE_DEVICES=$6 TEMPEST_CACHE_DIR=$O/tune-cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
+    CUDA_VISIBLE_DEVICES=$6 TEMPEST_CACHE_DIR=$cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
   else
-    TEMPEST_CACHE_DIR=$O/tune-cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
+    TEMPEST_CACHE_DIR=$cache timeout "$RUN_TIMEOUT" "$T" "${args[@]}" > "$log" 2>&1
   fi
   secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  cp "$cache"/profiles/*.json "$O/tune-cache/profiles/" 2> /dev/null
   if [ "$PLANS" = tune ]; then plan=$(awk '/^best: / { print $2; exit }' "$log"); else plan=$(awk '/ chosen by the model/ { print $2; exit }' "$log"); fi
   echo "$1,$3,$PLANS,$secs,\"$plan\"" >> "$O/tune-times.csv"
   if [ -n "$plan" ]; then echo "$3 $plan" >> "$5"; echo "  $PLANS $1 $3: $plan ($secs s${6:+, GPU $6})"; else echo "  $PLANS $1 $3: no plan (see $log)"; fi
