@@ -97,6 +97,7 @@ SKIP_BUILD=1 PLANS=model ROUNDS=1 $S "$AN5D" "$T" "$O2" > "$W/run4.txt" 2>&1
 check '[ "$(wc -l < "$O2/plans-float.txt")" -eq 2 ] && [ "$(wc -l < "$O2/plans-double.txt")" -eq 2 ]' "PLANS=model: a plan per stencil and type"
 check '[ "$(tail -n +2 "$O2/tune-times.csv" | wc -l)" -eq 4 ]' "PLANS=model: each search's time recorded"
 check '[ "$(grep -c ",tempest,.*,ok," "$O2/side_by_side.csv")" -eq 4 ]' "PLANS=model: the rounds run the model's plans"
+check 'grep -q "^| float | j2d5pt | model | " "$O2/side_by_side.md"' "PLANS=model: the report lists each pick's time"
 O3=$W/model2
 SKIP_BUILD=1 PLANS=model TUNE_GPUS=2 ROUNDS=1 $S "$AN5D" "$T" "$O3" > "$W/run5.txt" 2>&1
 check 'cmp -s <(sort "$O2/plans-float.txt") <(sort "$O3/plans-float.txt") && cmp -s <(sort "$O2/plans-double.txt") <(sort "$O3/plans-double.txt")' "TUNE_GPUS=2: the same plans, two searches at once"

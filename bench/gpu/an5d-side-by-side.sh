@@ -330,6 +330,23 @@ report() {
     }
     if (other > 0) printf "\n%d rows of other sizes or step counts in the CSV are left out.\n", other
   }' "$CSV" > "$MD.tmp" && mv "$MD.tmp" "$MD"
+  # Where the plans came from a search (PLANS=tune) or the model (PLANS=model): each one's
+  # wall time, as the issue asks for every stencil.
+  if [ -f "$O/tune-times.csv" ] && [ "$(wc -l < "$O/tune-times.csv")" -gt 1 ]; then
+    awk -F, 'NR > 1 {
+      n[$1 FS $3]++; sum[$1 FS $3] += $4; if ($4 > most[$1 FS $3]) { most[$1 FS $3] = $4; which[$1 FS $3] = $2 }
+      line[NR] = "| " $1 " | " $2 " | " $3 " | " $4 " |"
+    }
+    END {
+      print ""
+      print "## Where the plans came from (wall seconds of each `tempest tune` or model pick)"
+      print ""
+      for (k in n) { split(k, p, FS); printf "%s %s: %d, mean %.1f s, longest %.1f s (%s)\n\n", p[1], p[2], n[k], sum[k] / n[k], most[k], which[k] }
+      print "| type | stencil | how | seconds |"
+      print "|---|---|---|---|"
+      for (i = 2; i <= NR; i++) if (i in line) print line[i]
+    }' "$O/tune-times.csv" >> "$MD"
+  fi
   echo "wrote $MD"
 }
 
