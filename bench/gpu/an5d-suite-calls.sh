@@ -8,7 +8,7 @@
 #   ARTIFACT: the artifact's tarball (an5d-artifact-*.tar.xz, carried as
 #   .gpu/an5d-artifact.tar.xz) or its unpacked directory (with common.h).
 #
-# Steps, per type of TYPES ("float double"), in this order:
+# Steps: the searches of every type of TYPES ("float double") first, then per type in order:
 #   tune   the searches (`tempest tune --fastmath --budget 60s`, empty cache), TUNE_GPUS (4) at
 #          once, in waves started only while a wave's WAVE seconds (80) are left;
 #   r1     the screening round: every configuration the artifact ships and Tempest's plan,
@@ -136,8 +136,12 @@ model() {
   return $rc
 }
 
+# Every search first (they need no binaries; the builds go on beside them), then each type's
+# rounds once its builds are done.
 for t in $TYPES; do
   tune "$t" || exit 0
+done
+for t in $TYPES; do
   builds "$t" || exit 0
   step "r1-$t" 60 SKIP_BUILD=1 STENCILS=suite TYPES="$t" PLANS=tune ROUND_GPUS="$ROUND_GPUS" ROUNDS=1 || exit 0
   step "r23-$t" 60 SKIP_BUILD=1 STENCILS=suite TYPES="$t" PLANS=tune ROUND_GPUS="$ROUND_GPUS" BEST_OF="$BEST_OF" ROUNDS="2 3" || exit 0
