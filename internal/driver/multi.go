@@ -571,6 +571,24 @@ func partPlan(m MultiOptions, pl plan.Plan, dev gpu.Device) (plan.Plan, error) {
 	return r, nil
 }
 
+// dropped says which settings of the plan as chosen the sub-domains' plan goes without
+// (--overlap ranges: rimblocks, rimcut and chain follow the whole axis), "" if none.
+func dropped(chosen, part plan.Plan) string {
+	var d []string
+	for _, s := range []struct {
+		name        string
+		had, hasNow bool
+	}{{"rimblocks", chosen.RimBlocks, part.RimBlocks}, {"rimcut", chosen.RimCut, part.RimCut}, {"chain", chosen.Chain, part.Chain}} {
+		if s.had && !s.hasNow {
+			d = append(d, s.name)
+		}
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return "; the plan goes without " + strings.Join(d, " and ") + ", whose chunks follow the whole axis"
+}
+
 // run is runMulti once the options are checked; its errors end the run on every rank.
 func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error) {
 	m := o.Multi
@@ -697,7 +715,7 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	}
 	fmt.Fprintln(stdout, halos)
 	if len(l.Exchanges()) > 0 {
-		fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why, m.Overlap == "ranges", t))
+		fmt.Fprintln(stdout, overlapLine(l, mine, overlap, why, m.Overlap == "ranges", t)+dropped(ratePlan, pl))
 	}
 	for _, p := range d.Parts {
 		if dp, ok := decomp.Interior(p).(interface{ Runner() *gpurun.Runner }); ok && report {

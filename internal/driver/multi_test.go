@@ -226,7 +226,7 @@ func TestRunSplitRangesOpenCL(t *testing.T) {
 	if _, err := Run(rng, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "overlap: ranges, but only NCCL's exchanges (each sub-domain posting its own) run beside a launch") || !strings.Contains(out.String(), "ranges=true") || strings.Contains(out.String(), "rimblocks") {
+	if !strings.Contains(out.String(), "overlap: ranges, but only NCCL's exchanges (each sub-domain posting its own) run beside a launch") || !strings.Contains(out.String(), "ranges=true") || !strings.Contains(out.String(), "the plan goes without rimblocks, whose chunks") || strings.Contains(out.String(), "rimblocks=true") {
 		t.Errorf("--overlap ranges report:\n%s", out.String())
 	}
 	a, _ := os.ReadFile(whole.Out)
