@@ -8,7 +8,8 @@
 #   ARTIFACT: the artifact's tarball (an5d-artifact-*.tar.xz, carried as
 #   .gpu/an5d-artifact.tar.xz) or its unpacked directory (with common.h).
 #
-# Steps: the searches of every type of TYPES ("float double") first, then per type in order:
+# Steps, per type of TYPES ("float double") in order (while a type waits for its builds, the
+# later types' searches run):
 #   tune   the searches (`tempest tune --fastmath --budget 60s`, empty cache), TUNE_GPUS (4) at
 #          once, in waves started only while a wave's WAVE seconds (80) are left;
 #   r1     the screening round: every configuration the artifact ships and Tempest's plan,
@@ -94,25 +95,36 @@ if [ ! -f "$O/done/builds-started" ]; then
   say "builds started in the background ($TYPES, $JOBS jobs, nice 19)"
 fi
 
-# tune TYPE: the searches not yet in OUTDIR/plans-TYPE.txt, a wave of TUNE_GPUS at a time.
-tune() {
-  local t=$1 s todo=() i
-  finished "tune-$t" && return 0
+# wave TYPE: the next wave of TUNE_GPUS searches not yet in OUTDIR/plans-TYPE.txt. Returns 0
+# after a wave, 1 when none is left (the type's searches are done), 2 when time is short.
+wave() {
+  local t=$1 s todo=()
+  finished "tune-$t" && return 1
   for s in star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt \
     star2d3r star2d4r box2d3r box2d4r star3d2r star3d3r star3d4r box3d2r box3d3r box3d4r; do
     awk -v s="$s" '$1 == s { f = 1 } END { exit !f }' "$O/plans-$t.txt" 2> /dev/null || todo+=("$s")
   done
-  for ((i = 0; i < ${#todo[@]}; i += TUNE_GPUS)); do
-    rm -f "$O/done/tune-$t-wave"
-    step "tune-$t-wave" "$WAVE" SKIP_BUILD=1 STENCILS="${todo[*]:i:TUNE_GPUS}" TYPES="$t" PLANS=tune TUNE_GPUS="$TUNE_GPUS" ROUNDS= || return 1
-  done
-  touch "$O/done/tune-$t"
+  if [ ${#todo[@]} -eq 0 ]; then touch "$O/done/tune-$t"; return 1; fi
+  rm -f "$O/done/tune-$t-wave"
+  step "tune-$t-wave" "$WAVE" SKIP_BUILD=1 STENCILS="${todo[*]:0:TUNE_GPUS}" TYPES="$t" PLANS=tune TUNE_GPUS="$TUNE_GPUS" ROUNDS= && return 0
+  [ "$(left)" -lt "$WAVE" ] && return 2
+  say "a wave of $t searches failed: see $O/steps/tune-$t-wave.log"
+  return 2
 }
 
-# builds TYPE: waits (while time is left) for the type's background builds.
+# builds TYPE LATER...: waits (while time is left) for TYPE's background builds, running the
+# searches of the LATER types meanwhile.
 builds() {
-  while ! finished "build-$1"; do
-    if [ "$(left)" -lt 60 ]; then say "stop: the $1 builds are still running"; return 1; fi
+  local t=$1 u rc
+  shift
+  while ! finished "build-$t"; do
+    for u in "$@"; do
+      wave "$u"
+      rc=$?
+      [ $rc -eq 0 ] && continue 2
+      [ $rc -eq 2 ] && return 1
+    done
+    if [ "$(left)" -lt 60 ]; then say "stop: the $t builds are still running"; return 1; fi
     sleep 10
   done
 }
@@ -136,13 +148,15 @@ model() {
   return $rc
 }
 
-# Every search first (they need no binaries; the builds go on beside them), then each type's
-# rounds once its builds are done.
-for t in $TYPES; do
-  tune "$t" || exit 0
-done
-for t in $TYPES; do
-  builds "$t" || exit 0
+# Per type: its searches (they need no binaries; the builds go on beside them), then, while its
+# builds go on, the later types' searches, then its rounds.
+set -- $TYPES
+while [ $# -gt 0 ]; do
+  t=$1
+  shift
+  while wave "$t"; do :; done
+  finished "tune-$t" || exit 0
+  builds "$t" "$@" || exit 0
   step "r1-$t" 60 SKIP_BUILD=1 STENCILS=suite TYPES="$t" PLANS=tune ROUND_GPUS="$ROUND_GPUS" ROUNDS=1 || exit 0
   step "r23-$t" 60 SKIP_BUILD=1 STENCILS=suite TYPES="$t" PLANS=tune ROUND_GPUS="$ROUND_GPUS" BEST_OF="$BEST_OF" ROUNDS="2 3" || exit 0
   model "$t" || exit 0
