@@ -15,8 +15,8 @@ import (
 )
 
 // TestPickRules: the model's first plan for the 2D AN5D stencils in float and double on CUDA
-// launches the edge tiles first and the rim's chunks in blocks of their own, and box stencils
-// copy their input five planes ahead (PickRules); the 3D ones and an OpenCL device keep the
+// launches the edge tiles first and the rim's chunks in blocks of their own, and float box
+// stencils copy their input five planes ahead (PickRules); the 3D ones and an OpenCL device keep the
 // plan the model ranked.
 func TestPickRules(t *testing.T) {
 	opencl := h100Props
@@ -32,7 +32,7 @@ func TestPickRules(t *testing.T) {
 		{"j2d9pt-gol", ir.F32, h100Props, "async=5,rimblocks=true,edgesfirst=true"},
 		{"gradient2d", ir.F32, h100Props, "rimblocks=true,edgesfirst=true"},
 		{"j2d5pt", ir.F64, h100Props, "rimblocks=true,edgesfirst=true"},
-		{"box2d2r", ir.F64, h100Props, "async=5,rimblocks=true,edgesfirst=true"},
+		{"box2d2r", ir.F64, h100Props, "rimblocks=true,edgesfirst=true"},
 		{"star3d1r", ir.F32, h100Props, ""},
 		{"box3d1r", ir.F32, h100Props, ""},
 		{"j2d5pt", ir.F32, opencl, ""},
@@ -64,11 +64,11 @@ func TestPickRules(t *testing.T) {
 }
 
 // pickRuleRecords are the timed plans PickRules' newer rules rest on.
-var pickRuleRecords = []string{"n5d-h200-peers.txt", "n5d-h200-lora.txt", "n5d-h200-suite.txt"}
+var pickRuleRecords = []string{"n5d-h200-peers.txt", "n5d-h200-lora.txt", "n5d-h200-suite.txt", "n5d-h200-suite21.txt"}
 
 // TestPickRulesEvidence: in the records PickRules cites, the 2D plans with each setting it adds
 // (one row of threads: by=1) run faster than the same plans without it, by the geometric mean over every such pair, and
-// none by more than the worst loss its comment names (the pairs of async among box stencils
+// none by more than the worst loss its comment names (the pairs of async among float box stencils
 // only; the records name a stencil and its type, and the examples tell its shape). A rule
 // whose records stop showing a gain fails here.
 func TestPickRulesEvidence(t *testing.T) {
@@ -107,16 +107,16 @@ func TestPickRulesEvidence(t *testing.T) {
 	}
 	for _, c := range []struct {
 		setting string
-		box     bool    // pairs of box stencils only
+		box     bool    // pairs of float box stencils only
 		worst   float64 // the worst ratio allowed
 	}{
-		{"rimblocks=true", false, 0.96},
+		{"rimblocks=true", false, 0.95},
 		{"async=5", true, 0.99},
 	} {
 		var logSum float64
 		n, worst := 0, 2.0
 		for k, plans := range recs {
-			if c.box && shapes[strings.SplitN(k.stencil, "@", 2)[0]] != analysis.Box {
+			if c.box && (shapes[strings.SplitN(k.stencil, "@", 2)[0]] != analysis.Box || !strings.HasSuffix(k.stencil, "@f32")) {
 				continue
 			}
 			for pl, g := range plans {

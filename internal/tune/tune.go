@@ -1720,10 +1720,14 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 //     pairs over 18 stencils of the H200 records (EBISU's, LoRAStencil's and four of AN5D's,
 //     float and double, fast and exact math), 2.3% geomean, 54 gains, the worst 0.964. In 3D
 //     the three pairs lost (0.70-1.01).
-//   - asynchronous copies five planes ahead (plan.Async) on 2D n5d plans of box stencils on
-//     CUDA sm_80 and later: 23 pairs over 10 box stencils of those records, 7.6% geomean, the
-//     worst 0.993; stars gained 1.8% with a worst of 0.86 (LoRAStencil's star2d3r in double)
-//     and keep their prefetch.
+//     The 21-stencil searches of AN5D's suite (float and double, 2026-11-28) brought the pairs
+//     to 161, 2.3% geomean, the worst 0.958 (box2d1r in double).
+//   - asynchronous copies five planes ahead (plan.Async) on 2D n5d plans of float box
+//     stencils on CUDA sm_80 and later: 23 pairs over 10 box stencils of those records, 7.6%
+//     geomean, the worst 0.993; stars gained 1.8% with a worst of 0.86 (LoRAStencil's star2d3r
+//     in double) and keep their prefetch. The suite's searches split the boxes by type: 22
+//     float pairs, 11.2% geomean, the worst 0.997, while double's lost down to 0.83 (j2d9pt-gol) and
+//     0.85 (box2d1r) for a geomean near 1, so double boxes keep their prefetch too.
 func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
 	if pl.Strategy != "n5d" || p.Dims() != 2 || props.Backend != "cuda" {
 		return pl
@@ -1741,10 +1745,20 @@ func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
 	if !pl.RimBlocks {
 		try(func(v *plan.Plan) { v.RimBlocks = true })
 	}
-	if pl.Async == 0 && !pl.Shfl && props.ComputeMajor >= 8 && analysis.Analyze(p).Shape == analysis.Box {
+	if pl.Async == 0 && !pl.Shfl && props.ComputeMajor >= 8 && analysis.Analyze(p).Shape == analysis.Box && allFloat32(p) {
 		try(func(v *plan.Plan) { v.Prefetch, v.Async = 0, pickAsync })
 	}
 	return pl
+}
+
+// allFloat32 reports whether every grid of p is float (PickRules' rules part by type).
+func allFloat32(p *ir.Program) bool {
+	for _, g := range p.Grids {
+		if g.Type != ir.F32 {
+			return false
+		}
+	}
+	return true
 }
 
 // pickAsync is the planes ahead PickRules copies box stencils' input (see PickRules).
