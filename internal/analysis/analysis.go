@@ -197,45 +197,48 @@ func shape(offsets map[string]bool, radius []int) Shape {
 
 // count adds e's operations to o without entering lets.
 func count(e ir.Expr, o *Ops) {
-	ir.Walk(e, func(x ir.Expr) {
-		switch x := x.(type) {
-		case *ir.Binary:
-			if !x.T.IsFloat() {
-				if x.T.IsInt() {
-					o.IntOps++
-				} else {
-					o.Compare++
-				}
-				return
-			}
-			switch x.Op {
-			case "+", "-":
-				o.Add++
-				if isMul(x.X) || isMul(x.Y) {
-					o.FMAPairs++
-				}
-			case "*":
-				o.Mul++
-			case "/", "%":
-				o.Div++
-			}
-		case *ir.Select:
-			o.Compare++
-		case *ir.Call:
-			if !x.T.IsFloat() {
+	ir.Walk(e, func(x ir.Expr) { countNode(x, o) })
+}
+
+// countNode adds x's own operation (not its operands') to o.
+func countNode(x ir.Expr, o *Ops) {
+	switch x := x.(type) {
+	case *ir.Binary:
+		if !x.T.IsFloat() {
+			if x.T.IsInt() {
 				o.IntOps++
-				return
+			} else {
+				o.Compare++
 			}
-			switch x.Fn {
-			case "fma":
-				o.FMA++
-			case "min", "max", "abs", "floor", "ceil":
-				o.MinMax++
-			default:
-				o.Special++
-			}
+			return
 		}
-	})
+		switch x.Op {
+		case "+", "-":
+			o.Add++
+			if isMul(x.X) || isMul(x.Y) {
+				o.FMAPairs++
+			}
+		case "*":
+			o.Mul++
+		case "/", "%":
+			o.Div++
+		}
+	case *ir.Select:
+		o.Compare++
+	case *ir.Call:
+		if !x.T.IsFloat() {
+			o.IntOps++
+			return
+		}
+		switch x.Fn {
+		case "fma":
+			o.FMA++
+		case "min", "max", "abs", "floor", "ceil":
+			o.MinMax++
+		default:
+			o.Special++
+		}
+	}
 }
 
 func isMul(e ir.Expr) bool {

@@ -3,7 +3,11 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync"
 
+	"tempest/internal/ir"
+	"tempest/internal/lower"
+	"tempest/internal/plan"
 	"tempest/internal/probe"
 )
 
@@ -106,7 +110,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		sharedBytes = float64(in.SharedBytes)
 	}
 	stores := float64(len(p.Updates))
-	instr += outs / 32 * (f.ops.Instructions() + queue + f.globalOnly/float64(w) + stores + ipCellInstr)
+	instr += outs / 32 * (planOps(p, pl, f.ops).Instructions() + queue + f.globalOnly/float64(w) + stores + ipCellInstr)
 	sectors += stores * float64(by) * math.Ceil(float64(bx*w)/ipSectorBytes)
 	regs := in.Regs
 	if regs == 0 {
@@ -166,4 +170,34 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		pr.Bottleneck = GlobalMemory
 	}
 	return pr, nil
+}
+
+// planOpsCache holds planOps' counts per program and the plan settings they depend on.
+var planOpsCache sync.Map // planOpsKey -> ALUOps
+
+type planOpsKey struct {
+	p                            *ir.Program
+	strategy                     string
+	fast, keepScale, centreFirst bool
+}
+
+// planOps is the arithmetic per cell that pl's kernels issue for p (lower.Arithmetic: after
+// the plan's fast-math rewrites, each distinct subexpression once, inplane's plane terms once
+// per plane), or the formula's own count where the plan cannot lower p that way. Fast math
+// factors the coefficients of AN5D's 3D boxes into sums of rows, which the in-plane method
+// shares between the outputs a plane feeds (box3d4r: 177 instructions a cell instead of
+// 729) while a forward-plane kernel issues the factored sum for every cell (1457): the
+// formula's count had both at 729, and the model picked the forward plane, which ran at a
+// seventh of the in-plane method's speed (docs/performance.md, 2026-11-28).
+func planOps(p *ir.Program, pl plan.Plan, formula ALUOps) ALUOps {
+	k := planOpsKey{p, pl.Strategy, pl.FastMath, pl.KeepScale, pl.CentreFirst}
+	if v, ok := planOpsCache.Load(k); ok {
+		return v.(ALUOps)
+	}
+	ops := formula
+	if o, ok := lower.Arithmetic(p, pl); ok {
+		ops = aluOps(o)
+	}
+	planOpsCache.Store(k, ops)
+	return ops
 }

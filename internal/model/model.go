@@ -170,8 +170,10 @@ var Efficiency = map[string][2]float64{
 type ALUOps struct{ FMA, MUL, ADD, OTHER float64 }
 
 // OpsOf maps an analysis onto instructions.
-func OpsOf(s *analysis.Summary) ALUOps {
-	o := s.Ops
+func OpsOf(s *analysis.Summary) ALUOps { return aluOps(s.Ops) }
+
+// aluOps maps operation counts onto instructions.
+func aluOps(o analysis.Ops) ALUOps {
 	pairs := o.FMAPairs
 	a := ALUOps{
 		FMA:   float64(o.FMA + pairs),

@@ -11,6 +11,7 @@ import (
 	"tempest/internal/gpu"
 	"tempest/internal/ir"
 	"tempest/internal/load"
+	"tempest/internal/plan"
 	"tempest/internal/probe"
 )
 
@@ -182,6 +183,28 @@ func TestPyramidRXFirst(t *testing.T) {
 		first := cands[0].Plan
 		if got := first.Strategy == "pyramid" && first.RX > 1 && first.PH <= 32; got != c.rx {
 			t.Errorf("%s: the model's first plan is %s; want a register tile: %v", c.file, first, c.rx)
+		}
+	}
+}
+
+// TestHighOrderBoxesRankInPlane: for AN5D's 3D boxes of radius 2 to 4 in fast math, the model
+// ranks an in-plane plan first. The in-plane method shares fast math's factored rows between
+// the outputs a plane feeds; counted as the formula, the model had ranked box3d4r's
+// forward-plane plan first, which ran at 9.9 GCells/s against the in-plane plan's 70.6 on
+// the H200 (docs/performance.md, "AN5D's whole suite on four H200s: float").
+func TestHighOrderBoxesRankInPlane(t *testing.T) {
+	for _, name := range []string{"box3d2r", "box3d3r", "box3d4r"} {
+		typ := ir.F32
+		p, err := load.File("../../examples/an5d/"+name+".stencil", load.Options{DefaultType: &typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, benchShape(p)), Options{Profile: probe.Estimate(h100Props), FastMath: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cands[0].Plan.Strategy; got != plan.InPlane {
+			t.Errorf("%s: the model ranks %s first, want an inplane plan", name, cands[0].Plan)
 		}
 	}
 }
