@@ -193,7 +193,10 @@ func TestCacheRoundTripAndResume(t *testing.T) {
 	p := program(t, "an5d/j2d5pt.stencil")
 	s := newState(t, p, []int{45, 70})
 	cache := &Cache{Dir: t.TempDir()}
-	o := Options{Mode: TopK, K: 2, Seed: 7, Steps: 4, Reps: 2, Candidates: plans(t, p, space2D...), Cache: cache, Version: "test", NoCalibrate: true}
+	// No refinement: the leaders of the other strategies and the variants of a stream25d best
+	// (fineChunks' chunks, whenever timing noise makes stream25d the fastest) would add
+	// measurements.
+	o := Options{Mode: TopK, K: 2, Seed: 7, Steps: 4, Reps: 2, Candidates: plans(t, p, space2D...), Cache: cache, Version: "test", NoCalibrate: true, NoRefine: true}
 	first, err := Tune(dev, s, o)
 	if err != nil {
 		t.Fatal(err)
@@ -209,10 +212,8 @@ func TestCacheRoundTripAndResume(t *testing.T) {
 	if again.Measured != 0 || again.Resumed != 2 || again.Best.Plan.String() != first.Best.Plan.String() {
 		t.Errorf("second run: %d measured, %d resumed, best %s (first %s)", again.Measured, again.Resumed, again.Best.Plan, first.Best.Plan)
 	}
-	// Exhaustive resumes: only the three not yet measured run (without the refinement, whose
-	// variants of a stream25d best, fineChunks' chunks, would add measurements whenever timing
-	// noise makes stream25d the fastest).
-	o.Mode, o.NoRefine = Exhaustive, true
+	// Exhaustive resumes: only the three not yet measured run.
+	o.Mode = Exhaustive
 	all, err := Tune(dev, s, o)
 	if err != nil {
 		t.Fatal(err)
@@ -488,10 +489,10 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			t.Errorf("variant %s: %s", c.Plan, c.Status)
 		}
 		switch {
-		case c.Plan.ConstSize: // the last step, on the best plan
-			seen["constsize"] = true
-		case c.Plan.Chunk%16 != 0: // only fineChunks leaves the 16-plane grid
+		case c.Plan.Chunk%16 != 0: // only fineChunks leaves the 16-plane grid (on a constsize best too)
 			seen["fine chunk"] = true
+		case c.Plan.ConstSize: // compiledSwitches and the last step, on the best plan
+			seen["constsize"] = true
 		case c.Plan.Chunk == 48, c.Plan.Chunk == 80:
 			seen[fmt.Sprintf("chunk=%d", c.Plan.Chunk)] = true
 		case c.Plan.Vec == 1:
@@ -1003,5 +1004,26 @@ func TestCompiledSwitches(t *testing.T) {
 	tu2.compiledSwitches(v2)
 	if n := len(timed2()); n != 1 {
 		t.Errorf("naive: %d timed, want only itself", n)
+	}
+}
+
+// TestLeaders: after the model's top plans, a search times the best-ranked plan of every
+// strategy it has not timed (or seen fail), within leaderFactor of the best prediction.
+func TestLeaders(t *testing.T) {
+	c := func(strategy string, pred float64, st Status) *Candidate {
+		return &Candidate{Plan: plan.Plan{Strategy: strategy}, Predicted: pred, Status: st}
+	}
+	viable := []*Candidate{
+		c("naive", 1.0, Measured), c("naive", 1.0, Measured), c("n5d", 1.1, Unmeasured), c("n5d", 1.2, Unmeasured),
+		c("inplane", 1.3, Unmeasured), c("stream25d", 1.4, Failed), c("stream25d", 1.5, Unmeasured),
+		c("forwardplane", 3.5, Unmeasured),
+	}
+	got := leaders(viable)
+	if len(got) != 2 || got[0] != viable[2] || got[1] != viable[4] {
+		var names []string
+		for _, g := range got {
+			names = append(names, fmt.Sprintf("%s@%g", g.Plan.Strategy, g.Predicted))
+		}
+		t.Errorf("leaders: %v, want the first n5d and the inplane plan", names)
 	}
 }
