@@ -153,10 +153,15 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			alt.Chunk = 4
 		}
 		if s == "forwardplane" {
-			// Blocks narrower than the halo: edge threads load several halo rows and columns.
+			// Blocks narrower than the halo: edge threads load several halo rows and columns;
+			// two rows a thread (alt), and three rows a thread of a block one thread tall.
 			tiny := def
 			tiny.BX, tiny.BY, tiny.Chunk = 2, 1, 3
 			out = append(out, tiny)
+			alt.RY = 2
+			rows := def
+			rows.BX, rows.BY, rows.RY, rows.Chunk = 4, 1, 3, 5
+			out = append(out, rows)
 		}
 		if s == "inplane" {
 			// Vertical loading, 2x3 register tiles, pairs; horizontal, 3x1 tiles, quads (pairs

@@ -43,11 +43,14 @@ func inPlaneDiagonal(p *ir.Program, gl gridLevel) bool {
 }
 
 // edgeFill stores the current plane of a register-queue level into shared memory the way the
-// NVIDIA SDK kernel does: every thread its own cell (the queue centre), then threads near the
-// block's edges the halo rows and columns (and the corners, when the stencil reads them).
-func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centre kir.Expr, pl plan.Plan, diag, general bool) []kir.Stmt {
+// NVIDIA SDK kernel does: every thread its own cells (the queue centres, one per row of the
+// thread: centres[k] is row l1*rows+k of the tile), then threads near the block's edges the
+// halo rows and columns (and the corners, when the stencil reads them).
+func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag, general bool) []kir.Stmt {
 	W := t.dims[2]
 	h1, h2 := t.halo[1], t.halo[2]
+	rows := len(centres)
+	TY := pl.BY * rows // the tile's rows
 	at := func(row, col kir.Expr) kir.Expr { return kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), col)) }
 	read := func(y, x kir.Expr) kir.Expr {
 		if !general {
@@ -56,22 +59,40 @@ func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centre kir.Expr, p
 		return em.globalReadAt(g, level, nil, []kir.Expr{kir.Id("z"), y, x}, nil, true)
 	}
 	l1, l2, o1, o2, c1, c2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2"), kir.Id("c1"), kir.Id("c2")
-	row := kir.Add(l1, kir.I(h1))
+	// rowOf is the tile row (halo included) of the thread's row k, cellY its y coordinate.
+	rowOf := func(k int) kir.Expr {
+		if rows == 1 {
+			return kir.Add(l1, kir.I(h1))
+		}
+		return kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
+	}
+	cellY := func(k int) kir.Expr {
+		if k == 0 {
+			return c1
+		}
+		return kir.Add(c1, kir.I(k))
+	}
 	col := kir.Add(l2, kir.I(h2))
-	out := []kir.Stmt{kir.Set(at(row, col), centre)}
+	var out []kir.Stmt
+	for k, centre := range centres {
+		out = append(out, kir.Set(at(rowOf(k), col), centre))
+	}
 	iv, jv := "ih_"+t.name, "jh_"+t.name
 	ih, jh := kir.Id(iv), kir.Id(jv)
 	if h1 > 0 {
 		out = append(out, &kir.For{Var: iv, From: l1, To: kir.I(h1), Step: pl.BY, Body: []kir.Stmt{
 			kir.Set(at(ih, col), read(kir.Add(kir.Bin("-", o1, kir.I(h1)), ih), c2)),
-			kir.Set(at(kir.Add(ih, kir.I(pl.BY+h1)), col), read(kir.Add(kir.Add(o1, kir.I(pl.BY)), ih), c2)),
+			kir.Set(at(kir.Add(ih, kir.I(TY+h1)), col), read(kir.Add(kir.Add(o1, kir.I(TY)), ih), c2)),
 		}})
 	}
 	if h2 > 0 {
-		out = append(out, &kir.For{Var: jv, From: l2, To: kir.I(h2), Step: pl.BX, Body: []kir.Stmt{
-			kir.Set(at(row, jh), read(c1, kir.Add(kir.Bin("-", o2, kir.I(h2)), jh))),
-			kir.Set(at(row, kir.Add(jh, kir.I(pl.BX+h2))), read(c1, kir.Add(kir.Add(o2, kir.I(pl.BX)), jh))),
-		}})
+		var sides []kir.Stmt
+		for k := range centres {
+			sides = append(sides,
+				kir.Set(at(rowOf(k), jh), read(cellY(k), kir.Add(kir.Bin("-", o2, kir.I(h2)), jh))),
+				kir.Set(at(rowOf(k), kir.Add(jh, kir.I(pl.BX+h2))), read(cellY(k), kir.Add(kir.Add(o2, kir.I(pl.BX)), jh))))
+		}
+		out = append(out, &kir.For{Var: jv, From: l2, To: kir.I(h2), Step: pl.BX, Body: sides})
 	}
 	if diag && h1 > 0 && h2 > 0 {
 		var corners []kir.Stmt
@@ -79,7 +100,7 @@ func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centre kir.Expr, p
 			for _, left := range []bool{true, false} {
 				r, y := ih, kir.Add(kir.Bin("-", o1, kir.I(h1)), ih)
 				if !top {
-					r, y = kir.Add(ih, kir.I(pl.BY+h1)), kir.Add(kir.Add(o1, kir.I(pl.BY)), ih)
+					r, y = kir.Add(ih, kir.I(TY+h1)), kir.Add(kir.Add(o1, kir.I(TY)), ih)
 				}
 				c, x := jh, kir.Add(kir.Bin("-", o2, kir.I(h2)), jh)
 				if !left {

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 
 	"tempest/internal/ir"
 	"tempest/internal/kir"
@@ -47,14 +48,20 @@ type streamer struct {
 	fast                              *emitter
 	fastAdvance, fastFills, ringFills []kir.Stmt
 	H                                 [3]int
+	// rows are the cells a thread computes along y (forward plane's ry; 1 otherwise), each
+	// with its coordinates and place in the block (cellCoords[k], cellLocal[k]: row
+	// l1*rows+k of the tile); cell is the one whose terms the emitter reads now.
+	rows                  int
+	cellCoords, cellLocal [][]kir.Expr
+	cell                  int
 }
 
 // streamWindow is what a streamed grid level keeps of the planes around the current one.
 type streamWindow struct {
-	tile  tileInfo // one plane (axis 0 extent 1)
-	ring  int      // planes kept: 2r+1 (1 for a register-queue level)
-	queue []string // register names, value at z - r + k
-	rz    int
+	tile   tileInfo   // one plane (axis 0 extent 1)
+	ring   int        // planes kept: 2r+1 (1 for a register-queue level)
+	queues [][]string // per row of the thread, register names, value at z - r + k
+	rz     int
 }
 
 // lowerStreaming is the streaming kernel as the streamer's stages: its thread geometry, the
@@ -66,7 +73,10 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	}
 	ps, args := params(p, readRoles)
 	k := &kir.Kernel{Name: name, Params: ps}
-	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims()}
+	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims(), rows: 1}
+	if forward && pl.RY > 1 {
+		s.rows = pl.RY
+	}
 	s.geometry()
 	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
 	if forward {
@@ -111,23 +121,32 @@ func (s *streamer) geometry() {
 	for a := d - 1; a >= 1; a-- {
 		dim := d - 1 - a
 		s.bsize[a] = s.block[dim]
+		first := kir.Expr(kir.Id(fmt.Sprintf("l%d", a))) // the thread's first cell in the tile
+		if a == 1 && s.rows > 1 {
+			s.bsize[a] *= s.rows
+			first = kir.Mul(first, kir.I(s.rows))
+		}
 		s.local[a] = kir.Id(fmt.Sprintf("l%d", a))
 		s.origin[a] = kir.Id(fmt.Sprintf("o%d", a))
 		s.coords[a] = kir.Id(fmt.Sprintf("c%d", a))
 		s.body = append(s.body,
 			&kir.Decl{Name: fmt.Sprintf("l%d", a), Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: dim}},
-			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(s.block[dim]))},
-			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(s.origin[a], s.local[a])})
-		in := &kir.Binary{Op: "<", X: s.coords[a], Y: kir.Id(fmt.Sprintf("n%d", a))}
-		switch {
-		case s.inside == nil:
-			s.inside = in
-		case s.forward:
-			s.inside = and(in, s.inside) // the forward plane's order: y's test first
-		default:
-			s.inside = &kir.Binary{Op: "&&", X: s.inside, Y: in}
-		}
+			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(s.bsize[a]))},
+			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(s.origin[a], first)})
 	}
+	for k := 0; k < s.rows; k++ {
+		coords, local := s.coords, s.local
+		if s.rows > 1 {
+			coords, local = slices.Clone(s.coords), slices.Clone(s.local)
+			local[1] = kir.Add(kir.Mul(s.local[1], kir.I(s.rows)), kir.I(k))
+			if k > 0 {
+				coords[1] = kir.Add(s.coords[1], kir.I(k))
+			}
+		}
+		s.cellCoords = append(s.cellCoords, coords)
+		s.cellLocal = append(s.cellLocal, local)
+	}
+	s.inside = s.insideOf(s.coords)
 	s.threads = s.block[0] * s.block[1]
 	tid := kir.Expr(kir.Id("l1"))
 	for a := 2; a < d; a++ {
@@ -139,6 +158,39 @@ func (s *streamer) geometry() {
 	s.body = append(s.body,
 		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk"))},
 		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}})
+}
+
+// insideOf is the test that a cell at coords lies in the domain.
+func (s *streamer) insideOf(coords []kir.Expr) kir.Expr {
+	var inside kir.Expr
+	for a := s.d - 1; a >= 1; a-- {
+		in := &kir.Binary{Op: "<", X: coords[a], Y: kir.Id(fmt.Sprintf("n%d", a))}
+		switch {
+		case inside == nil:
+			inside = in
+		case s.forward:
+			inside = and(in, inside) // the forward plane's order: y's test first
+		default:
+			inside = &kir.Binary{Op: "&&", X: inside, Y: in}
+		}
+	}
+	return inside
+}
+
+// cellEm is the emitter of the thread's row k (from s.em, or from s.fast with fast): its own
+// coordinates and lets.
+func (s *streamer) cellEm(k int, fast bool) *emitter {
+	em := s.em
+	if fast {
+		em = s.fast
+	}
+	if s.rows == 1 {
+		return em
+	}
+	c := *em
+	c.coords = s.cellCoords[k]
+	c.lets = map[*ir.Let]string{}
+	return &c
 }
 
 // windows gives every grid level read at an offset its window: a register queue along the
@@ -169,30 +221,43 @@ func (s *streamer) windows() {
 // chunk and advanced a plane a step, and its current plane (where read in-plane) in shared
 // memory.
 func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []int) {
-	em, coords, plane := s.em, s.coords, w.tile
+	plane := w.tile
 	t := kir.FromIR(g.Type)
 	w.ring = 1
-	for i := 0; i <= 2*w.rz; i++ {
-		w.queue = append(w.queue, fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i))
-	}
-	for i, q := range w.queue {
-		s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
-		if i >= 1 {
-			// Value at zbeg - 1 - r + i.
-			pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(1+w.rz-i))}, coords[1:]...)
-			s.prime = append(s.prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+	for k := 0; k < s.rows; k++ {
+		var queue []string
+		for i := 0; i <= 2*w.rz; i++ {
+			name := fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i)
+			if s.rows > 1 {
+				name += fmt.Sprintf("_%d", k)
+			}
+			queue = append(queue, name)
 		}
+		w.queues = append(w.queues, queue)
 	}
-	for i := 0; i < len(w.queue)-1; i++ {
-		s.advance = append(s.advance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
+	for k, queue := range w.queues {
+		em, coords := s.cellEm(k, false), s.cellCoords[k]
+		for i, q := range queue {
+			s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
+			if i >= 1 {
+				// Value at zbeg - 1 - r + i.
+				pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(1+w.rz-i))}, coords[1:]...)
+				s.prime = append(s.prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+			}
+		}
+		for i := 0; i < len(queue)-1; i++ {
+			s.advance = append(s.advance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+1])))
+			if s.forward {
+				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+1])))
+			}
+		}
+		pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz))}, coords[1:]...)
+		s.advance = append(s.advance, kir.Set(kir.Id(queue[len(queue)-1]), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
 		if s.forward {
-			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(w.queue[i]), kir.Id(w.queue[i+1])))
+			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[len(queue)-1]), s.cellEm(k, true).globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
 		}
 	}
-	pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz))}, coords[1:]...)
-	s.advance = append(s.advance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
 	if s.forward {
-		s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(w.queue[len(w.queue)-1]), s.fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
 		s.H = [3]int{max(s.H[0], w.rz), max(s.H[1], h[1]), max(s.H[2], h[2])}
 	}
 	if !nonzero(h[1:]) {
@@ -201,12 +266,15 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len})
 	s.shared += plane.len * g.Type.Size()
 	if !s.forward {
-		s.fills = append(s.fills, planeFill(em, g, gl.level, plane, s.origin, kir.Id("z"), kir.I(0), s.threads)...)
+		s.fills = append(s.fills, planeFill(s.em, g, gl.level, plane, s.origin, kir.Id("z"), kir.I(0), s.threads)...)
 		return
 	}
-	centre := kir.Id(w.queue[w.rz])
-	s.fills = append(s.fills, edgeFill(em, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), true)...)
-	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), false)...)
+	var centres []kir.Expr
+	for _, queue := range w.queues {
+		centres = append(centres, kir.Id(queue[w.rz]))
+	}
+	s.fills = append(s.fills, edgeFill(s.em, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), true)...)
+	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), false)...)
 }
 
 // ringWindow keeps level gl's planes z-r .. z+r in a ring of shared planes, primed with
@@ -233,16 +301,17 @@ func (s *streamer) ringWindow(gl gridLevel, g *ir.Grid, w *streamWindow) {
 func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 	w, ok := s.wins[gridLevel{l.G.Index, l.Level}]
 	if !ok || l.Layer != nil {
-		return em.globalRead(l.G, l.Level, l.Layer, s.coords, l.Off)
+		return em.globalRead(l.G, l.Level, l.Layer, s.cellCoords[s.cell], l.Off)
 	}
-	if w.queue != nil {
+	local := s.cellLocal[s.cell]
+	if w.queues != nil {
 		if !nonzero(l.Off[1:]) {
-			return kir.Id(w.queue[w.rz+l.Off[0]])
+			return kir.Id(w.queues[s.cell][w.rz+l.Off[0]])
 		}
-		return w.tile.at(s.local, append([]int{0}, l.Off[1:]...))
+		return w.tile.at(local, append([]int{0}, l.Off[1:]...))
 	}
 	zpos := kir.Add(kir.Id("z"), kir.I(l.Off[0]))
-	return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(s.local, append([]int{0}, l.Off[1:]...)).(*kir.Index).Idx)}
+	return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index).Idx)}
 }
 
 // loop is one plane's step: advance the windows, then (between barriers) the updates of the
@@ -260,17 +329,25 @@ func (s *streamer) loop() []kir.Stmt {
 			z := kir.Id("z")
 			H0, H1, H2 := s.H[0], s.H[1], s.H[2]
 			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(H0)), Y: kir.Id("n0")}),
-				and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(pl.BY+H1)), Y: kir.Id("n1")}),
+				and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(s.bsize[1]+H1)), Y: kir.Id("n1")}),
 					and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(pl.BX+H2)), Y: kir.Id("n2")})))
 			loop = append(loop, &kir.If{Cond: interior, Then: append(s.fastAdvance, s.fastFills...), Else: append(s.advance, s.fills...)})
 		}
 		loop = append(loop, s.ringFills...)
 	}
 	loop = append(loop, &kir.Barrier{})
-	var compute []kir.Stmt
-	compute = append(compute, &kir.Decl{Name: "idx", Type: s.em.idxType(), Init: s.em.linear(s.coords, nil)})
-	compute = append(compute, storeUpdatesSplit(s.em, kir.Id("idx"))...)
-	loop = append(loop, &kir.If{Cond: s.inside, Then: compute})
+	for k := 0; k < s.rows; k++ {
+		s.cell = k
+		em, inside := s.cellEm(k, false), s.inside
+		if s.rows > 1 {
+			inside = s.insideOf(s.cellCoords[k])
+		}
+		var compute []kir.Stmt
+		compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(s.cellCoords[k], nil)})
+		compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
+		loop = append(loop, &kir.If{Cond: inside, Then: compute})
+	}
+	s.cell = 0
 	loop = append(loop, &kir.Barrier{})
 	return loop
 }

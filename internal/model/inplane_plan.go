@@ -50,7 +50,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	fp := m.forward
 	rx, ry, vec := max(pl.RX, 1), max(pl.RY, 1), max(pl.Vec, 1)
 	if fp {
-		rx, ry, vec = 1, 1, 1
+		rx, ry, vec = 1, max(pl.RY, 1), 1 // consecutive rows (ry), scalar loads
 	}
 	tx, ty := pl.BX, max(pl.BY, 1)
 	threads := tx * ty
@@ -93,7 +93,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		case fp:
 			// Interior one per thread, then halos by the edge threads: the left and right
 			// columns by the warps holding them, the top and bottom rows by the first rows.
-			instr += loadCost(bx*by, 1, true) + float64(ty*2*hx)*(2+ipIndexInstr)/float64(max(1, tx/32)) + edgeCost(2*hy*bx)
+			instr += loadCost(bx*by, 1, true) + float64(by*2*hx)*(2+ipIndexInstr)/float64(max(1, tx/32)) + edgeCost(2*hy*bx)
 		case pl.Load == 2: // full slice: one region, aligned where the halo keeps vectors aligned
 			instr += loadCost(rows*cols, vec, hx%vec == 0)
 		case pl.Load == 0: // vertical: columns with top and bottom halos, then left and right
