@@ -414,7 +414,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("unknown tuning mode %q", o.Mode)
 	}
-	if !o.NoRefine && o.Mode != Exhaustive {
+	if !o.NoRefine && o.Mode != Exhaustive && s.Prog.Dims() == 3 {
 		t.measure(leaders(viable))
 	}
 	res.SpaceBest = fastest(res.Candidates)
@@ -445,7 +445,9 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 // strategies against each other is where the model errs most: on AN5D's star3d3r and
 // star3d4r its top five were all naive, the search stopped after 3.5 s of its minute with
 // them, and no n5d, stream25d or inplane plan was timed (2026-11-28). One plan each costs a
-// compilation and a timed run, and a strategy that wins then gets the refinement.
+// compilation and a timed run, and a strategy that wins then gets the refinement. 3D only:
+// in 2D n5d won every search of the records, and the 2D searches spend their whole minute
+// refining it.
 func leaders(viable []*Candidate) []*Candidate {
 	if len(viable) == 0 {
 		return nil
