@@ -1,8 +1,6 @@
 package lower
 
 import (
-	"slices"
-
 	"tempest/internal/analysis"
 	"tempest/internal/ir"
 	"tempest/internal/plan"
@@ -17,13 +15,7 @@ import (
 // z offset with their planes taken as one. ok is false where pl cannot lower p in that way
 // (the caller keeps its own count).
 func Arithmetic(p *ir.Program, pl plan.Plan) (ops analysis.Ops, ok bool) {
-	p = orderSquares(p)
-	if pl.FastMath && !pl.KeepScale {
-		if pl.CentreFirst {
-			p = centreFirst(p)
-		}
-		p = fastMath(p)
-	}
+	p = rewritten(p, pl)
 	if pl.Strategy == plan.InPlane {
 		parts, _, err := inPlaneParts(p, pl)
 		if err != nil {
@@ -32,13 +24,8 @@ func Arithmetic(p *ir.Program, pl plan.Plan) (ops analysis.Ops, ok bool) {
 		var es []ir.Expr
 		acc := 0
 		for _, m := range parts {
-			kz := make([]int, 0, len(m))
-			for k := range m {
-				kz = append(kz, k)
-			}
-			slices.Sort(kz)
-			for _, k := range kz {
-				es = append(es, m[k])
+			for _, e := range m { // the count of distinct terms does not depend on their order
+				es = append(es, e)
 			}
 			acc += len(m) - 1
 		}

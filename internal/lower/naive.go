@@ -158,10 +158,10 @@ func SharedBytes(p *ir.Program, shape []int, layers []int, pl plan.Plan) (int, e
 	return low.SharedBytes, nil
 }
 
-// lowerAs is Lower; with sizeOnly, n5d's result holds its SharedBytes and launches' depths
-// (launches holding their Steps alone) but no kernels.
-func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bool) (*Lowered, error) {
-	wide := Wide(shape, layers)
+// rewritten is p with the rewrites the plan's lowering applies to its updates before any
+// strategy lowers them (ordered squares; under fast math, unless the plan keeps the scale,
+// centre terms first where the plan asks and fast math's algebra).
+func rewritten(p *ir.Program, pl plan.Plan) *ir.Program {
 	p = orderSquares(p)
 	if pl.FastMath && !pl.KeepScale {
 		if pl.CentreFirst {
@@ -169,6 +169,14 @@ func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bo
 		}
 		p = fastMath(p)
 	}
+	return p
+}
+
+// lowerAs is Lower; with sizeOnly, n5d's result holds its SharedBytes and launches' depths
+// (launches holding their Steps alone) but no kernels.
+func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bool) (*Lowered, error) {
+	wide := Wide(shape, layers)
+	p = rewritten(p, pl)
 	s, err := loweringOf(pl)
 	if err != nil {
 		return nil, err
