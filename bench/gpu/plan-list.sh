@@ -15,7 +15,7 @@ for r in $(seq 1 "${ROUNDS:-1}"); do
     out=$($T run "$f" --backend cuda --type "$ty" --plan "$p" --size "$size" --steps "$steps" --quiet $extra 2>&1)
     line=$(echo "$out" | grep '^time' || echo "$out" | tail -1)
     plan=$(echo "$out" | sed -n 's/.* steps, \(.*\) on .*/\1/p' | head -1)
-    regs=$(echo "$out" | sed -n 's/^kernel tempest_n5d: .* \([0-9]*\) registers, \([0-9]*\) B local.*(\([0-9]*\) warps).*/\1 regs \2 B local \3 warps/p' | head -1)
+    regs=$(echo "$out" | sed -n 's/^kernel tempest_[a-z0-9]*: .* \([0-9]*\) registers, \([0-9]*\) B local.*(\([0-9]*\) warps).*/\1 regs \2 B local \3 warps/p' | head -1)
     echo "$r | $f | $ty | $size | $steps | ${plan:-$p} | $line${regs:+ | $regs}"
   done
 done

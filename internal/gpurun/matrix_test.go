@@ -155,10 +155,12 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 		if s == "forwardplane" {
 			// Blocks narrower than the halo: edge threads load several halo rows and columns;
 			// two rows a thread (alt), and three rows a thread of a block one thread tall.
+			// Halos loaded two planes ahead by the narrow blocks (several halo registers
+			// a thread), one plane ahead by the two-row blocks.
 			tiny := def
-			tiny.BX, tiny.BY, tiny.Chunk = 2, 1, 3
+			tiny.BX, tiny.BY, tiny.Chunk, tiny.Prefetch = 2, 1, 3, 2
 			out = append(out, tiny)
-			alt.RY = 2
+			alt.RY, alt.Prefetch = 2, 1
 			rows := def
 			rows.BX, rows.BY, rows.RY, rows.Chunk = 4, 1, 3, 5
 			out = append(out, rows)

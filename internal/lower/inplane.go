@@ -769,3 +769,148 @@ func splitZ(e ir.Expr) (map[int]ir.Expr, bool) {
 	}
 	return nil, false
 }
+
+// edgePipe is the forward plane's halo pipeline (pf planes deep): each halo element a thread
+// loads is a register queue of pf values, loaded pf planes before the plane it belongs to is
+// stored, so the halo loads' latency overlaps pf planes of compute rather than stalling
+// every plane's barrier. Its queues are unrolled, so a thread's share of the halo is fixed:
+// ceil(h1/by) rows above and below, ceil(h2/bx) columns left and right of each of its rows.
+type edgePipe struct {
+	decls, prime []kir.Stmt
+	// stores put plane z (the queue centres and the halo registers' oldest values) into
+	// shared memory and advance the halo queues; loads (fast: without boundary handling)
+	// fill their newest values from plane z+pf.
+	stores, loads, fastLoads []kir.Stmt
+}
+
+// edgeSlot is one halo element of a thread: its tile place, its grid coordinates in the
+// plane, and the thread's test for owning it.
+type edgeSlot struct {
+	cond       kir.Expr
+	row, col   kir.Expr
+	y, x       kir.Expr
+	registers  []string // the queue, oldest first
+}
+
+// pipelineEdges builds level's edgePipe for tile t (base: the element offset of the plane's
+// buffer, nil for one buffer), pf planes deep.
+func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag bool, pf int, base kir.Expr) edgePipe {
+	W := t.dims[2]
+	h1, h2 := t.halo[1], t.halo[2]
+	rows := len(centres)
+	TY := pl.BY * rows
+	at := func(row, col kir.Expr) kir.Expr {
+		i := kir.Add(kir.Mul(row, kir.I(W)), col)
+		if base != nil {
+			i = kir.Add(base, i)
+		}
+		return kir.At(t.name, i)
+	}
+	l1, l2, o1, o2, c1, c2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2"), kir.Id("c1"), kir.Id("c2")
+	rowOf := func(k int) kir.Expr {
+		if rows == 1 {
+			return kir.Add(l1, kir.I(h1))
+		}
+		return kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
+	}
+	cellY := func(k int) kir.Expr {
+		if k == 0 {
+			return c1
+		}
+		return kir.Add(c1, kir.I(k))
+	}
+	col := kir.Add(l2, kir.I(h2))
+	var slots []edgeSlot
+	// Halo rows: the thread's j-th row above the tile is ih = l1 + j*by.
+	for j := 0; j*pl.BY < h1; j++ {
+		ih := kir.Add(l1, kir.I(j*pl.BY))
+		cond := &kir.Binary{Op: "<", X: ih, Y: kir.I(h1)}
+		slots = append(slots,
+			edgeSlot{cond: cond, row: ih, col: col, y: kir.Add(kir.Bin("-", o1, kir.I(h1)), ih), x: c2},
+			edgeSlot{cond: cond, row: kir.Add(ih, kir.I(TY+h1)), col: col, y: kir.Add(kir.Add(o1, kir.I(TY)), ih), x: c2})
+	}
+	for j := 0; j*pl.BX < h2; j++ {
+		jh := kir.Add(l2, kir.I(j*pl.BX))
+		cond := &kir.Binary{Op: "<", X: jh, Y: kir.I(h2)}
+		for k := range centres {
+			slots = append(slots,
+				edgeSlot{cond: cond, row: rowOf(k), col: jh, y: cellY(k), x: kir.Add(kir.Bin("-", o2, kir.I(h2)), jh)},
+				edgeSlot{cond: cond, row: rowOf(k), col: kir.Add(jh, kir.I(pl.BX+h2)), y: cellY(k), x: kir.Add(kir.Add(o2, kir.I(pl.BX)), jh)})
+		}
+	}
+	if diag && h1 > 0 && h2 > 0 {
+		for i := 0; i*pl.BY < h1; i++ {
+			ih := kir.Add(l1, kir.I(i*pl.BY))
+			for j := 0; j*pl.BX < h2; j++ {
+				jh := kir.Add(l2, kir.I(j*pl.BX))
+				cond := and(&kir.Binary{Op: "<", X: ih, Y: kir.I(h1)}, &kir.Binary{Op: "<", X: jh, Y: kir.I(h2)})
+				for _, top := range []bool{true, false} {
+					for _, left := range []bool{true, false} {
+						r, y := ih, kir.Add(kir.Bin("-", o1, kir.I(h1)), ih)
+						if !top {
+							r, y = kir.Add(ih, kir.I(TY+h1)), kir.Add(kir.Add(o1, kir.I(TY)), ih)
+						}
+						c, x := jh, kir.Add(kir.Bin("-", o2, kir.I(h2)), jh)
+						if !left {
+							c, x = kir.Add(jh, kir.I(pl.BX+h2)), kir.Add(kir.Add(o2, kir.I(pl.BX)), jh)
+						}
+						slots = append(slots, edgeSlot{cond: cond, row: r, col: c, y: y, x: x})
+					}
+				}
+			}
+		}
+	}
+	var ep edgePipe
+	ty := kir.FromIR(g.Type)
+	for i := range slots {
+		for d := 0; d < pf; d++ {
+			name := fmt.Sprintf("hq_%s_%d_%d", t.name, i, d)
+			slots[i].registers = append(slots[i].registers, name)
+			ep.decls = append(ep.decls, &kir.Decl{Name: name, Type: ty, Init: zeroOf(ty)})
+		}
+	}
+	for k, centre := range centres {
+		ep.stores = append(ep.stores, kir.Set(at(rowOf(k), col), centre))
+	}
+	// Statements per slot, grouped under one test for the slots that share it.
+	group := func(stmt func(s edgeSlot) []kir.Stmt) []kir.Stmt {
+		var out []kir.Stmt
+		for i := 0; i < len(slots); {
+			j := i
+			var body []kir.Stmt
+			for ; j < len(slots) && slots[j].cond == slots[i].cond; j++ {
+				body = append(body, stmt(slots[j])...)
+			}
+			out = append(out, &kir.If{Cond: slots[i].cond, Then: body})
+			i = j
+		}
+		return out
+	}
+	read := func(e *emitter, z kir.Expr, s edgeSlot, general bool) kir.Expr {
+		if general {
+			return e.globalReadAt(g, level, nil, []kir.Expr{z, s.y, s.x}, nil, true)
+		}
+		return e.globalReadAt(g, level, nil, []kir.Expr{z, s.y, s.x}, []int{0, 0, 0}, false)
+	}
+	for d := 0; d < pf; d++ {
+		z := kir.Add(kir.Id("zbeg"), kir.I(d))
+		ep.prime = append(ep.prime, group(func(s edgeSlot) []kir.Stmt {
+			return []kir.Stmt{kir.Set(kir.Id(s.registers[d]), read(em, z, s, true))}
+		})...)
+	}
+	ep.stores = append(ep.stores, group(func(s edgeSlot) []kir.Stmt {
+		out := []kir.Stmt{kir.Set(at(s.row, s.col), kir.Id(s.registers[0]))}
+		for d := 0; d+1 < pf; d++ {
+			out = append(out, kir.Set(kir.Id(s.registers[d]), kir.Id(s.registers[d+1])))
+		}
+		return out
+	})...)
+	zn := kir.Add(kir.Id("z"), kir.I(pf))
+	ep.loads = group(func(s edgeSlot) []kir.Stmt {
+		return []kir.Stmt{kir.Set(kir.Id(s.registers[pf-1]), read(em, zn, s, true))}
+	})
+	ep.fastLoads = group(func(s edgeSlot) []kir.Stmt {
+		return []kir.Stmt{kir.Set(kir.Id(s.registers[pf-1]), read(fast, zn, s, false))}
+	})
+	return ep
+}

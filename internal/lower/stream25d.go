@@ -54,6 +54,11 @@ type streamer struct {
 	rows                  int
 	cellCoords, cellLocal [][]kir.Expr
 	cell                  int
+	// pf (forward only) is how many planes ahead the halos are loaded (0: in the plane's own
+	// step); with dbuf the shared planes alternate between two buffers, so a plane needs one
+	// barrier, not two (every window a register queue's plane: the rings keep theirs).
+	pf   int
+	dbuf bool
 }
 
 // streamWindow is what a streamed grid level keeps of the planes around the current one.
@@ -76,6 +81,9 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims(), rows: 1}
 	if forward && pl.RY > 1 {
 		s.rows = pl.RY
+	}
+	if forward {
+		s.pf = pl.Prefetch
 	}
 	s.geometry()
 	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
@@ -199,6 +207,12 @@ func (s *streamer) cellEm(k int, fast bool) *emitter {
 func (s *streamer) windows() {
 	reach, order := footprints(s.p)
 	s.wins = map[gridLevel]*streamWindow{}
+	s.dbuf = s.pf > 0
+	for _, gl := range order {
+		if nonzero(reach[gl]) && !columnOnly(s.p, gl) {
+			s.dbuf = false
+		}
+	}
 	for _, gl := range order {
 		h := reach[gl]
 		if !nonzero(h) {
@@ -263,8 +277,12 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	if !nonzero(h[1:]) {
 		return // read straight along the streaming axis only: no shared plane
 	}
-	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len})
-	s.shared += plane.len * g.Type.Size()
+	buffers := 1
+	if s.dbuf {
+		buffers = 2
+	}
+	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len * buffers})
+	s.shared += plane.len * buffers * g.Type.Size()
 	if !s.forward {
 		s.fills = append(s.fills, planeFill(s.em, g, gl.level, plane, s.origin, kir.Id("z"), kir.I(0), s.threads)...)
 		return
@@ -272,6 +290,14 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	var centres []kir.Expr
 	for _, queue := range w.queues {
 		centres = append(centres, kir.Id(queue[w.rz]))
+	}
+	if s.pf > 0 {
+		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.bufferBase(plane))
+		s.body = append(s.body, ep.decls...)
+		s.prime = append(s.prime, ep.prime...)
+		s.fills = append(s.fills, append(ep.stores, ep.loads...)...)
+		s.fastFills = append(s.fastFills, append(slices.Clone(ep.stores), ep.fastLoads...)...)
+		return
 	}
 	s.fills = append(s.fills, edgeFill(s.em, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), true)...)
 	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), false)...)
@@ -308,7 +334,11 @@ func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 		if !nonzero(l.Off[1:]) {
 			return kir.Id(w.queues[s.cell][w.rz+l.Off[0]])
 		}
-		return w.tile.at(local, append([]int{0}, l.Off[1:]...))
+		at := w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index)
+		if base := s.bufferBase(w.tile); base != nil {
+			return &kir.Index{Array: at.Array, Idx: kir.Add(base, at.Idx)}
+		}
+		return at
 	}
 	zpos := kir.Add(kir.Id("z"), kir.I(l.Off[0]))
 	return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index).Idx)}
@@ -321,6 +351,9 @@ func (s *streamer) loop() []kir.Stmt {
 	pl := s.pl
 	var loop []kir.Stmt
 	loop = append(loop, kir.Set(kir.Id("c0"), kir.Id("z")))
+	if s.dbuf {
+		loop = append(loop, &kir.Decl{Name: "pb", Type: kir.I32, Init: kir.Bin("&", kir.Id("z"), kir.I(1))})
+	}
 	if !s.forward {
 		loop = append(loop, s.advance...)
 		loop = append(loop, s.fills...)
@@ -328,7 +361,7 @@ func (s *streamer) loop() []kir.Stmt {
 		if len(s.advance) > 0 {
 			z := kir.Id("z")
 			H0, H1, H2 := s.H[0], s.H[1], s.H[2]
-			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(H0)), Y: kir.Id("n0")}),
+			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(max(H0, s.pf))), Y: kir.Id("n0")}),
 				and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(s.bsize[1]+H1)), Y: kir.Id("n1")}),
 					and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(pl.BX+H2)), Y: kir.Id("n2")})))
 			loop = append(loop, &kir.If{Cond: interior, Then: append(s.fastAdvance, s.fastFills...), Else: append(s.advance, s.fills...)})
@@ -348,8 +381,19 @@ func (s *streamer) loop() []kir.Stmt {
 		loop = append(loop, &kir.If{Cond: inside, Then: compute})
 	}
 	s.cell = 0
-	loop = append(loop, &kir.Barrier{})
+	if !s.dbuf {
+		loop = append(loop, &kir.Barrier{})
+	}
 	return loop
+}
+
+// bufferBase is the element offset of the current plane's buffer of tile t (nil with one
+// buffer).
+func (s *streamer) bufferBase(t tileInfo) kir.Expr {
+	if !s.dbuf {
+		return nil
+	}
+	return kir.Mul(kir.Id("pb"), kir.I(t.len))
 }
 
 // columnOnly reports whether every read of a grid level off the current plane lies straight

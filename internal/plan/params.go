@@ -94,6 +94,8 @@ var Params = []param{
 	{key: "shfl", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Shfl }},
 	{key: "pf", parse: n5dOnly, num: func(p *Plan) *int { return &p.Prefetch }, show: func(p Plan) bool { return p.Prefetch > 1 },
 		valid: upTo(0, 8, "pf, the planes n5d loads ahead, must be 1..8")},
+	{key: "pf", parse: []string{ForwardPlane}, num: func(p *Plan) *int { return &p.Prefetch }, show: func(p Plan) bool { return p.Prefetch > 0 },
+		valid: upTo(0, 4, "pf, the planes ahead forwardplane loads its halos (0: none), must be 0..4")},
 	{key: "vec", parse: n5dOnly, num: func(p *Plan) *int { return &p.Vec }, show: func(p Plan) bool { return p.Vec == 1 }, least: 1,
 		valid: &valid{oneOf: []int{0, 1}, says: "n5d's vec is 1 (scalar global loads and stores) or left out (one vector of a thread's rx cells where rx is 2 or 4)"}},
 	{key: "async", parse: n5dOnly, num: func(p *Plan) *int { return &p.Async },
