@@ -786,10 +786,10 @@ type edgePipe struct {
 // edgeSlot is one halo element of a thread: its tile place, its grid coordinates in the
 // plane, and the thread's test for owning it.
 type edgeSlot struct {
-	cond       kir.Expr
-	row, col   kir.Expr
-	y, x       kir.Expr
-	registers  []string // the queue, oldest first
+	cond      kir.Expr
+	row, col  kir.Expr
+	y, x      kir.Expr
+	registers []string // the queue, oldest first
 }
 
 // pipelineEdges builds level's edgePipe for tile t (base: the element offset of the plane's
