@@ -772,9 +772,11 @@ func splitZ(e ir.Expr) (map[int]ir.Expr, bool) {
 
 // edgePipe is the forward plane's halo pipeline (pf planes deep): each halo element a thread
 // loads is a register queue of pf values, loaded pf planes before the plane it belongs to is
-// stored, so the halo loads' latency overlaps pf planes of compute rather than stalling
-// every plane's barrier. Its queues are unrolled, so a thread's share of the halo is fixed:
-// ceil(h1/by) rows above and below, ceil(h2/bx) columns left and right of each of its rows.
+// stored, so the halo loads' latency overlaps pf planes of compute rather than stalling every
+// plane's barrier. The halo's elements are dealt to the block's threads in turn (tid, tid +
+// threads, ...: rows above and below, then the columns left and right, then the corners where
+// the stencil reads them), so every warp loads about as much as any other and waits as little
+// at the barrier; which elements a thread owns is worked out once, before the plane loop.
 type edgePipe struct {
 	decls, prime []kir.Stmt
 	// stores put plane z (the queue centres and the halo registers' oldest values) into
@@ -783,106 +785,130 @@ type edgePipe struct {
 	stores, loads, fastLoads []kir.Stmt
 }
 
-// edgeSlot is one halo element of a thread: its tile place, its grid coordinates in the
-// plane, and the thread's test for owning it.
+// edgeSlot is the k-th halo element of a thread: the thread's test for owning one (nil: every
+// thread does), its tile place, its grid coordinates in the plane, and its register queue.
 type edgeSlot struct {
 	cond      kir.Expr
-	row, col  kir.Expr
+	index     kir.Expr // in the plane's tile
 	y, x      kir.Expr
-	registers []string // the queue, oldest first
+	registers []string // oldest first
 }
 
 // pipelineEdges builds level's edgePipe for tile t (base: the element offset of the plane's
-// buffer, nil for one buffer), pf planes deep.
-func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag bool, pf int, base kir.Expr) edgePipe {
+// buffer, nil for one buffer), pf planes deep, for blocks of threads threads.
+func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag bool, pf, threads int, base kir.Expr) edgePipe {
 	W := t.dims[2]
 	h1, h2 := t.halo[1], t.halo[2]
 	rows := len(centres)
-	TY := pl.BY * rows
-	at := func(row, col kir.Expr) kir.Expr {
-		i := kir.Add(kir.Mul(row, kir.I(W)), col)
+	BX, TY := pl.BX, pl.BY*rows
+	at := func(i kir.Expr) kir.Expr {
 		if base != nil {
 			i = kir.Add(base, i)
 		}
 		return kir.At(t.name, i)
 	}
-	l1, l2, o1, o2, c1, c2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2"), kir.Id("c1"), kir.Id("c2")
-	rowOf := func(k int) kir.Expr {
-		if rows == 1 {
-			return kir.Add(l1, kir.I(h1))
+	l1, l2, o1, o2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2")
+	var ep edgePipe
+	for k, centre := range centres {
+		row := kir.Add(l1, kir.I(h1))
+		if rows > 1 {
+			row = kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
 		}
-		return kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
+		ep.stores = append(ep.stores, kir.Set(at(kir.Add(kir.Mul(row, kir.I(W)), kir.Add(l2, kir.I(h2)))), centre))
 	}
-	cellY := func(k int) kir.Expr {
-		if k == 0 {
-			return c1
+	// The halo's regions in the order they are dealt: rows above, rows below, both sides'
+	// columns (row by row), corners.
+	type region struct {
+		n    int
+		tile func(h kir.Expr) (row, col []kir.Stmt) // h: the element's index in the region
+	}
+	hr, hc := func(k int) string { return fmt.Sprintf("hr_%s_%d", t.name, k) }, func(k int) string { return fmt.Sprintf("hc_%s_%d", t.name, k) }
+	sides := func(h kir.Expr, k int, firstRow func(q kir.Expr) kir.Expr) []kir.Stmt {
+		// 2*h2 elements a row: h2 on the left, h2 on the right of the tile.
+		m := kir.Bin("%", h, kir.I(2*h2))
+		return []kir.Stmt{
+			kir.Set(kir.Id(hr(k)), firstRow(kir.Bin("/", h, kir.I(2*h2)))),
+			kir.Set(kir.Id(hc(k)), &kir.Cond{C: &kir.Binary{Op: "<", X: m, Y: kir.I(h2)}, A: m, B: kir.Add(m, kir.I(BX))}),
 		}
-		return kir.Add(c1, kir.I(k))
 	}
-	col := kir.Add(l2, kir.I(h2))
-	var slots []edgeSlot
-	// Halo rows: the thread's j-th row above the tile is ih = l1 + j*by.
-	for j := 0; j*pl.BY < h1; j++ {
-		ih := kir.Add(l1, kir.I(j*pl.BY))
-		cond := &kir.Binary{Op: "<", X: ih, Y: kir.I(h1)}
-		slots = append(slots,
-			edgeSlot{cond: cond, row: ih, col: col, y: kir.Add(kir.Bin("-", o1, kir.I(h1)), ih), x: c2},
-			edgeSlot{cond: cond, row: kir.Add(ih, kir.I(TY+h1)), col: col, y: kir.Add(kir.Add(o1, kir.I(TY)), ih), x: c2})
-	}
-	for j := 0; j*pl.BX < h2; j++ {
-		jh := kir.Add(l2, kir.I(j*pl.BX))
-		cond := &kir.Binary{Op: "<", X: jh, Y: kir.I(h2)}
-		for k := range centres {
-			slots = append(slots,
-				edgeSlot{cond: cond, row: rowOf(k), col: jh, y: cellY(k), x: kir.Add(kir.Bin("-", o2, kir.I(h2)), jh)},
-				edgeSlot{cond: cond, row: rowOf(k), col: kir.Add(jh, kir.I(pl.BX+h2)), y: cellY(k), x: kir.Add(kir.Add(o2, kir.I(pl.BX)), jh)})
+	var regions []func(h kir.Expr, k int) []kir.Stmt
+	var sizes []int
+	if h1 > 0 {
+		for _, first := range []int{0, TY + h1} {
+			sizes = append(sizes, h1*BX)
+			regions = append(regions, func(h kir.Expr, k int) []kir.Stmt {
+				return []kir.Stmt{
+					kir.Set(kir.Id(hr(k)), kir.Add(kir.Bin("/", h, kir.I(BX)), kir.I(first))),
+					kir.Set(kir.Id(hc(k)), kir.Add(kir.Bin("%", h, kir.I(BX)), kir.I(h2))),
+				}
+			})
 		}
+	}
+	if h2 > 0 {
+		sizes = append(sizes, 2*h2*TY)
+		regions = append(regions, func(h kir.Expr, k int) []kir.Stmt {
+			return sides(h, k, func(q kir.Expr) kir.Expr { return kir.Add(q, kir.I(h1)) })
+		})
 	}
 	if diag && h1 > 0 && h2 > 0 {
-		for i := 0; i*pl.BY < h1; i++ {
-			ih := kir.Add(l1, kir.I(i*pl.BY))
-			for j := 0; j*pl.BX < h2; j++ {
-				jh := kir.Add(l2, kir.I(j*pl.BX))
-				cond := and(&kir.Binary{Op: "<", X: ih, Y: kir.I(h1)}, &kir.Binary{Op: "<", X: jh, Y: kir.I(h2)})
-				for _, top := range []bool{true, false} {
-					for _, left := range []bool{true, false} {
-						r, y := ih, kir.Add(kir.Bin("-", o1, kir.I(h1)), ih)
-						if !top {
-							r, y = kir.Add(ih, kir.I(TY+h1)), kir.Add(kir.Add(o1, kir.I(TY)), ih)
-						}
-						c, x := jh, kir.Add(kir.Bin("-", o2, kir.I(h2)), jh)
-						if !left {
-							c, x = kir.Add(jh, kir.I(pl.BX+h2)), kir.Add(kir.Add(o2, kir.I(pl.BX)), jh)
-						}
-						slots = append(slots, edgeSlot{cond: cond, row: r, col: c, y: y, x: x})
-					}
-				}
-			}
-		}
+		sizes = append(sizes, 4*h1*h2)
+		regions = append(regions, func(h kir.Expr, k int) []kir.Stmt {
+			return sides(h, k, func(q kir.Expr) kir.Expr {
+				return &kir.Cond{C: &kir.Binary{Op: "<", X: q, Y: kir.I(h1)}, A: q, B: kir.Add(q, kir.I(TY))}
+			})
+		})
 	}
-	var ep edgePipe
+	H := 0
+	for _, n := range sizes {
+		H += n
+	}
+	var slots []edgeSlot
 	ty := kir.FromIR(g.Type)
-	for i := range slots {
+	for k := 0; k*threads < H; k++ {
+		hv := fmt.Sprintf("hh_%s_%d", t.name, k)
+		h := kir.Id(hv)
+		ep.decls = append(ep.decls,
+			&kir.Decl{Name: hv, Type: kir.I32, Init: kir.Add(kir.Id("tid"), kir.I(k*threads))},
+			&kir.Decl{Name: hr(k), Type: kir.I32, Init: kir.I(0)},
+			&kir.Decl{Name: hc(k), Type: kir.I32, Init: kir.I(0)})
+		// The last region holding h: if h >= start(last) {...} else if h >= start(last-1) ...
+		starts := make([]int, len(sizes))
+		for i := 1; i < len(sizes); i++ {
+			starts[i] = starts[i-1] + sizes[i-1]
+		}
+		var place func(i int) []kir.Stmt
+		place = func(i int) []kir.Stmt {
+			if i == 0 {
+				return regions[0](h, k)
+			}
+			return []kir.Stmt{&kir.If{Cond: &kir.Binary{Op: ">=", X: h, Y: kir.I(starts[i])},
+				Then: regions[i](kir.Bin("-", h, kir.I(starts[i])), k), Else: place(i - 1)}}
+		}
+		chain := place(len(regions) - 1)
+		ep.decls = append(ep.decls, chain...)
+		slot := edgeSlot{
+			index: kir.Add(kir.Mul(kir.Id(hr(k)), kir.I(W)), kir.Id(hc(k))),
+			y:     kir.Add(kir.Bin("-", o1, kir.I(h1)), kir.Id(hr(k))),
+			x:     kir.Add(kir.Bin("-", o2, kir.I(h2)), kir.Id(hc(k))),
+		}
+		if (k+1)*threads > H {
+			slot.cond = &kir.Binary{Op: "<", X: h, Y: kir.I(H)}
+		}
 		for d := 0; d < pf; d++ {
-			name := fmt.Sprintf("hq_%s_%d_%d", t.name, i, d)
-			slots[i].registers = append(slots[i].registers, name)
+			name := fmt.Sprintf("hq_%s_%d_%d", t.name, k, d)
+			slot.registers = append(slot.registers, name)
 			ep.decls = append(ep.decls, &kir.Decl{Name: name, Type: ty, Init: zeroOf(ty)})
 		}
+		slots = append(slots, slot)
 	}
-	for k, centre := range centres {
-		ep.stores = append(ep.stores, kir.Set(at(rowOf(k), col), centre))
-	}
-	// Statements per slot, grouped under one test for the slots that share it.
-	group := func(stmt func(s edgeSlot) []kir.Stmt) []kir.Stmt {
+	each := func(stmt func(s edgeSlot) []kir.Stmt) []kir.Stmt {
 		var out []kir.Stmt
-		for i := 0; i < len(slots); {
-			j := i
-			var body []kir.Stmt
-			for ; j < len(slots) && slots[j].cond == slots[i].cond; j++ {
-				body = append(body, stmt(slots[j])...)
+		for _, s := range slots {
+			if s.cond == nil {
+				out = append(out, stmt(s)...)
+			} else {
+				out = append(out, &kir.If{Cond: s.cond, Then: stmt(s)})
 			}
-			out = append(out, &kir.If{Cond: slots[i].cond, Then: body})
-			i = j
 		}
 		return out
 	}
@@ -894,22 +920,22 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres
 	}
 	for d := 0; d < pf; d++ {
 		z := kir.Add(kir.Id("zbeg"), kir.I(d))
-		ep.prime = append(ep.prime, group(func(s edgeSlot) []kir.Stmt {
+		ep.prime = append(ep.prime, each(func(s edgeSlot) []kir.Stmt {
 			return []kir.Stmt{kir.Set(kir.Id(s.registers[d]), read(em, z, s, true))}
 		})...)
 	}
-	ep.stores = append(ep.stores, group(func(s edgeSlot) []kir.Stmt {
-		out := []kir.Stmt{kir.Set(at(s.row, s.col), kir.Id(s.registers[0]))}
+	ep.stores = append(ep.stores, each(func(s edgeSlot) []kir.Stmt {
+		out := []kir.Stmt{kir.Set(at(s.index), kir.Id(s.registers[0]))}
 		for d := 0; d+1 < pf; d++ {
 			out = append(out, kir.Set(kir.Id(s.registers[d]), kir.Id(s.registers[d+1])))
 		}
 		return out
 	})...)
 	zn := kir.Add(kir.Id("z"), kir.I(pf))
-	ep.loads = group(func(s edgeSlot) []kir.Stmt {
+	ep.loads = each(func(s edgeSlot) []kir.Stmt {
 		return []kir.Stmt{kir.Set(kir.Id(s.registers[pf-1]), read(em, zn, s, true))}
 	})
-	ep.fastLoads = group(func(s edgeSlot) []kir.Stmt {
+	ep.fastLoads = each(func(s edgeSlot) []kir.Stmt {
 		return []kir.Stmt{kir.Set(kir.Id(s.registers[pf-1]), read(fast, zn, s, false))}
 	})
 	return ep

@@ -99,7 +99,11 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	s.em.read = s.read
 	s.body = append(s.body, s.prime...)
 	s.body = append(s.body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
-	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: s.loop()})
+	zloop := &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: s.loop()}
+	if forward {
+		zloop.UnrollBy = pl.Unroll // whole rounds of the queues turn their moves into renamings
+	}
+	s.body = append(s.body, zloop)
 	k.Body = s.body
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])
@@ -292,7 +296,7 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		centres = append(centres, kir.Id(queue[w.rz]))
 	}
 	if s.pf > 0 {
-		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.bufferBase(plane))
+		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.threads, s.bufferBase(plane))
 		s.body = append(s.body, ep.decls...)
 		s.prime = append(s.prime, ep.prime...)
 		s.fills = append(s.fills, append(ep.stores, ep.loads...)...)
