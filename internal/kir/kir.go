@@ -130,9 +130,6 @@ type (
 		From, To Expr
 		Step     int
 		Unroll   bool
-		// UnrollBy asks the CUDA compiler to unroll a loop of unknown trip count by that
-		// many iterations (0: no hint); OpenCL prints no hint.
-		UnrollBy int
 		Body     []Stmt
 	}
 	// Barrier synchronises the threads of a block (and makes shared memory consistent).

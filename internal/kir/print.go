@@ -223,9 +223,6 @@ func (p *printer) stmt(s Stmt) {
 		}
 		p.line("}")
 	case *For:
-		if s.UnrollBy > 1 && p.d == CUDA {
-			p.line("#pragma unroll %d", s.UnrollBy)
-		}
 		if s.Unroll {
 			if p.d == CUDA {
 				p.line("#pragma unroll")

@@ -99,11 +99,7 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	s.em.read = s.read
 	s.body = append(s.body, s.prime...)
 	s.body = append(s.body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
-	zloop := &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: s.loop()}
-	if forward {
-		zloop.UnrollBy = pl.Unroll // whole rounds of the queues turn their moves into renamings
-	}
-	s.body = append(s.body, zloop)
+	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: s.loop()})
 	k.Body = s.body
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])

@@ -101,8 +101,6 @@ var Params = []param{
 	{key: "async", parse: n5dOnly, num: func(p *Plan) *int { return &p.Async },
 		valid: upTo(0, 8, "async, the planes n5d copies ahead into shared memory, must be 0 (off) to 8")},
 	{key: "unroll", parse: n5dOnly, num: func(p *Plan) *int { return &p.Unroll }},
-	{key: "unroll", parse: []string{ForwardPlane}, num: func(p *Plan) *int { return &p.Unroll },
-		valid: upTo(0, 16, "unroll, the planes per unrolled round of forwardplane's plane loop (CUDA), must be 0..16")},
 	{key: "phased", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Phased }},
 	{key: "rimcut", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.RimCut }},
 	{key: "rimblocks", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.RimBlocks }},
