@@ -90,6 +90,14 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		sectors += float64(rows) * (math.Ceil(float64(cols*lv.bytes)/ipSectorBytes) + 1)
 		sharedBytes += float64(rows * cols * lv.bytes)
 		switch {
+		case fp && pl.Prefetch > 0 && lv.columnOnly:
+			// Interior one per thread, the halo dealt to every thread in turn (a load into
+			// its register queue and a store from it).
+			halo := 2*hy*bx + 2*hx*by
+			if !lv.star {
+				halo += 4 * hx * hy
+			}
+			instr += loadCost(bx*by, 1, true) + loadCost(halo, 1, true)
 		case fp:
 			// Interior one per thread, then halos by the edge threads: the left and right
 			// columns by the warps holding them, the top and bottom rows by the first rows.
@@ -128,8 +136,14 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	if probe.LooksLikeCPU(d) {
 		issue = 1
 	}
+	lat := float64(dramLatencyCycles + ipBarriers*barrierCycles) // one DRAM round trip per plane
+	if fp && pl.Prefetch > 0 && allColumns(f) {
+		// The halos come from registers loaded planes before (the queue heads r planes
+		// before): a plane waits only at its one barrier (two buffers).
+		lat = barrierCycles
+	}
 	ipd := InPlaneDevice{SM: sms, BW: dev.DRAMBytesPerSec(), Smem: d.SharedPerSM, Reg: d.RegsPerSM, BlkSM: 32, WarpSM: warpSM,
-		Lat: dramLatencyCycles + ipBarriers*barrierCycles, Clock: clock} // one DRAM round trip per plane
+		Lat: lat, Clock: clock}
 	// Sector traffic beyond the compulsory bytes is served by L2: charge it at L2's rate on
 	// the DRAM bandwidth the model's eq. 10 uses.
 	comp := float64(bx*by) * (f.bytesRead + f.bytesWritten)
@@ -170,6 +184,17 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 		pr.Bottleneck = GlobalMemory
 	}
 	return pr, nil
+}
+
+// allColumns says every level read at an offset is read off its plane straight along the
+// streaming axis only (the forward plane keeps them all in register queues).
+func allColumns(f *facts) bool {
+	for _, lv := range f.levels {
+		if !lv.columnOnly {
+			return false
+		}
+	}
+	return true
 }
 
 // planOpsCache holds planOps' counts per program and the plan settings they depend on.

@@ -68,7 +68,6 @@ var (
 	// rest). Together with n5d's 3D space they stay under 200 plans per stencil.
 	forwardBlock = [][3]int{{32, 4, 1}, {32, 8, 1}, {64, 4, 1}}
 	forwardChunk = []int{64, 128}
-	forwardRows  = []int{2, 4}
 	inplaneBlock = [][3]int{{32, 8, 1}, {64, 4, 1}}
 	inplaneTile  = [][2]int{{1, 2}, {2, 2}}
 	inplaneVec   = []int{1, 2, 4}
@@ -303,13 +302,14 @@ func forwardPlaneSpace(sp *space, s string) {
 	if sp.d != 3 {
 		return
 	}
-	sp.streamed(s, forwardBlock, forwardChunk)
-	// Rows along y per thread (ry): a thread's cells share the shared-memory loads of their
-	// y neighbours and the block its halo over a taller tile, where high-order stars spend
-	// most (star3d3r: a 32x8 tile loads 1.94 cells a cell, 32x16 1.56, 32x32 1.38).
+	// Every plan loads its halos a plane ahead (pf=1): on the H200 that doubled the 3D stars
+	// of radius 1 to 4 over loading them in the plane's own step (113 to 221 GCells/s on
+	// star3d3r), and two planes ahead never beat one; rows along y per thread (ry) lost on
+	// every one of them (their queues' registers cost more occupancy than the shared y
+	// neighbours save), so the space has none (docs/performance.md).
 	for _, b := range sp.blocks(forwardBlock, true) {
-		for _, ry := range forwardRows {
-			sp.add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, RY: ry, Chunk: sp.chunk(forwardChunk[len(forwardChunk)-1])})
+		for _, c := range forwardChunk {
+			sp.add(plan.Plan{Strategy: s, BX: b[0], BY: b[1], BZ: 1, Prefetch: 1, Chunk: sp.chunk(c)})
 		}
 	}
 }

@@ -968,18 +968,6 @@ func neighbourPlans(p *ir.Program, shape []int, best plan.Plan, rows bool) []pla
 			pls = append(pls, rowVariants(p, best)...)
 		}
 	}
-	if best.Strategy == plan.ForwardPlane && rows {
-		// The other rows per thread of the space (forwardRows and one): the model does not
-		// see the y neighbours a thread's rows share, so a forward-plane plan that won is
-		// timed at each.
-		for _, ry := range append([]int{1}, forwardRows...) {
-			if ry != max(best.RY, 1) {
-				pl := best
-				pl.RY = ry
-				pls = append(pls, pl)
-			}
-		}
-	}
 	return pls
 }
 

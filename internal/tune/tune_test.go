@@ -674,13 +674,6 @@ func TestNeighbourPlans(t *testing.T) {
 			t.Errorf("second pass: a two-row variant %s", pl)
 		}
 	}
-	// A forward-plane plan is tried at the space's other rows per thread.
-	fp := plans(t, p, "forwardplane:bx=32,by=8,ry=2,chunk=128")[0]
-	for _, want := range []string{"forwardplane:bx=32,by=8,chunk=128", "forwardplane:bx=32,by=8,ry=4,chunk=128"} {
-		if pls := neighbourPlans(p, shape, fp, true); !has(pls, want) {
-			t.Errorf("no %s among %v", want, pls)
-		}
-	}
 }
 
 // TestRimBlockChunks: a plan with the rim's blocks is tried at chunks 1.5, 2 and 2.5 times as
