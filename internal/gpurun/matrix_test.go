@@ -163,6 +163,21 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			alt.RY, alt.Prefetch = 2, 1
 			rows := def
 			rows.BX, rows.BY, rows.RY, rows.Chunk = 4, 1, 3, 5
+			// Steps of several planes where the stencil is a star along z: two planes a step
+			// of three-row threads (a chunk of 5 ends in a step of one plane), three planes a
+			// step of the two-row blocks (chunks of 4: a step of one plane again).
+			if q := rows; true {
+				q.Prefetch, q.RZ = 1, 2
+				if q.Validate(p, plan.Limits{}, 0) == nil {
+					rows = q
+				}
+			}
+			if q := alt; true {
+				q.RZ = 3
+				if q.Validate(p, plan.Limits{}, 0) == nil {
+					alt = q
+				}
+			}
 			out = append(out, rows)
 		}
 		if s == "inplane" {

@@ -794,27 +794,31 @@ type edgeSlot struct {
 	registers []string // oldest first
 }
 
-// pipelineEdges builds level's edgePipe for tile t (base: the element offset of the plane's
-// buffer, nil for one buffer), pf planes deep, for blocks of threads threads.
-func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag bool, pf, threads int, base kir.Expr) edgePipe {
+// pipelineEdges builds level's edgePipe for tile t, pf steps deep, for blocks of threads
+// threads whose steps compute len(centres) planes each: centres[j] are the thread's cells of
+// the step's plane j (one a row), base(j) the element offset of that plane's buffer (nil for
+// one buffer).
+func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres [][]kir.Expr, pl plan.Plan, diag bool, pf, threads int, base func(j int) kir.Expr) edgePipe {
 	W := t.dims[2]
 	h1, h2 := t.halo[1], t.halo[2]
-	rows := len(centres)
+	rz, rows := len(centres), len(centres[0])
 	BX, TY := pl.BX, pl.BY*rows
-	at := func(i kir.Expr) kir.Expr {
-		if base != nil {
-			i = kir.Add(base, i)
+	at := func(j int, i kir.Expr) kir.Expr {
+		if b := base(j); b != nil {
+			i = kir.Add(b, i)
 		}
 		return kir.At(t.name, i)
 	}
 	l1, l2, o1, o2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2")
 	var ep edgePipe
-	for k, centre := range centres {
-		row := kir.Add(l1, kir.I(h1))
-		if rows > 1 {
-			row = kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
+	for j := range centres {
+		for k, centre := range centres[j] {
+			row := kir.Add(l1, kir.I(h1))
+			if rows > 1 {
+				row = kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
+			}
+			ep.stores = append(ep.stores, kir.Set(at(j, kir.Add(kir.Mul(row, kir.I(W)), kir.Add(l2, kir.I(h2)))), centre))
 		}
-		ep.stores = append(ep.stores, kir.Set(at(kir.Add(kir.Mul(row, kir.I(W)), kir.Add(l2, kir.I(h2)))), centre))
 	}
 	// The halo's regions in the order they are dealt: rows above, rows below, both sides'
 	// columns (row by row), corners.
@@ -894,7 +898,7 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres
 		if (k+1)*threads > H {
 			slot.cond = &kir.Binary{Op: "<", X: h, Y: kir.I(H)}
 		}
-		for d := 0; d < pf; d++ {
+		for d := 0; d < pf*rz; d++ {
 			name := fmt.Sprintf("hq_%s_%d_%d", t.name, k, d)
 			slot.registers = append(slot.registers, name)
 			ep.decls = append(ep.decls, &kir.Decl{Name: name, Type: ty, Init: zeroOf(ty)})
@@ -918,25 +922,35 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres
 		}
 		return e.globalReadAt(g, level, nil, []kir.Expr{z, s.y, s.x}, []int{0, 0, 0}, false)
 	}
-	for d := 0; d < pf; d++ {
+	// The queues hold planes z .. z+pf*rz-1 at a step's start: the step stores its rz planes,
+	// moves the rest down and loads planes z+pf*rz .. z+pf*rz+rz-1.
+	n := pf * rz
+	for d := 0; d < n; d++ {
 		z := kir.Add(kir.Id("zbeg"), kir.I(d))
 		ep.prime = append(ep.prime, each(func(s edgeSlot) []kir.Stmt {
 			return []kir.Stmt{kir.Set(kir.Id(s.registers[d]), read(em, z, s, true))}
 		})...)
 	}
 	ep.stores = append(ep.stores, each(func(s edgeSlot) []kir.Stmt {
-		out := []kir.Stmt{kir.Set(at(s.index), kir.Id(s.registers[0]))}
-		for d := 0; d+1 < pf; d++ {
-			out = append(out, kir.Set(kir.Id(s.registers[d]), kir.Id(s.registers[d+1])))
+		var out []kir.Stmt
+		for j := 0; j < rz; j++ {
+			out = append(out, kir.Set(at(j, s.index), kir.Id(s.registers[j])))
+		}
+		for d := 0; d+rz < n; d++ {
+			out = append(out, kir.Set(kir.Id(s.registers[d]), kir.Id(s.registers[d+rz])))
 		}
 		return out
 	})...)
-	zn := kir.Add(kir.Id("z"), kir.I(pf))
-	ep.loads = each(func(s edgeSlot) []kir.Stmt {
-		return []kir.Stmt{kir.Set(kir.Id(s.registers[pf-1]), read(em, zn, s, true))}
-	})
-	ep.fastLoads = each(func(s edgeSlot) []kir.Stmt {
-		return []kir.Stmt{kir.Set(kir.Id(s.registers[pf-1]), read(fast, zn, s, false))}
-	})
+	loads := func(e *emitter, general bool) []kir.Stmt {
+		return each(func(s edgeSlot) []kir.Stmt {
+			var out []kir.Stmt
+			for j := 0; j < rz; j++ {
+				zn := kir.Add(kir.Id("z"), kir.I(n+j))
+				out = append(out, kir.Set(kir.Id(s.registers[n-rz+j]), read(e, zn, s, general)))
+			}
+			return out
+		})
+	}
+	ep.loads, ep.fastLoads = loads(em, true), loads(fast, false)
 	return ep
 }

@@ -59,6 +59,10 @@ type streamer struct {
 	// barrier, not two (every window a register queue's plane: the rings keep theirs).
 	pf   int
 	dbuf bool
+	// rz (forward with dbuf only) is the planes a step computes: the queues hold 2r+rz
+	// values, the halos and the plane buffers rz planes a step, one barrier for all of them;
+	// sub is the step's plane whose terms the emitter reads now.
+	rz, sub int
 }
 
 // streamWindow is what a streamed grid level keeps of the planes around the current one.
@@ -82,8 +86,10 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	if forward && pl.RY > 1 {
 		s.rows = pl.RY
 	}
+	s.rz = 1
 	if forward {
 		s.pf = pl.Prefetch
+		s.rz = max(pl.RZ, 1)
 	}
 	s.geometry()
 	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
@@ -93,13 +99,16 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 		s.fast = &fast
 	}
 	s.windows()
+	if s.rz > 1 && !s.dbuf {
+		return nil, fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded ahead (pf=1) and every grid level read in-plane only on its own plane (a star along z)", pl)
+	}
 	if s.shared > staticSharedLimit {
 		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, s.shared, staticSharedLimit)
 	}
 	s.em.read = s.read
 	s.body = append(s.body, s.prime...)
 	s.body = append(s.body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
-	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: 1, Body: s.loop()})
+	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: s.rz, Body: s.loop()})
 	k.Body = s.body
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])
@@ -240,7 +249,7 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	w.ring = 1
 	for k := 0; k < s.rows; k++ {
 		var queue []string
-		for i := 0; i <= 2*w.rz; i++ {
+		for i := 0; i < 2*w.rz+s.rz; i++ {
 			name := fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i)
 			if s.rows > 1 {
 				name += fmt.Sprintf("_%d", k)
@@ -253,22 +262,25 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		em, coords := s.cellEm(k, false), s.cellCoords[k]
 		for i, q := range queue {
 			s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
-			if i >= 1 {
-				// Value at zbeg - 1 - r + i.
-				pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(1+w.rz-i))}, coords[1:]...)
+			if i >= s.rz {
+				// Value at zbeg - rz - r + i.
+				pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(s.rz+w.rz-i))}, coords[1:]...)
 				s.prime = append(s.prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
 			}
 		}
-		for i := 0; i < len(queue)-1; i++ {
-			s.advance = append(s.advance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+1])))
+		for i := 0; i+s.rz < len(queue); i++ {
+			s.advance = append(s.advance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
 			if s.forward {
-				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+1])))
+				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
 			}
 		}
-		pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz))}, coords[1:]...)
-		s.advance = append(s.advance, kir.Set(kir.Id(queue[len(queue)-1]), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-		if s.forward {
-			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[len(queue)-1]), s.cellEm(k, true).globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
+		for j := 0; j < s.rz; j++ {
+			head := queue[len(queue)-s.rz+j]
+			pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz+j))}, coords[1:]...)
+			s.advance = append(s.advance, kir.Set(kir.Id(head), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+			if s.forward {
+				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(head), s.cellEm(k, true).globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
+			}
 		}
 	}
 	if s.forward {
@@ -279,7 +291,7 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	}
 	buffers := 1
 	if s.dbuf {
-		buffers = 2
+		buffers = 2 * s.rz
 	}
 	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len * buffers})
 	s.shared += plane.len * buffers * g.Type.Size()
@@ -292,7 +304,15 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		centres = append(centres, kir.Id(queue[w.rz]))
 	}
 	if s.pf > 0 {
-		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.threads, s.bufferBase(plane))
+		// The step's planes' centres: plane z+j sits at queue[r+j].
+		subCentres := make([][]kir.Expr, s.rz)
+		for j := range subCentres {
+			for _, queue := range w.queues {
+				subCentres[j] = append(subCentres[j], kir.Id(queue[w.rz+j]))
+			}
+		}
+		base := func(j int) kir.Expr { return s.bufferBase(plane, j) }
+		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, subCentres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.threads, base)
 		s.body = append(s.body, ep.decls...)
 		s.prime = append(s.prime, ep.prime...)
 		s.fills = append(s.fills, append(ep.stores, ep.loads...)...)
@@ -332,10 +352,10 @@ func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 	local := s.cellLocal[s.cell]
 	if w.queues != nil {
 		if !nonzero(l.Off[1:]) {
-			return kir.Id(w.queues[s.cell][w.rz+l.Off[0]])
+			return kir.Id(w.queues[s.cell][w.rz+l.Off[0]+s.sub])
 		}
 		at := w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index)
-		if base := s.bufferBase(w.tile); base != nil {
+		if base := s.bufferBase(w.tile, s.sub); base != nil {
 			return &kir.Index{Array: at.Array, Idx: kir.Add(base, at.Idx)}
 		}
 		return at
@@ -352,7 +372,11 @@ func (s *streamer) loop() []kir.Stmt {
 	var loop []kir.Stmt
 	loop = append(loop, kir.Set(kir.Id("c0"), kir.Id("z")))
 	if s.dbuf {
-		loop = append(loop, &kir.Decl{Name: "pb", Type: kir.I32, Init: kir.Bin("&", kir.Id("z"), kir.I(1))})
+		step := kir.Expr(kir.Id("z"))
+		if s.rz > 1 {
+			step = kir.Bin("/", kir.Bin("-", kir.Id("z"), kir.Id("zbeg")), kir.I(s.rz))
+		}
+		loop = append(loop, &kir.Decl{Name: "pb", Type: kir.I32, Init: kir.Bin("&", step, kir.I(1))})
 	}
 	if !s.forward {
 		loop = append(loop, s.advance...)
@@ -361,7 +385,7 @@ func (s *streamer) loop() []kir.Stmt {
 		if len(s.advance) > 0 {
 			z := kir.Id("z")
 			H0, H1, H2 := s.H[0], s.H[1], s.H[2]
-			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(max(H0, s.pf))), Y: kir.Id("n0")}),
+			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(max(H0, s.pf*s.rz)+s.rz-1)), Y: kir.Id("n0")}),
 				and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(s.bsize[1]+H1)), Y: kir.Id("n1")}),
 					and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(pl.BX+H2)), Y: kir.Id("n2")})))
 			loop = append(loop, &kir.If{Cond: interior, Then: append(s.fastAdvance, s.fastFills...), Else: append(s.advance, s.fills...)})
@@ -369,17 +393,31 @@ func (s *streamer) loop() []kir.Stmt {
 		loop = append(loop, s.ringFills...)
 	}
 	loop = append(loop, &kir.Barrier{})
-	for k := 0; k < s.rows; k++ {
-		s.cell = k
-		em, inside := s.cellEm(k, false), s.inside
-		if s.rows > 1 {
-			inside = s.insideOf(s.cellCoords[k])
+	for j := 0; j < s.rz; j++ {
+		s.sub = j
+		var sub []kir.Stmt
+		if j > 0 {
+			sub = append(sub, kir.Set(kir.Id("c0"), kir.Add(kir.Id("z"), kir.I(j))))
 		}
-		var compute []kir.Stmt
-		compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(s.cellCoords[k], nil)})
-		compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
-		loop = append(loop, &kir.If{Cond: inside, Then: compute})
+		for k := 0; k < s.rows; k++ {
+			s.cell = k
+			em, inside := s.cellEm(k, false), s.inside
+			if s.rows > 1 {
+				inside = s.insideOf(s.cellCoords[k])
+			}
+			var compute []kir.Stmt
+			compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(s.cellCoords[k], nil)})
+			compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
+			sub = append(sub, &kir.If{Cond: inside, Then: compute})
+		}
+		if j == 0 {
+			loop = append(loop, sub...)
+		} else {
+			// The chunk's last step may hold fewer planes.
+			loop = append(loop, &kir.If{Cond: &kir.Binary{Op: "<", X: kir.Add(kir.Id("z"), kir.I(j)), Y: kir.Id("zend")}, Then: sub})
+		}
 	}
+	s.sub = 0
 	s.cell = 0
 	if !s.dbuf {
 		loop = append(loop, &kir.Barrier{})
@@ -387,13 +425,16 @@ func (s *streamer) loop() []kir.Stmt {
 	return loop
 }
 
-// bufferBase is the element offset of the current plane's buffer of tile t (nil with one
-// buffer).
-func (s *streamer) bufferBase(t tileInfo) kir.Expr {
+// bufferBase is the element offset of the buffer of tile t holding the step's plane j (nil
+// with one buffer): two sets of rz buffers, alternating steps.
+func (s *streamer) bufferBase(t tileInfo, j int) kir.Expr {
 	if !s.dbuf {
 		return nil
 	}
-	return kir.Mul(kir.Id("pb"), kir.I(t.len))
+	if s.rz == 1 {
+		return kir.Mul(kir.Id("pb"), kir.I(t.len))
+	}
+	return kir.Mul(kir.Add(kir.Mul(kir.Id("pb"), kir.I(s.rz)), kir.I(j)), kir.I(t.len))
 }
 
 // columnOnly reports whether every read of a grid level off the current plane lies straight

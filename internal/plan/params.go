@@ -94,6 +94,8 @@ var Params = []param{
 	{key: "shfl", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Shfl }},
 	{key: "pf", parse: n5dOnly, num: func(p *Plan) *int { return &p.Prefetch }, show: func(p Plan) bool { return p.Prefetch > 1 },
 		valid: upTo(0, 8, "pf, the planes n5d loads ahead, must be 1..8")},
+	{key: "rz", parse: []string{ForwardPlane}, num: func(p *Plan) *int { return &p.RZ }, show: func(p Plan) bool { return p.RZ > 1 }, least: 1,
+		valid: upTo(0, 4, "rz, the planes a forward-plane step computes, must be 1..4")},
 	{key: "pf", parse: []string{ForwardPlane}, num: func(p *Plan) *int { return &p.Prefetch }, show: func(p Plan) bool { return p.Prefetch > 0 },
 		valid: upTo(0, 4, "pf, the planes ahead forwardplane loads its halos (0: none), must be 0..4")},
 	{key: "vec", parse: n5dOnly, num: func(p *Plan) *int { return &p.Vec }, show: func(p Plan) bool { return p.Vec == 1 }, least: 1,

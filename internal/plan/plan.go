@@ -42,6 +42,10 @@ type Plan struct {
 	// exchanges only its R edge cells a side through shared memory (lower's pyramidRX; 1D
 	// programs with a fixed rim, PyramidRXApplies).
 	RX, RY int
+	// RZ is the planes a forward-plane step computes between two barriers (1 or left out:
+	// one): its register queues hold 2r+RZ values and its halos and shared buffers RZ planes,
+	// so the barrier, the loop and the step's tests are paid once for RZ planes.
+	RZ int
 	// Wave skews n5d's levels one plane further apart so that one barrier per plane serves
 	// all of them (the pipelined wavefront of Schafer and Fey) instead of one per level.
 	Wave bool
@@ -630,6 +634,31 @@ func inplaneCheck(pl Plan, p *ir.Program, lim Limits) error {
 	}
 	if g := wideRead(p); pl.Vec == 4 && g != nil {
 		return fmt.Errorf("plan %s: vec=4 would load 32 bytes at once from grid %s (%s), but vector loads are at most 16 bytes (CUDA has no 16-byte-aligned vector of four 8-byte elements); use vec=2", pl, g.Name, g.Type)
+	}
+	return nil
+}
+
+// forwardPlaneCheck: several planes a step (rz) need the halos loaded ahead and every grid
+// level read off its plane only straight along the streaming axis (each level a register
+// queue whose planes sit in two sets of shared buffers; a level read at offsets on both would
+// keep a ring of shared planes, which the steps of several planes do not take).
+func forwardPlaneCheck(pl Plan, p *ir.Program, lim Limits) error {
+	if pl.RZ <= 1 {
+		return nil
+	}
+	if pl.Prefetch < 1 {
+		return fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded a plane ahead: add pf=1", pl)
+	}
+	for _, u := range p.Updates {
+		bad := false
+		ir.WalkDeep(u.Value, func(e ir.Expr) {
+			if l, ok := e.(*ir.Load); ok && len(l.Off) == 3 && l.Off[0] != 0 && (l.Off[1] != 0 || l.Off[2] != 0) {
+				bad = true
+			}
+		})
+		if bad {
+			return fmt.Errorf("plan %s: rz takes stencils whose reads off the current plane lie straight along %s (a star along it); %s reads diagonally across planes: drop rz", pl, p.Axes[0], p.Name)
+		}
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ var Registry = []*Strategy{
 	{Name: N5D, Doc: "N.5D blocking (AN5D): bt time steps per launch streamed through registers", Streams: true,
 		applies: n5dApplies, defaults: n5dDefaults, check: n5dCheck},
 	{Name: ForwardPlane, Doc: "the forward-plane method: 2D blocks stream z of a 3D grid", Streams: true,
-		applies: forwardPlaneApplies, defaults: forwardPlaneDefaults},
+		applies: forwardPlaneApplies, defaults: forwardPlaneDefaults, check: forwardPlaneCheck},
 	{Name: InPlane, Doc: "the in-plane method: each plane's z contributions summed as it streams past", Streams: true,
 		applies: inplaneApplies, defaults: inplaneDefaults, check: inplaneCheck},
 	{Name: Wavefront, Doc: "Schafer and Fey's pipelined wavefront", Alias: "n5d:bt=2,wave=true", defaults: wavefrontDefaults},
