@@ -72,13 +72,20 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	edgeCost := func(elems int) float64 { // elements loaded by one lane each, warp by warp
 		return float64(ceilDiv(elems, 32)) * (2 + ipIndexInstr)
 	}
-	queue := 0.0
+	queue, queueRegs := 0.0, 0
+	rz := 1
+	if fp && pl.Prefetch > 0 && allColumns(f) {
+		rz = max(pl.RZ, 1)
+	}
 	for _, lv := range f.levels {
 		hx, hy, hz := lv.reach[2], lv.reach[1], lv.reach[0]
 		if fp {
-			queue += float64(2*hz + 1) // the register queue shifts every plane
+			queueRegs += 2*hz + rz
+			// The register queue shifts every step (2r moves and rz loads for rz planes).
+			queue += float64(2*hz+rz) / float64(rz)
 		} else {
 			queue += float64(hz) // pending partial sums
+			queueRegs += hz
 		}
 		if lv.inPlane == 0 {
 			// Read only along z: straight into registers, the block's own columns.
@@ -122,7 +129,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	sectors += stores * float64(by) * math.Ceil(float64(bx*w)/ipSectorBytes)
 	regs := in.Regs
 	if regs == 0 {
-		regs = 32 + rx*ry*(int(queue)+2)*max(1, w/4)
+		regs = 32 + rx*ry*(queueRegs+2)*max(1, w/4)
 	}
 	dev := in.Dev
 	d := dev.Device
@@ -140,7 +147,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	if fp && pl.Prefetch > 0 && allColumns(f) {
 		// The halos come from registers loaded planes before (the queue heads r planes
 		// before): a plane waits only at its one barrier (two buffers).
-		lat = barrierCycles
+		lat = float64(barrierCycles) / float64(rz)
 	}
 	ipd := InPlaneDevice{SM: sms, BW: dev.DRAMBytesPerSec(), Smem: d.SharedPerSM, Reg: d.RegsPerSM, BlkSM: 32, WarpSM: warpSM,
 		Lat: lat, Clock: clock}

@@ -968,6 +968,18 @@ func neighbourPlans(p *ir.Program, shape []int, best plan.Plan, rows bool) []pla
 			pls = append(pls, rowVariants(p, best)...)
 		}
 	}
+	if best.Strategy == plan.ForwardPlane && best.Prefetch > 0 {
+		// The other planes a step: the model's registers for the deeper queues are rough.
+		for _, rz := range []int{1, 2, 3, 4} {
+			if rz != max(best.RZ, 1) {
+				pl := best
+				pl.RZ = rz
+				if pl.Validate(p, plan.Limits{}, 0) == nil {
+					pls = append(pls, pl)
+				}
+			}
+		}
+	}
 	return pls
 }
 
