@@ -153,32 +153,26 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			alt.Chunk = 4
 		}
 		if s == "forwardplane" {
-			// Blocks narrower than the halo: edge threads load several halo rows and columns;
-			// two rows a thread (alt), and three rows a thread of a block one thread tall.
-			// Halos loaded two planes ahead by the narrow blocks (several halo registers
-			// a thread), one plane ahead by the two-row blocks.
+			// Blocks narrower than the halo: edge threads load several halo rows and columns,
+			// here two planes ahead (several halo registers a thread); the halos a plane
+			// ahead (alt); steps of several planes where the stencil is a star along z: three
+			// planes a step of the 4x4 blocks (chunks of 4 end in a step of one plane), two of
+			// blocks one thread tall (chunks of 5).
 			tiny := def
 			tiny.BX, tiny.BY, tiny.Chunk, tiny.Prefetch = 2, 1, 3, 2
 			out = append(out, tiny)
-			alt.RY, alt.Prefetch = 2, 1
-			rows := def
-			rows.BX, rows.BY, rows.RY, rows.Chunk = 4, 1, 3, 5
-			// Steps of several planes where the stencil is a star along z: two planes a step
-			// of three-row threads (a chunk of 5 ends in a step of one plane), three planes a
-			// step of the two-row blocks (chunks of 4: a step of one plane again).
-			if q := rows; true {
-				q.Prefetch, q.RZ = 1, 2
-				if q.Validate(p, plan.Limits{}, 0) == nil {
-					rows = q
-				}
-			}
+			alt.Prefetch = 1
 			if q := alt; true {
 				q.RZ = 3
 				if q.Validate(p, plan.Limits{}, 0) == nil {
 					alt = q
 				}
 			}
-			out = append(out, rows)
+			steps := def
+			steps.BX, steps.BY, steps.Chunk, steps.Prefetch, steps.RZ = 4, 1, 5, 1, 2
+			if steps.Validate(p, plan.Limits{}, 0) == nil {
+				out = append(out, steps)
+			}
 		}
 		if s == "inplane" {
 			// Vertical loading, 2x3 register tiles, pairs; horizontal, 3x1 tiles, quads (pairs

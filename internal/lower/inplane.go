@@ -43,14 +43,12 @@ func inPlaneDiagonal(p *ir.Program, gl gridLevel) bool {
 }
 
 // edgeFill stores the current plane of a register-queue level into shared memory the way the
-// NVIDIA SDK kernel does: every thread its own cells (the queue centres, one per row of the
-// thread: centres[k] is row l1*rows+k of the tile), then threads near the block's edges the
-// halo rows and columns (and the corners, when the stencil reads them).
-func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag, general bool) []kir.Stmt {
+// NVIDIA SDK kernel does: every thread its own cell (the queue centre), then threads near the
+// block's edges the halo rows and columns (and the corners, when the stencil reads them).
+func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centre kir.Expr, pl plan.Plan, diag, general bool) []kir.Stmt {
 	W := t.dims[2]
 	h1, h2 := t.halo[1], t.halo[2]
-	rows := len(centres)
-	TY := pl.BY * rows // the tile's rows
+	TY := pl.BY // the tile's rows
 	at := func(row, col kir.Expr) kir.Expr { return kir.At(t.name, kir.Add(kir.Mul(row, kir.I(W)), col)) }
 	read := func(y, x kir.Expr) kir.Expr {
 		if !general {
@@ -59,24 +57,9 @@ func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr
 		return em.globalReadAt(g, level, nil, []kir.Expr{kir.Id("z"), y, x}, nil, true)
 	}
 	l1, l2, o1, o2, c1, c2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2"), kir.Id("c1"), kir.Id("c2")
-	// rowOf is the tile row (halo included) of the thread's row k, cellY its y coordinate.
-	rowOf := func(k int) kir.Expr {
-		if rows == 1 {
-			return kir.Add(l1, kir.I(h1))
-		}
-		return kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
-	}
-	cellY := func(k int) kir.Expr {
-		if k == 0 {
-			return c1
-		}
-		return kir.Add(c1, kir.I(k))
-	}
+	row := kir.Add(l1, kir.I(h1))
 	col := kir.Add(l2, kir.I(h2))
-	var out []kir.Stmt
-	for k, centre := range centres {
-		out = append(out, kir.Set(at(rowOf(k), col), centre))
-	}
+	out := []kir.Stmt{kir.Set(at(row, col), centre)}
 	iv, jv := "ih_"+t.name, "jh_"+t.name
 	ih, jh := kir.Id(iv), kir.Id(jv)
 	if h1 > 0 {
@@ -86,13 +69,10 @@ func edgeFill(em *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr
 		}})
 	}
 	if h2 > 0 {
-		var sides []kir.Stmt
-		for k := range centres {
-			sides = append(sides,
-				kir.Set(at(rowOf(k), jh), read(cellY(k), kir.Add(kir.Bin("-", o2, kir.I(h2)), jh))),
-				kir.Set(at(rowOf(k), kir.Add(jh, kir.I(pl.BX+h2))), read(cellY(k), kir.Add(kir.Add(o2, kir.I(pl.BX)), jh))))
-		}
-		out = append(out, &kir.For{Var: jv, From: l2, To: kir.I(h2), Step: pl.BX, Body: sides})
+		out = append(out, &kir.For{Var: jv, From: l2, To: kir.I(h2), Step: pl.BX, Body: []kir.Stmt{
+			kir.Set(at(row, jh), read(c1, kir.Add(kir.Bin("-", o2, kir.I(h2)), jh))),
+			kir.Set(at(row, kir.Add(jh, kir.I(pl.BX+h2))), read(c1, kir.Add(kir.Add(o2, kir.I(pl.BX)), jh))),
+		}})
 	}
 	if diag && h1 > 0 && h2 > 0 {
 		var corners []kir.Stmt
@@ -795,14 +775,13 @@ type edgeSlot struct {
 }
 
 // pipelineEdges builds level's edgePipe for tile t, pf steps deep, for blocks of threads
-// threads whose steps compute len(centres) planes each: centres[j] are the thread's cells of
-// the step's plane j (one a row), base(j) the element offset of that plane's buffer (nil for
-// one buffer).
-func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres [][]kir.Expr, pl plan.Plan, diag bool, pf, threads int, base func(j int) kir.Expr) edgePipe {
+// threads whose steps compute len(centres) planes each: centres[j] is the thread's cell of the
+// step's plane j, base(j) the element offset of that plane's buffer (nil for one buffer).
+func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag bool, pf, threads int, base func(j int) kir.Expr) edgePipe {
 	W := t.dims[2]
 	h1, h2 := t.halo[1], t.halo[2]
-	rz, rows := len(centres), len(centres[0])
-	BX, TY := pl.BX, pl.BY*rows
+	rz := len(centres)
+	BX, TY := pl.BX, pl.BY
 	at := func(j int, i kir.Expr) kir.Expr {
 		if b := base(j); b != nil {
 			i = kir.Add(b, i)
@@ -811,14 +790,8 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres
 	}
 	l1, l2, o1, o2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2")
 	var ep edgePipe
-	for j := range centres {
-		for k, centre := range centres[j] {
-			row := kir.Add(l1, kir.I(h1))
-			if rows > 1 {
-				row = kir.Add(kir.Mul(l1, kir.I(rows)), kir.I(k+h1))
-			}
-			ep.stores = append(ep.stores, kir.Set(at(j, kir.Add(kir.Mul(row, kir.I(W)), kir.Add(l2, kir.I(h2)))), centre))
-		}
+	for j, centre := range centres {
+		ep.stores = append(ep.stores, kir.Set(at(j, kir.Add(kir.Mul(kir.Add(l1, kir.I(h1)), kir.I(W)), kir.Add(l2, kir.I(h2)))), centre))
 	}
 	// The halo's regions in the order they are dealt: rows above, rows below, both sides'
 	// columns (row by row), corners.

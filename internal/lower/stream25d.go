@@ -48,12 +48,7 @@ type streamer struct {
 	fast                              *emitter
 	fastAdvance, fastFills, ringFills []kir.Stmt
 	H                                 [3]int
-	// rows are the cells a thread computes along y (forward plane's ry; 1 otherwise), each
-	// with its coordinates and place in the block (cellCoords[k], cellLocal[k]: row
-	// l1*rows+k of the tile); cell is the one whose terms the emitter reads now.
-	rows                  int
-	cellCoords, cellLocal [][]kir.Expr
-	cell                  int
+	cell                              int
 	// pf (forward only) is how many planes ahead the halos are loaded (0: in the plane's own
 	// step); with dbuf the shared planes alternate between two buffers, so a plane needs one
 	// barrier, not two (every window a register queue's plane: the rings keep theirs).
@@ -67,10 +62,10 @@ type streamer struct {
 
 // streamWindow is what a streamed grid level keeps of the planes around the current one.
 type streamWindow struct {
-	tile   tileInfo   // one plane (axis 0 extent 1)
-	ring   int        // planes kept: 2r+1 (1 for a register-queue level)
-	queues [][]string // per row of the thread, register names, value at z - r + k
-	rz     int
+	tile  tileInfo // one plane (axis 0 extent 1)
+	ring  int      // planes kept: 2r+1 (1 for a register-queue level)
+	queue []string // a register-queue level's registers, value at z - r + k
+	rz    int
 }
 
 // lowerStreaming is the streaming kernel as the streamer's stages: its thread geometry, the
@@ -82,10 +77,7 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	}
 	ps, args := params(p, readRoles)
 	k := &kir.Kernel{Name: name, Params: ps}
-	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims(), rows: 1}
-	if forward && pl.RY > 1 {
-		s.rows = pl.RY
-	}
+	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims()}
 	s.rz = 1
 	if forward {
 		s.pf = pl.Prefetch
@@ -100,7 +92,7 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	}
 	s.windows()
 	if s.rz > 1 && !s.dbuf {
-		return nil, fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded ahead (pf=1) and every grid level read in-plane only on its own plane (a star along z)", pl)
+		return nil, fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded ahead (pf=1) and every grid level read in-plane only on its own plane (a star along z): add pf=1, or drop rz", pl)
 	}
 	if s.shared > staticSharedLimit {
 		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, s.shared, staticSharedLimit)
@@ -138,30 +130,13 @@ func (s *streamer) geometry() {
 	for a := d - 1; a >= 1; a-- {
 		dim := d - 1 - a
 		s.bsize[a] = s.block[dim]
-		first := kir.Expr(kir.Id(fmt.Sprintf("l%d", a))) // the thread's first cell in the tile
-		if a == 1 && s.rows > 1 {
-			s.bsize[a] *= s.rows
-			first = kir.Mul(first, kir.I(s.rows))
-		}
 		s.local[a] = kir.Id(fmt.Sprintf("l%d", a))
 		s.origin[a] = kir.Id(fmt.Sprintf("o%d", a))
 		s.coords[a] = kir.Id(fmt.Sprintf("c%d", a))
 		s.body = append(s.body,
 			&kir.Decl{Name: fmt.Sprintf("l%d", a), Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: dim}},
 			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(s.bsize[a]))},
-			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(s.origin[a], first)})
-	}
-	for k := 0; k < s.rows; k++ {
-		coords, local := s.coords, s.local
-		if s.rows > 1 {
-			coords, local = slices.Clone(s.coords), slices.Clone(s.local)
-			local[1] = kir.Add(kir.Mul(s.local[1], kir.I(s.rows)), kir.I(k))
-			if k > 0 {
-				coords[1] = kir.Add(s.coords[1], kir.I(k))
-			}
-		}
-		s.cellCoords = append(s.cellCoords, coords)
-		s.cellLocal = append(s.cellLocal, local)
+			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(s.origin[a], s.local[a])})
 	}
 	s.inside = s.insideOf(s.coords)
 	s.threads = s.block[0] * s.block[1]
@@ -192,22 +167,6 @@ func (s *streamer) insideOf(coords []kir.Expr) kir.Expr {
 		}
 	}
 	return inside
-}
-
-// cellEm is the emitter of the thread's row k (from s.em, or from s.fast with fast): its own
-// coordinates and lets.
-func (s *streamer) cellEm(k int, fast bool) *emitter {
-	em := s.em
-	if fast {
-		em = s.fast
-	}
-	if s.rows == 1 {
-		return em
-	}
-	c := *em
-	c.coords = s.cellCoords[k]
-	c.lets = map[*ir.Let]string{}
-	return &c
 }
 
 // windows gives every grid level read at an offset its window: a register queue along the
@@ -247,40 +206,30 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	plane := w.tile
 	t := kir.FromIR(g.Type)
 	w.ring = 1
-	for k := 0; k < s.rows; k++ {
-		var queue []string
-		for i := 0; i < 2*w.rz+s.rz; i++ {
-			name := fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i)
-			if s.rows > 1 {
-				name += fmt.Sprintf("_%d", k)
-			}
-			queue = append(queue, name)
-		}
-		w.queues = append(w.queues, queue)
+	for i := 0; i < 2*w.rz+s.rz; i++ {
+		w.queue = append(w.queue, fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i))
 	}
-	for k, queue := range w.queues {
-		em, coords := s.cellEm(k, false), s.cellCoords[k]
-		for i, q := range queue {
-			s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
-			if i >= s.rz {
-				// Value at zbeg - rz - r + i.
-				pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(s.rz+w.rz-i))}, coords[1:]...)
-				s.prime = append(s.prime, kir.Set(kir.Id(q), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-			}
+	queue := w.queue
+	for i, q := range queue {
+		s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
+		if i >= s.rz {
+			// Value at zbeg - rz - r + i.
+			pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(s.rz+w.rz-i))}, s.coords[1:]...)
+			s.prime = append(s.prime, kir.Set(kir.Id(q), s.em.globalReadAt(g, gl.level, nil, pos, nil, true)))
 		}
-		for i := 0; i+s.rz < len(queue); i++ {
-			s.advance = append(s.advance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
-			if s.forward {
-				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
-			}
+	}
+	for i := 0; i+s.rz < len(queue); i++ {
+		s.advance = append(s.advance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
+		if s.forward {
+			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
 		}
-		for j := 0; j < s.rz; j++ {
-			head := queue[len(queue)-s.rz+j]
-			pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz+j))}, coords[1:]...)
-			s.advance = append(s.advance, kir.Set(kir.Id(head), em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-			if s.forward {
-				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(head), s.cellEm(k, true).globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
-			}
+	}
+	for j := 0; j < s.rz; j++ {
+		head := queue[len(queue)-s.rz+j]
+		pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz+j))}, s.coords[1:]...)
+		s.advance = append(s.advance, kir.Set(kir.Id(head), s.em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+		if s.forward {
+			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(head), s.fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
 		}
 	}
 	if s.forward {
@@ -299,17 +248,12 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		s.fills = append(s.fills, planeFill(s.em, g, gl.level, plane, s.origin, kir.Id("z"), kir.I(0), s.threads)...)
 		return
 	}
-	var centres []kir.Expr
-	for _, queue := range w.queues {
-		centres = append(centres, kir.Id(queue[w.rz]))
-	}
+	centre := kir.Id(w.queue[w.rz])
 	if s.pf > 0 {
 		// The step's planes' centres: plane z+j sits at queue[r+j].
-		subCentres := make([][]kir.Expr, s.rz)
-		for j := range subCentres {
-			for _, queue := range w.queues {
-				subCentres[j] = append(subCentres[j], kir.Id(queue[w.rz+j]))
-			}
+		var subCentres []kir.Expr
+		for j := 0; j < s.rz; j++ {
+			subCentres = append(subCentres, kir.Id(w.queue[w.rz+j]))
 		}
 		base := func(j int) kir.Expr { return s.bufferBase(plane, j) }
 		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, subCentres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.threads, base)
@@ -319,8 +263,8 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		s.fastFills = append(s.fastFills, append(slices.Clone(ep.stores), ep.fastLoads...)...)
 		return
 	}
-	s.fills = append(s.fills, edgeFill(s.em, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), true)...)
-	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centres, s.pl, inPlaneDiagonal(s.p, gl), false)...)
+	s.fills = append(s.fills, edgeFill(s.em, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), true)...)
+	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), false)...)
 }
 
 // ringWindow keeps level gl's planes z-r .. z+r in a ring of shared planes, primed with
@@ -347,12 +291,12 @@ func (s *streamer) ringWindow(gl gridLevel, g *ir.Grid, w *streamWindow) {
 func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 	w, ok := s.wins[gridLevel{l.G.Index, l.Level}]
 	if !ok || l.Layer != nil {
-		return em.globalRead(l.G, l.Level, l.Layer, s.cellCoords[s.cell], l.Off)
+		return em.globalRead(l.G, l.Level, l.Layer, s.coords, l.Off)
 	}
-	local := s.cellLocal[s.cell]
-	if w.queues != nil {
+	local := s.local
+	if w.queue != nil {
 		if !nonzero(l.Off[1:]) {
-			return kir.Id(w.queues[s.cell][w.rz+l.Off[0]+s.sub])
+			return kir.Id(w.queue[w.rz+l.Off[0]+s.sub])
 		}
 		at := w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index)
 		if base := s.bufferBase(w.tile, s.sub); base != nil {
@@ -399,17 +343,10 @@ func (s *streamer) loop() []kir.Stmt {
 		if j > 0 {
 			sub = append(sub, kir.Set(kir.Id("c0"), kir.Add(kir.Id("z"), kir.I(j))))
 		}
-		for k := 0; k < s.rows; k++ {
-			s.cell = k
-			em, inside := s.cellEm(k, false), s.inside
-			if s.rows > 1 {
-				inside = s.insideOf(s.cellCoords[k])
-			}
-			var compute []kir.Stmt
-			compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(s.cellCoords[k], nil)})
-			compute = append(compute, storeUpdatesSplit(em, kir.Id("idx"))...)
-			sub = append(sub, &kir.If{Cond: inside, Then: compute})
-		}
+		var compute []kir.Stmt
+		compute = append(compute, &kir.Decl{Name: "idx", Type: s.em.idxType(), Init: s.em.linear(s.coords, nil)})
+		compute = append(compute, storeUpdatesSplit(s.em, kir.Id("idx"))...)
+		sub = append(sub, &kir.If{Cond: s.inside, Then: compute})
 		if j == 0 {
 			loop = append(loop, sub...)
 		} else {
@@ -418,7 +355,6 @@ func (s *streamer) loop() []kir.Stmt {
 		}
 	}
 	s.sub = 0
-	s.cell = 0
 	if !s.dbuf {
 		loop = append(loop, &kir.Barrier{})
 	}

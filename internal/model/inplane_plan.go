@@ -50,7 +50,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	fp := m.forward
 	rx, ry, vec := max(pl.RX, 1), max(pl.RY, 1), max(pl.Vec, 1)
 	if fp {
-		rx, ry, vec = 1, max(pl.RY, 1), 1 // consecutive rows (ry), scalar loads
+		rx, ry, vec = 1, 1, 1 // one cell a thread, scalar loads
 	}
 	tx, ty := pl.BX, max(pl.BY, 1)
 	threads := tx * ty

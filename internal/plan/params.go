@@ -87,8 +87,6 @@ var Params = []param{
 		valid: upTo(0, 32, "rx, the cells each thread of a 1D pyramid keeps in registers, must be 1..32")},
 	{key: "ry", parse: n5dOnly, num: func(p *Plan) *int { return &p.RY }, show: func(p Plan) bool { return p.RY > 1 }, least: 1,
 		valid: upTo(0, 8, "ry, the rows each thread computes along y, must be 1..8")},
-	{key: "ry", parse: []string{ForwardPlane}, num: func(p *Plan) *int { return &p.RY }, show: func(p Plan) bool { return p.RY > 1 }, least: 1,
-		valid: upTo(0, 8, "ry, the consecutive rows each thread of a forward-plane block computes along y, must be 1..8")},
 	// Written out either way: wave order is the default, so the text must say it is off.
 	{key: "wave", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Wave }, show: func(Plan) bool { return true }},
 	{key: "shfl", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Shfl }},
