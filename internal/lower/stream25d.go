@@ -337,6 +337,7 @@ func (s *streamer) loop() []kir.Stmt {
 		loop = append(loop, s.ringFills...)
 	}
 	loop = append(loop, &kir.Barrier{})
+	var checked []kir.Stmt
 	for j := 0; j < s.rz; j++ {
 		s.sub = j
 		var sub []kir.Stmt
@@ -348,17 +349,71 @@ func (s *streamer) loop() []kir.Stmt {
 		compute = append(compute, storeUpdatesSplit(s.em, kir.Id("idx"))...)
 		sub = append(sub, &kir.If{Cond: s.inside, Then: compute})
 		if j == 0 {
-			loop = append(loop, sub...)
+			checked = append(checked, sub...)
 		} else {
 			// The chunk's last step may hold fewer planes.
-			loop = append(loop, &kir.If{Cond: &kir.Binary{Op: "<", X: kir.Add(kir.Id("z"), kir.I(j)), Y: kir.Id("zend")}, Then: sub})
+			checked = append(checked, &kir.If{Cond: &kir.Binary{Op: "<", X: kir.Add(kir.Id("z"), kir.I(j)), Y: kir.Id("zend")}, Then: sub})
 		}
 	}
 	s.sub = 0
+	if inside := s.blockInside(); inside != nil {
+		loop = append(loop, &kir.If{Cond: inside, Then: s.uncheckedCompute(), Else: checked})
+	} else {
+		loop = append(loop, checked...)
+	}
 	if !s.dbuf {
 		loop = append(loop, &kir.Barrier{})
 	}
 	return loop
+}
+
+// blockInside is the test, the same for every thread of the block, that every cell of the
+// step's planes lies in the domain, at least the reach from every edge and off every grid's
+// fixed rim (nil where the step has no such test: the pipelined forward plane only).
+func (s *streamer) blockInside() kir.Expr {
+	if !s.dbuf {
+		return nil
+	}
+	margin := slices.Clone(s.p.Reach())
+	for _, g := range s.p.Grids {
+		for a, r := range g.Rim {
+			margin[a] = max(margin[a], r)
+		}
+	}
+	last := kir.Add(kir.Id("z"), kir.I(s.rz-1))
+	inside := and(and(&kir.Binary{Op: ">=", X: kir.Id("z"), Y: kir.I(margin[0])}, &kir.Binary{Op: "<", X: last, Y: kir.Bin("-", kir.Id("n0"), kir.I(margin[0]))}),
+		&kir.Binary{Op: "<", X: last, Y: kir.Id("zend")})
+	for a := 1; a < s.d; a++ {
+		o, n := kir.Id(fmt.Sprintf("o%d", a)), kir.Id(fmt.Sprintf("n%d", a))
+		inside = and(inside, and(&kir.Binary{Op: ">=", X: o, Y: kir.I(margin[a])},
+			&kir.Binary{Op: "<=", X: kir.Add(o, kir.I(s.bsize[a]+margin[a])), Y: n}))
+	}
+	return inside
+}
+
+// uncheckedCompute is the step's updates where blockInside holds: no cell needs a test of
+// the domain, the boundary or the rim.
+func (s *streamer) uncheckedCompute() []kir.Stmt {
+	var out []kir.Stmt
+	for j := 0; j < s.rz; j++ {
+		s.sub = j
+		em := *s.em
+		em.interior = true
+		em.lets = map[*ir.Let]string{}
+		var body []kir.Stmt
+		if j > 0 {
+			body = append(body, kir.Set(kir.Id("c0"), kir.Add(kir.Id("z"), kir.I(j))))
+		}
+		body = append(body, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(s.coords, nil)})
+		em.out = &body
+		em.declareUpdateLets(s.p.Updates)
+		for _, u := range s.p.Updates {
+			body = append(body, kir.Set(&kir.Index{Array: kir.Id(bufName(u.Grid, Out0)), Idx: kir.Id("idx")}, em.expr(u.Value)))
+		}
+		out = append(out, &kir.Block{Body: body})
+	}
+	s.sub = 0
+	return out
 }
 
 // bufferBase is the element offset of the buffer of tile t holding the step's plane j (nil
