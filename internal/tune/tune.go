@@ -606,7 +606,9 @@ func (t *tuner) refine(plans []*Candidate) {
 	for _, best := range plans {
 		caps := registerCaps(t.dev.Props(), best.Plan.Threads(), best.SharedBytes, best.Regs, best.Plan.MaxRegs)
 		pfs := []int{best.Plan.Prefetch}
-		if best.Plan.Takes("pf") && best.Plan.Prefetch <= 1 && best.Plan.Async == 0 {
+		// Deeper prefetches are n5d's: the forward plane's halos two or three planes ahead
+		// lost on every 3D star its searches timed them on (up to 3.7x slower under a cap).
+		if best.Plan.Strategy == plan.N5D && best.Plan.Prefetch <= 1 && best.Plan.Async == 0 {
 			for _, pf := range refinePF {
 				if lower.N5DRound(t.s.Prog, best.Plan)%pf == 0 && len(pfs) < 3 {
 					pfs = append(pfs, pf)
@@ -676,6 +678,18 @@ func (t *tuner) neighbours(best *Candidate) {
 	}
 	variant := t.variants()
 	t.refined(best, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, best.Plan, true)))
+	if best.Plan.Strategy == plan.ForwardPlane {
+		// A forward-plane block of another shape within 3% of the best gets its own chunks
+		// and planes a step: the first measurements of two shapes often tie, and the one
+		// that loses the tie may be the one that gains from them (star3d3r: 64x4 won the tie
+		// at chunk 128, 32x8 at chunk 84 is 8% faster than either).
+		for _, c := range near(t.res.Candidates, 1.03) {
+			if c != best && c.Plan.Strategy == plan.ForwardPlane && (c.Plan.BX != best.Plan.BX || c.Plan.BY != best.Plan.BY) {
+				t.refined(c, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, c.Plan, true)))
+				break
+			}
+		}
+	}
 	t.combine(variant, best)
 	t.compiledSwitches(variant)
 	// The two-row variants hold more registers than the plans the refinement capped: the

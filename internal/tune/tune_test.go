@@ -1027,3 +1027,34 @@ func TestLeaders(t *testing.T) {
 		t.Errorf("leaders: %v, want the first n5d and the inplane plan", names)
 	}
 }
+
+// TestForwardPlaneRefinement: the refinement of forward-plane plans tries register caps, other
+// chunks and other planes a step (rz), but never halos loaded deeper than a plane ahead (they
+// lost on every 3D star timed), and the plans it measures verify.
+func TestForwardPlaneRefinement(t *testing.T) {
+	dev := openDevice(t)
+	p := program(t, "an5d/star3d1r.stencil")
+	s := newState(t, p, []int{20, 16, 40})
+	// The H100's profile for the model: on PoCL's own the in-plane model finds no forward-plane
+	// block resident.
+	o := Options{Mode: Exhaustive, Steps: 2, Reps: 1, Candidates: plans(t, p, "forwardplane:bx=32,by=4,pf=1,chunk=8", "forwardplane:bx=16,by=8,pf=1,chunk=8"),
+		Version: "test", Profile: probe.Estimate(h100Props)}
+	res, err := Tune(dev, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rz := false
+	for _, c := range res.Candidates {
+		if !c.Refined {
+			continue
+		}
+		if c.Plan.Prefetch != 1 {
+			t.Errorf("a refined forward-plane plan with pf=%d: %s", c.Plan.Prefetch, c.Plan)
+		}
+		rz = rz || c.Plan.RZ > 1
+	}
+	if !rz {
+		t.Errorf("no refined plan computes several planes a step")
+	}
+	verify(t, dev, s, res.Best.Plan, 5)
+}
