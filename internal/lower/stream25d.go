@@ -48,7 +48,6 @@ type streamer struct {
 	fast                              *emitter
 	fastAdvance, fastFills, ringFills []kir.Stmt
 	H                                 [3]int
-	cell                              int
 	// pf (forward only) is how many planes ahead the halos are loaded (0: in the plane's own
 	// step); with dbuf the shared planes alternate between two buffers, so a plane needs one
 	// barrier, not two (every window a register queue's plane: the rings keep theirs).
