@@ -750,18 +750,18 @@ func splitZ(e ir.Expr) (map[int]ir.Expr, bool) {
 	return nil, false
 }
 
-// edgePipe is the forward plane's halo pipeline (pf planes deep): each halo element a thread
-// loads is a register queue of pf values, loaded pf planes before the plane it belongs to is
-// stored, so the halo loads' latency overlaps pf planes of compute rather than stalling every
-// plane's barrier. The halo's elements are dealt to the block's threads in turn (tid, tid +
+// edgePipe is the forward plane's halo pipeline (pf steps deep): each halo element a thread
+// loads is a register queue of pf steps' planes (pf*rz values), loaded pf steps before the
+// step that stores its plane, so the halo loads' latency overlaps pf steps of compute rather
+// than stalling every step's barrier. The halo's elements are dealt to the block's threads in turn (tid, tid +
 // threads, ...: rows above and below, then the columns left and right, then the corners where
 // the stencil reads them), so every warp loads about as much as any other and waits as little
 // at the barrier; which elements a thread owns is worked out once, before the plane loop.
 type edgePipe struct {
 	decls, prime []kir.Stmt
-	// stores put plane z (the queue centres and the halo registers' oldest values) into
-	// shared memory and advance the halo queues; loads (fast: without boundary handling)
-	// fill their newest values from plane z+pf.
+	// stores put the step's planes z .. z+rz-1 (the queue centres and the halo registers'
+	// oldest values) into shared memory and advance the halo queues; loads (fast: without
+	// boundary handling) fill their newest values from planes z+pf*rz .. z+pf*rz+rz-1.
 	stores, loads, fastLoads []kir.Stmt
 }
 
