@@ -25,6 +25,9 @@ func lowerForwardPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lo
 	if p.Dims() != 3 {
 		return nil, fmt.Errorf("plan %s: forwardplane needs a 3D grid", pl)
 	}
+	if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
+		return nil, err
+	}
 	return lowerStreaming(p, shape, pl, wide, true)
 }
 

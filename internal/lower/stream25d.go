@@ -91,7 +91,7 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	}
 	s.windows()
 	if s.rz > 1 && !s.dbuf {
-		return nil, fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded ahead (pf=1) and every grid level read in-plane only on its own plane (a star along z): add pf=1, or drop rz", pl)
+		panic(fmt.Sprintf("internal error: plan %s: rz without two plane buffers passed the plan's checks", pl))
 	}
 	if s.shared > staticSharedLimit {
 		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, s.shared, staticSharedLimit)
@@ -247,7 +247,6 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		s.fills = append(s.fills, planeFill(s.em, g, gl.level, plane, s.origin, kir.Id("z"), kir.I(0), s.threads)...)
 		return
 	}
-	centre := kir.Id(w.queue[w.rz])
 	if s.pf > 0 {
 		// The step's planes' centres: plane z+j sits at queue[r+j].
 		var subCentres []kir.Expr
@@ -262,6 +261,7 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		s.fastFills = append(s.fastFills, append(slices.Clone(ep.stores), ep.fastLoads...)...)
 		return
 	}
+	centre := kir.Id(w.queue[w.rz])
 	s.fills = append(s.fills, edgeFill(s.em, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), true)...)
 	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), false)...)
 }
