@@ -111,7 +111,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.Multi.Coordinator, "coordinator", "", "HOST:PORT where rank 0 of a multi-process run listens and the others connect (an empty HOST is this machine's loopback; launchers' environments name it: torchrun, mpirun, srun)")
 	f.StringVar(&o.Multi.Secret, "secret", "", "multi-process runs: a secret every rank shares, which rank 0 checks before admitting a rank (default: TEMPEST_SECRET; the environment keeps it out of the process list)")
 	f.DurationVar(&o.Multi.Timeout, "rank-timeout", 5*time.Minute, "multi-process runs: how long to wait for the ranks to join, and for a silent rank before every rank stops, naming it")
-	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on, off or ranges: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where the coordinator relays the halos; NCCL's sub-domains stay whole, as they run faster); ranges keeps sub-domains whole and, through NCCL, computes the rows the neighbours receive first and the rest while they travel (n5d plans, less rimblocks, rimcut and chain)")
+	f.StringVar(&o.Multi.Overlap, "overlap", "auto", "split runs: auto, on, off or ranges: split each sub-domain into bands and an interior that computes while the halos travel (auto: on where the coordinator relays the halos; NCCL's sub-domains stay whole, as they run faster); ranges keeps sub-domains whole and, through NCCL, computes the rows the neighbours receive first and the rest while they travel (n5d plans, less rimcut and chain)")
 	return c
 }
 

@@ -18,12 +18,12 @@ import (
 // transports whose parts post their exchanges alone (PartStarter: NCCL).
 
 // RangedPlan is pl made to run a part's periods over ranges of planes: plan.Ranges set, and the
-// settings it excludes (rimblocks, rimcut, chain) dropped. An error where pl is not an n5d plan.
+// settings it excludes (rimcut, chain) dropped. An error where pl is not an n5d plan.
 func RangedPlan(pl plan.Plan) (plan.Plan, error) {
 	if pl.Strategy != plan.N5D {
 		return pl, fmt.Errorf("plan %s: only n5d's kernels compute ranges of planes; give an n5d plan, or another --overlap", pl)
 	}
-	pl.Ranges, pl.RimBlocks, pl.RimCut, pl.Chain = true, false, false, false
+	pl.Ranges, pl.RimCut, pl.Chain = true, false, false
 	return pl, nil
 }
 

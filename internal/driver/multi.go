@@ -572,13 +572,13 @@ func partPlan(m MultiOptions, pl plan.Plan, dev gpu.Device) (plan.Plan, error) {
 }
 
 // dropped says which settings of the plan as chosen the sub-domains' plan goes without
-// (--overlap ranges: rimblocks, rimcut and chain follow the whole axis), "" if none.
+// (--overlap ranges: rimcut and chain follow the whole axis), "" if none.
 func dropped(chosen, part plan.Plan) string {
 	var d []string
 	for _, s := range []struct {
 		name        string
 		had, hasNow bool
-	}{{"rimblocks", chosen.RimBlocks, part.RimBlocks}, {"rimcut", chosen.RimCut, part.RimCut}, {"chain", chosen.Chain, part.Chain}} {
+	}{{"rimcut", chosen.RimCut, part.RimCut}, {"chain", chosen.Chain, part.Chain}} {
 		if s.had && !s.hasNow {
 			d = append(d, s.name)
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"tempest/internal/testkit"
 )
 
 // TestRunSplit runs `tempest run` split into sub-domains on the CPU engine, in one process and
@@ -208,29 +210,46 @@ func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions, std
 	return res, errs
 }
 
-// TestRunSplitRangesOpenCL runs whole sub-domains over ranges of planes (--overlap ranges, an
-// n5d plan) on OpenCL (PoCL in CI): local copies run no exchange beside a launch, which the
-// report says, the plan drops rimblocks, and the output is bitwise one device's.
+// TestRunSplitRangesOpenCL runs whole sub-domains over ranges of planes (--overlap ranges, n5d
+// plans) on OpenCL (PoCL in CI): local copies run no exchange beside a launch, which the report
+// says, the plan keeps rimblocks and (the long tests) drops rimcut, and the output is bitwise
+// one device's.
 func TestRunSplitRangesOpenCL(t *testing.T) {
 	needOpenCL(t)
-	dir := t.TempDir()
-	whole := RunOptions{File: "../../examples/an5d/j2d5pt.stencil", Size: "41x24", Steps: 13, Backend: "opencl", Plan: "n5d:bt=2,rimblocks=true", Quiet: true}
-	whole.Out = filepath.Join(dir, "whole.npy")
-	if _, err := Run(whole, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	rng := whole
-	rng.Multi = MultiOptions{Subdomains: 3, Exchange: 2, Overlap: "ranges"}
-	rng.Out = filepath.Join(dir, "ranges.npy")
-	var out bytes.Buffer
-	if _, err := Run(rng, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "overlap: ranges, but only NCCL's exchanges (each sub-domain posting its own) run beside a launch") || !strings.Contains(out.String(), "ranges=true") || !strings.Contains(out.String(), "the plan goes without rimblocks, whose chunks") || strings.Contains(out.String(), "rimblocks=true") {
-		t.Errorf("--overlap ranges report:\n%s", out.String())
-	}
-	a, _ := os.ReadFile(whole.Out)
-	if b, _ := os.ReadFile(rng.Out); len(a) == 0 || !bytes.Equal(a, b) {
-		t.Error("--subdomains 3 --overlap ranges wrote other values than one device")
+	for _, c := range []struct{ plan, kept, dropped string }{
+		{"n5d:bt=2,rimblocks=true", "rimblocks=true", ""},
+		{"n5d:bt=2,rimcut=true", "ranges=true", "rimcut"},
+	} {
+		if c.dropped != "" && !testkit.Long() {
+			continue
+		}
+		dir := t.TempDir()
+		whole := RunOptions{File: "../../examples/an5d/j2d5pt.stencil", Size: "41x24", Steps: 13, Backend: "opencl", Plan: c.plan, Quiet: true}
+		whole.Out = filepath.Join(dir, "whole.npy")
+		if _, err := Run(whole, io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		rng := whole
+		rng.Multi = MultiOptions{Subdomains: 3, Exchange: 2, Overlap: "ranges"}
+		rng.Out = filepath.Join(dir, "ranges.npy")
+		var out bytes.Buffer
+		if _, err := Run(rng, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		report := out.String()
+		ok := strings.Contains(report, "overlap: ranges, but only NCCL's exchanges (each sub-domain posting its own) run beside a launch") &&
+			strings.Contains(report, "ranges=true") && strings.Contains(report, c.kept)
+		if c.dropped != "" {
+			ok = ok && strings.Contains(report, "the plan goes without "+c.dropped+", whose chunks") && !strings.Contains(report, c.dropped+"=true")
+		} else {
+			ok = ok && !strings.Contains(report, "the plan goes without")
+		}
+		if !ok {
+			t.Errorf("%s --overlap ranges report:\n%s", c.plan, report)
+		}
+		a, _ := os.ReadFile(whole.Out)
+		if b, _ := os.ReadFile(rng.Out); len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s: --subdomains 3 --overlap ranges wrote other values than one device", c.plan)
+		}
 	}
 }

@@ -32,6 +32,9 @@ func TestN5DRangesOpenCL(t *testing.T) {
 		{"an5d/box3d1r", "n5d:bx=4,by=4,rx=2,ry=2,bt=2,wave=true,phased=true,edgesfirst=true,chunk=4", []int{26, 14, 18}},
 		{"an5d/star2d1r", "n5d:bx=8,rx=2,bt=3,wave=true,pf=3,unroll=6,unclamped=true,constsize=true,chunk=6", []int{43, 30}},
 		{"an5d/star3d1r", "n5d:bx=8,by=8,bt=3,wave=true,ascend=true,shrink=true,chunk=5", []int{31, 14, 22}},
+		// The rim's blocks of their own, cut to each range (some of them empty).
+		{"an5d/j2d5pt", "n5d:bx=8,rx=2,bt=3,wave=true,pf=3,rimblocks=true,chunk=5", []int{47, 30}},
+		{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,rimblocks=true,unclamped=true,edges=true,chunk=4", []int{36, 14, 22}},
 	} {
 		p, s := initialState(t, c.example, c.shape)
 		const steps = 7 // the main kernel and a shallower one

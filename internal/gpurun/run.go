@@ -446,7 +446,7 @@ func (r *Runner) LaunchRows(k, lo, hi int) error {
 	}
 	chunk := int(l.Args[i-1].Value)
 	dim := r.s.Prog.Dims() - 1 // n5d's chunks are the launch's last axis
-	l.Grid[dim] = (hi - lo + chunk - 1) / chunk
+	l.Grid[dim] = lower.N5DRangeChunks(r.s.Shape[0], lo, hi, chunk, l.Rim)
 	r.rows = [2]int{lo, hi}
 	defer func() { r.rows = [2]int{} }()
 	k0 := r.kernels[l.Kernel]

@@ -69,6 +69,10 @@ type Launch struct {
 	// as a programmatic dependent launch of it (plan.Chain; the kernel takes the ArgChain
 	// arguments).
 	Chain bool
+	// Rim are the planes near each end of the streamed axis that an n5d kernel's blocks of
+	// their own take (plan.RimBlocks, N5DRimBlocks), zero without them: a launch over a range
+	// of planes (plan.Ranges) counts its chunks by them (N5DRangeChunks).
+	Rim [2]int
 }
 
 // Lowered is a program lowered for one plan and size: kernels and how to launch them.

@@ -350,6 +350,20 @@ func N5DChunks(n0, chunk, lo, hi int, rimBlocks bool) int {
 	return ceilDiv(n0, chunk)
 }
 
+// N5DRangeChunks is the number of n5d blocks along the chunk axis of a launch over planes lo
+// to hi-1 of n0 (plan.Ranges) whose kernel's rim blocks take rim[0] and rim[1] planes at the
+// axis's ends (Launch.Rim, zero without them): where the axis has planes between the margins,
+// one block over the range's planes before rim[0], one over those from n0-rim[1] on (either
+// may be empty) and chunks between; otherwise chunks from lo.
+func N5DRangeChunks(n0, lo, hi, chunk int, rim [2]int) int {
+	if rim != [2]int{} && n0 > rim[0]+rim[1] {
+		a := min(max(rim[0], lo), hi)
+		b := max(min(n0-rim[1], hi), a)
+		return 2 + ceilDiv(b-a, chunk)
+	}
+	return ceilDiv(hi-lo, chunk)
+}
+
 // N5DChunkPlanes is the planes of every n5d block of depth bt along the chunk axis for n0
 // planes under pl, as the kernel and its launch grid have them (the rim's blocks of their own
 // included, N5DRimBlocks): the model costs a block by them.

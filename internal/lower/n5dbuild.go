@@ -330,6 +330,15 @@ func (b *n5dBuilder) liveWarps() {
 	}
 }
 
+// rimMargins are the planes the rim's blocks of their own take at each end of the streamed
+// axis (Launch.Rim), zero without them.
+func (b *n5dBuilder) rimMargins() [2]int {
+	if !b.rimBlocks {
+		return [2]int{}
+	}
+	return [2]int{b.rimLo, b.rimHi}
+}
+
 // chunkDim is the launch axis of the chunks along the streamed axis.
 func (b *n5dBuilder) chunkDim() int { return b.lay.Dims - 1 }
 
@@ -356,10 +365,24 @@ func (b *n5dBuilder) chunkBounds() {
 		first := eq(blk, kir.I(0))
 		last := eq(blk, kir.Bin("-", &kir.Builtin{D: kir.GridDim, Axis: b.chunkDim()}, kir.I(1)))
 		top := kir.Bin("-", kir.Id("n0"), kir.I(rimHi))
-		b.decl("zb", kir.I32, cond(split, cond(first, kir.I(0), cond(last, top, kir.Add(kir.I(rimLo), kir.Mul(kir.Bin("-", blk, kir.I(1)), kir.Id("chunk"))))),
-			kir.Mul(blk, kir.Id("chunk"))))
-		b.decl("ze", kir.I32, cond(split, cond(first, kir.I(rimLo), cond(last, kir.Id("n0"), kir.Min(kir.Add(kir.I(rimLo), kir.Mul(blk, kir.Id("chunk"))), top))),
-			kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0"))))
+		if !pl.Ranges {
+			b.decl("zb", kir.I32, cond(split, cond(first, kir.I(0), cond(last, top, kir.Add(kir.I(rimLo), kir.Mul(kir.Bin("-", blk, kir.I(1)), kir.Id("chunk"))))),
+				kir.Mul(blk, kir.Id("chunk"))))
+			b.decl("ze", kir.I32, cond(split, cond(first, kir.I(rimLo), cond(last, kir.Id("n0"), kir.Min(kir.Add(kir.I(rimLo), kir.Mul(blk, kir.Id("chunk"))), top))),
+				kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("n0"))))
+			break
+		}
+		// With ranges the rim's blocks take the range's planes before rimLo and from n0-rimHi
+		// on (zrl and zrh, cut to the range: either block may be empty and return at once),
+		// and the chunks between start at zrl (N5DRangeChunks counts them so).
+		lo, hi := kir.Id("zlo"), kir.Id("zhi")
+		zrl := b.decl("zrl", kir.I32, kir.Min(kir.Max(kir.I(rimLo), lo), hi))
+		zrh := b.decl("zrh", kir.I32, kir.Max(kir.Min(top, hi), zrl))
+		b.decl("zb", kir.I32, cond(split, cond(first, lo, cond(last, zrh, kir.Add(zrl, kir.Mul(kir.Bin("-", blk, kir.I(1)), kir.Id("chunk"))))),
+			kir.Add(lo, kir.Mul(blk, kir.Id("chunk")))))
+		b.decl("ze", kir.I32, cond(split, cond(first, zrl, cond(last, hi, kir.Min(kir.Add(zrl, kir.Mul(blk, kir.Id("chunk"))), zrh))),
+			kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), hi)))
+		b.body = append(b.body, &kir.If{Cond: &kir.Binary{Op: ">=", X: kir.Id("zb"), Y: kir.Id("ze")}, Then: []kir.Stmt{&kir.Return{}}})
 	case b.pl.Ranges:
 		b.decl("zb", kir.I32, kir.Add(kir.Id("zlo"), kir.Mul(b.blockAt(b.chunkDim()), kir.Id("chunk"))))
 		b.decl("ze", kir.I32, kir.Min(kir.Add(kir.Id("zb"), kir.Id("chunk")), kir.Id("zhi")))
@@ -987,5 +1010,5 @@ func (b *n5dBuilder) launch() builtKernel {
 	if b.shElems > 0 {
 		k.DynShared = kir.FromIR(b.shType)
 	}
-	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain}}
+	return builtKernel{k: k, launch: Launch{Kernel: k.Name, Block: lay.Block, Args: b.args, Steps: b.bt, Shared: b.shared, Chain: b.pl.Chain, Rim: b.rimMargins()}}
 }

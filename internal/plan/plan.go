@@ -173,8 +173,9 @@ type Plan struct {
 	// launches over ranges that tile a domain compute what one launch over it would, bitwise,
 	// and a run can compute some planes before others (split runs: the planes a neighbour
 	// needs first, then the rest while the exchange travels). The runner passes the whole
-	// axis unless told otherwise. Not with rimblocks, rimcut or chain, whose chunks or flags
-	// follow the whole axis.
+	// axis unless told otherwise. With rimblocks the rim's blocks take what the range holds of
+	// the planes near the axis's ends. Not with rimcut or chain, whose pieces or flags follow
+	// the whole axis.
 	Ranges bool
 }
 
@@ -698,8 +699,8 @@ func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
 			return fmt.Errorf("plan %s: warp shuffles (shfl=true) are generated for CUDA only; drop shfl on this backend", pl)
 		}
 	}
-	if pl.Ranges && (pl.RimBlocks || pl.RimCut || pl.Chain) {
-		return fmt.Errorf("plan %s: ranges counts a launch's chunks from the first plane it writes; rimblocks, rimcut and chain follow the whole streaming axis: drop them with ranges", pl)
+	if pl.Ranges && (pl.RimCut || pl.Chain) {
+		return fmt.Errorf("plan %s: ranges counts a launch's chunks from the first plane it writes; rimcut and chain follow the whole streaming axis: drop them with ranges", pl)
 	}
 	if pl.RimBlocks && pl.RimCut {
 		return fmt.Errorf("plan %s: rimblocks and rimcut both take the planes near the streaming axis's rim out of the other planes' loop (as blocks of their own, or as pieces of a block); keep one", pl)
