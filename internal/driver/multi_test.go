@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"tempest/internal/testkit"
+	"tempest/internal/decomp"
+	"tempest/internal/load"
+	"tempest/internal/plan"
 )
 
 // TestRunSplit runs `tempest run` split into sub-domains on the CPU engine, in one process and
@@ -212,17 +214,13 @@ func runRanks(t *testing.T, n int, opts func(r int, addr string) RunOptions, std
 
 // TestRunSplitRangesOpenCL runs whole sub-domains over ranges of planes (--overlap ranges, n5d
 // plans) on OpenCL (PoCL in CI): local copies run no exchange beside a launch, which the report
-// says, the plan keeps rimblocks and (the long tests) drops rimcut, and the output is bitwise
-// one device's.
+// says, the plan keeps rimblocks, and the output is bitwise one device's (TestRangedPlanDrops:
+// the settings it drops).
 func TestRunSplitRangesOpenCL(t *testing.T) {
 	needOpenCL(t)
 	for _, c := range []struct{ plan, kept, dropped string }{
 		{"n5d:bt=2,rimblocks=true", "rimblocks=true", ""},
-		{"n5d:bt=2,rimcut=true", "ranges=true", "rimcut"},
 	} {
-		if c.dropped != "" && !testkit.Long() {
-			continue
-		}
 		dir := t.TempDir()
 		whole := RunOptions{File: "../../examples/an5d/j2d5pt.stencil", Size: "41x24", Steps: 13, Backend: "opencl", Plan: c.plan, Quiet: true}
 		whole.Out = filepath.Join(dir, "whole.npy")
@@ -250,6 +248,33 @@ func TestRunSplitRangesOpenCL(t *testing.T) {
 		a, _ := os.ReadFile(whole.Out)
 		if b, _ := os.ReadFile(rng.Out); len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s: --subdomains 3 --overlap ranges wrote other values than one device", c.plan)
+		}
+	}
+}
+
+// TestRangedPlanDrops: --overlap ranges runs the sub-domains' plan without rimcut and chain,
+// whose pieces and flags follow the whole axis, keeps rimblocks, and the report names what it
+// dropped.
+func TestRangedPlanDrops(t *testing.T) {
+	p, err := load.File("../../examples/an5d/j2d5pt.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ plan, want string }{
+		{"n5d:bt=2,rimcut=true", "; the plan goes without rimcut, whose chunks follow the whole axis"},
+		{"n5d:bt=2,rimblocks=true,chain=true", "; the plan goes without chain, whose chunks follow the whole axis"},
+		{"n5d:bt=2,rimblocks=true", ""},
+	} {
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, err := decomp.RangedPlan(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dropped(pl, part); got != c.want || !part.Ranges || part.RimCut || part.Chain || part.RimBlocks != pl.RimBlocks {
+			t.Errorf("%s: ranged as %s, reported %q, want %q", c.plan, part, got, c.want)
 		}
 	}
 }

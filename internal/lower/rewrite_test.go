@@ -10,8 +10,10 @@ import (
 
 	"tempest/internal/ir"
 	"tempest/internal/irprint"
+	"tempest/internal/kir"
 	"tempest/internal/load"
 	"tempest/internal/plan"
+	"tempest/internal/testkit"
 )
 
 // rewriteCase is an update before a rewrite of lowering's and as printed after it ("": the
@@ -59,6 +61,30 @@ func TestFoldScales(t *testing.T) {
 		{"lone-product", "(2.0*u) / 4", ""},
 		{"not-a-constant", "(2.0*u[x-1] + 2.0*u) / u", ""},
 		{"call", "sqrt(2.0*u[x-1] + 2.0*u) / 4", ""},
+	})
+}
+
+// TestReciprocalRoots: fast math writes a constant other than 1 over a square root as the
+// constant times the reciprocal root, and leaves 1 / sqrt(x) and other quotients as they are.
+func TestReciprocalRoots(t *testing.T) {
+	checkRewrite(t, reciprocalRoots, []rewriteCase{
+		{"gradient", "0.99 / sqrt(0.000099 + (u - u[x-1]) * (u - u[x-1]))", "0.99 * (1.0 / sqrt(9.9e-05 + (u - u[x-1]) * (u - u[x-1])))"},
+		{"nested", "u + 2.0 / sqrt(u[x+1])", "u + 2.0 * (1.0 / sqrt(u[x+1]))"},
+		{"one", "1.0 / sqrt(u[x+1])", ""},
+		{"not-a-root", "2.0 / exp(u[x+1])", ""},
+		{"not-a-constant", "u / sqrt(u[x+1])", ""},
+	})
+}
+
+// TestCanonicalTerms: fast math writes a weighted sum's terms by offset, slowest axis first and
+// each coefficient first, and leaves sums in that order or with other terms as they are.
+func TestCanonicalTerms(t *testing.T) {
+	checkRewrite(t, canonicalOrder, []rewriteCase{
+		{"star2d1r", "0.2*u + 0.197*u[y-1] + 0.199*u[y+1] + 0.201*u[x-1] + 0.203*u[x+1]", "0.197 * u[y-1] + 0.201 * u[x-1] + 0.2 * u + 0.203 * u[x+1] + 0.199 * u[y+1]"},
+		{"coefficient-right", "u[x+1]*0.5 + 0.25*u[x-1]", "0.25 * u[x-1] + 0.5 * u[x+1]"},
+		{"in-a-quotient", "(u[y+1] + 2.0*u[y-1]) / 3", "(2.0 * u[y-1] + u[y+1]) / 3.0"},
+		{"canonical", "5.1*u[y-1] + 12.1*u[x-1] + 15.0*u + 12.2*u[x+1] + 5.2*u[y+1]", ""},
+		{"other-terms", "u[x+1] * u + u[x-1]", ""},
 	})
 }
 
@@ -334,5 +360,54 @@ func TestPairSums(t *testing.T) {
 	}
 	if u := s.Updates[0].Value; pairSums(u, []int{0, 1, 1}) != u {
 		t.Errorf("star3d1r's update was regrouped")
+	}
+}
+
+// TestCanonicalOrder: under fast math a stencil whose terms are written in another order lowers
+// to the same kernels, for every strategy's plan below; in exact mode the written order stays
+// (it decides the rounding the reference computes).
+func TestCanonicalOrder(t *testing.T) {
+	const head = "stencil s\naxes %s\ntype f32\nstate u\n  init rand()\n  boundary fixed\n"
+	for _, c := range []struct {
+		axes, a, b string
+		plans      []string
+	}{
+		{"y, x", "update u = 0.2*u + 0.197*u[y-1] + 0.199*u[y+1] + 0.201*u[x-1] + 0.203*u[x+1]\n",
+			"update u = u[x+1]*0.203 + 0.201*u[x-1] + 0.199*u[y+1] + 0.197*u[y-1] + 0.2*u\n",
+			[]string{"n5d:bx=32,bt=2,rx=2,wave=true", "naive", "pyramid:bx=32,by=8,ph=2", "n5d:bx=32,bt=2,wave=true,centrefirst=true"}},
+		{"z, y, x", "update u = (5.1*u[z-1] + u[y-1] + 2*u + 1.5*u[y+1] + u[x+1] + 0.5*u[x-1] + 3*u[z+1]) / 14.1\n",
+			"update u = (3*u[z+1] + u[x+1] + 0.5*u[x-1] + 1.5*u[y+1] + u[y-1] + 2*u + 5.1*u[z-1]) / 14.1\n",
+			[]string{"n5d:bx=8,by=8,bt=2,wave=true", "forwardplane:bx=8,by=4,pf=1", "inplane:bx=8,by=4", "stream25d:bx=8,by=4"}},
+	} {
+		for _, text := range c.plans {
+			for _, fast := range []bool{true, false} {
+				if !fast && strings.Contains(text, "centrefirst") {
+					continue
+				}
+				var kernels [2]string
+				for i, upd := range []string{c.a, c.b} {
+					pt := text
+					if fast {
+						pt += ",fastmath=true"
+					}
+					if !strings.Contains(pt, ":") {
+						pt = strings.Replace(pt, ",", ":", 1)
+					}
+					p, pl := testkit.Parsed(t, fmt.Sprintf(head, c.axes)+upd, pt)
+					shape := []int{40, 30}
+					if p.Dims() == 3 {
+						shape = []int{20, 18, 16}
+					}
+					low, err := Lower(p, shape, nil, pl)
+					if err != nil {
+						t.Fatalf("%s: %v", pt, err)
+					}
+					kernels[i] = kir.Print(low.Module, kir.CUDA)
+				}
+				if same := kernels[0] == kernels[1]; same != fast {
+					t.Errorf("%s, fast math %v: the two orders lower to the same kernels: %v", text, fast, same)
+				}
+			}
+		}
 	}
 }
