@@ -730,9 +730,21 @@ func (t *tuner) neighbours(best *Candidate) {
 	if b := fastest(t.res.Candidates); b != nil {
 		t.refined(b, t.unmeasured(variant, rimBlockChunks(t.s.Shape, b.Plan)))
 	}
-	// The chunks close to the best plan's (fineChunks).
+	// The chunks close to the best plan's (fineChunks), and for the forward plane those of
+	// the fastest block of another shape within 2% of it: how evenly a chunk's blocks fill
+	// the last wave differs between shapes, and two shapes' best chunks tie often (star3d3r
+	// on the H200: 64x4 at chunk 84 and 32x8 at chunk 96 0.3% apart, 1.25x AN5D; 32x8 at
+	// chunk 84 1.32x in a search the day before; docs/performance.md).
 	if b := fastest(t.res.Candidates); b != nil {
 		t.refined(b, t.unmeasured(variant, fineChunks(t.s.Shape, b.Plan)))
+		if b.Plan.Strategy == plan.ForwardPlane {
+			for _, c := range near(t.res.Candidates, 1.02) {
+				if c.Plan.Strategy == plan.ForwardPlane && (c.Plan.BX != b.Plan.BX || c.Plan.BY != b.Plan.BY) {
+					t.refined(c, t.unmeasured(variant, fineChunks(t.s.Shape, c.Plan)))
+					break
+				}
+			}
+		}
 	}
 	// Last, the best plan compiled for the run's size (plan.ConstSize): faster on some plans
 	// and slower on others, a change of the code's schedule that only a measurement decides.
