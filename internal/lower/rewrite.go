@@ -38,7 +38,7 @@ func fastMath(p *ir.Program) *ir.Program {
 // c / sqrt(x), as c * (1 / sqrt(x)): fast math compiles 1 / sqrt(x) to one reciprocal square
 // root, where c / sqrt(x) took a square root and a division (gradient2d with its coefficients
 // scaled by 0.99 ran at 1,193 GCells/s on the H200 against 1,525 as written with 1.0;
-// docs/performance.md, "Written otherwise"). Fast math only: the product rounds once more than
+// docs/performance.md, "Stencils written otherwise"). Fast math only: the product rounds once more than
 // the reciprocal root, within what errbound allows the root and the division it replaces.
 func reciprocalRoots(p *ir.Program) *ir.Program { return mapUpdates(p, reciprocalRoot) }
 
@@ -153,47 +153,57 @@ func canonicalOrder(p *ir.Program) *ir.Program { return mapUpdates(p, canonicalT
 // canonicalTerms writes every float sum of weighted loads (c*u[...], u[...]*c or u[...], chained
 // by +) in one order whatever order it was written in: by grid, time level and offset, the
 // slowest axis first and negative offsets before positive ones (j2d5pt: y-1, x-1, the centre,
-// x+1, y+1), each term with its coefficient first. The kernels evaluate a sum's terms in the written order, and the same stencil with
-// its terms reversed ran up to 6% faster or slower on the H200 (docs/performance.md, "Written
-// otherwise"); in this order every spelling gets the kernel of the same plan. Sums with other
-// terms are left in their order (their terms are rewritten). Fast math only, as orderTerms.
-func canonicalTerms(e ir.Expr) (ir.Expr, bool) { return canonicalTermsIn(e, false) }
+// x+1, y+1), each term with its coefficient first. The kernels evaluate a sum's terms in the
+// written order, and the same stencil with its terms reversed ran up to 6% faster or slower on
+// the H200 (docs/performance.md, "Stencils written otherwise"); in this order every spelling
+// gets the kernel of the same plan. Sums with other terms are left in their order (their terms
+// are rewritten). Fast math only, as orderTerms.
+func canonicalTerms(e ir.Expr) (ir.Expr, bool) { return reorderSums(e, false, canonicalSum) }
 
-// canonicalTermsIn is canonicalTerms on e, which is an inner addition of a sum where chained.
-func canonicalTermsIn(e ir.Expr, chained bool) (ir.Expr, bool) {
+// canonicalSum is a weighted sum's terms in the canonical order (canonicalTerms), nil where a
+// term is no weighted load.
+func canonicalSum(terms []ir.Expr) []ir.Expr {
+	for _, x := range terms {
+		if weightedLoad(x) == nil {
+			return nil
+		}
+	}
+	order := slices.Clone(terms)
+	for i, x := range order {
+		// u[...]*c as c*u[...]: the coefficient first, as most write it.
+		if b, ok := x.(*ir.Binary); ok && b.Op == "*" && constOf(b.X) == nil {
+			order[i] = &ir.Binary{Op: "*", X: b.Y, Y: b.X, T: b.T}
+		}
+	}
+	slices.SortStableFunc(order, func(a, b ir.Expr) int {
+		la, lb := weightedLoad(a), weightedLoad(b)
+		if la.G.Index != lb.G.Index {
+			return la.G.Index - lb.G.Index
+		}
+		if la.Level != lb.Level {
+			return la.Level - lb.Level
+		}
+		return slices.Compare(la.Off, lb.Off)
+	})
+	return order
+}
+
+// reorderSums rewrites every float sum in e (a chain of + of one type; chained: e is an inner
+// addition of one) as the terms order gives for its terms, left to right, where order returns
+// them otherwise than they are (nil: as they are), and the terms themselves in the same way.
+func reorderSums(e ir.Expr, chained bool, order func(terms []ir.Expr) []ir.Expr) (ir.Expr, bool) {
 	switch e := e.(type) {
 	case *ir.Binary:
 		sum := e.Op == "+" && e.T.IsFloat()
 		if sum && !chained {
 			var terms []ir.Expr
 			sumTerms(e, e.T, &terms)
-			weighted := true
-			for _, x := range terms {
-				weighted = weighted && weightedLoad(x) != nil
-			}
-			if weighted {
-				order := slices.Clone(terms)
-				for i, x := range order {
-					// u[...]*c as c*u[...]: the coefficient first, as most write it.
-					if b, ok := x.(*ir.Binary); ok && b.Op == "*" && constOf(b.X) == nil {
-						order[i] = &ir.Binary{Op: "*", X: b.Y, Y: b.X, T: b.T}
-					}
-				}
-				slices.SortStableFunc(order, func(a, b ir.Expr) int {
-					la, lb := weightedLoad(a), weightedLoad(b)
-					if la.G.Index != lb.G.Index {
-						return la.G.Index - lb.G.Index
-					}
-					if la.Level != lb.Level {
-						return la.Level - lb.Level
-					}
-					return slices.Compare(la.Off, lb.Off)
-				})
-				if slices.Equal(order, terms) {
+			if o := order(terms); o != nil {
+				if slices.Equal(o, terms) {
 					return e, false
 				}
-				s := order[0]
-				for _, x := range order[1:] {
+				s := o[0]
+				for _, x := range o[1:] {
 					s = &ir.Binary{Op: "+", X: s, Y: x, T: e.T}
 				}
 				return s, true
@@ -203,21 +213,21 @@ func canonicalTermsIn(e ir.Expr, chained bool) (ir.Expr, bool) {
 			b, ok := x.(*ir.Binary)
 			return sum && ok && b.Op == "+" && b.T == e.T
 		}
-		x, cx := canonicalTermsIn(e.X, in(e.X))
-		y, cy := canonicalTermsIn(e.Y, in(e.Y))
+		x, cx := reorderSums(e.X, in(e.X), order)
+		y, cy := reorderSums(e.Y, in(e.Y), order)
 		if !cx && !cy {
 			return e, false
 		}
 		return &ir.Binary{Op: e.Op, X: x, Y: y, T: e.T}, true
 	case *ir.Unary:
-		if x, ch := canonicalTermsIn(e.X, false); ch {
+		if x, ch := reorderSums(e.X, false, order); ch {
 			return &ir.Unary{Op: e.Op, X: x, T: e.T}, true
 		}
 	case *ir.Call:
 		var args []ir.Expr
 		changed := false
 		for _, a := range e.Args {
-			x, ch := canonicalTermsIn(a, false)
+			x, ch := reorderSums(a, false, order)
 			changed = changed || ch
 			args = append(args, x)
 		}
@@ -247,67 +257,27 @@ func OrdersTerms(p *ir.Program) bool {
 // (docs/performance.md, sixteenth session). Fast math only: another order rounds differently, and
 // errbound's fast-math accuracies bound a sum's roundings for any order (Arith.Reassoc). The
 // program is copied; p is unchanged.
-func orderTerms(e ir.Expr) (ir.Expr, bool) { return orderTermsIn(e, false) }
+func orderTerms(e ir.Expr) (ir.Expr, bool) { return reorderSums(e, false, centreSum) }
 
-// orderTermsIn is orderTerms on e, which is an inner addition of a sum that holds other terms
-// than weighted loads where chained: its terms are rewritten, not reordered.
-func orderTermsIn(e ir.Expr, chained bool) (ir.Expr, bool) {
-	switch e := e.(type) {
-	case *ir.Binary:
-		sum := e.Op == "+" && e.T.IsFloat()
-		if sum && !chained {
-			var terms []ir.Expr
-			sumTerms(e, e.T, &terms)
-			weighted := true
-			var centre, rest []ir.Expr
-			for _, x := range terms {
-				l := weightedLoad(x)
-				weighted = weighted && l != nil
-				if l != nil && !nonzero(l.Off[1:]) {
-					centre = append(centre, x)
-				} else {
-					rest = append(rest, x)
-				}
-			}
-			if weighted && len(centre) > 0 && len(rest) > 0 {
-				order := append(centre, rest...)
-				if !slices.Equal(order, terms) {
-					s := order[0]
-					for _, x := range order[1:] {
-						s = &ir.Binary{Op: "+", X: s, Y: x, T: e.T}
-					}
-					return s, true
-				}
-				return e, false
-			}
+// centreSum is a weighted sum's terms with those of the centre column first (orderTerms), nil
+// where a term is no weighted load or the sum has no terms of one group or the other.
+func centreSum(terms []ir.Expr) []ir.Expr {
+	var centre, rest []ir.Expr
+	for _, x := range terms {
+		l := weightedLoad(x)
+		if l == nil {
+			return nil
 		}
-		in := func(x ir.Expr) bool {
-			b, ok := x.(*ir.Binary)
-			return sum && ok && b.Op == "+" && b.T == e.T
-		}
-		x, cx := orderTermsIn(e.X, in(e.X))
-		y, cy := orderTermsIn(e.Y, in(e.Y))
-		if !cx && !cy {
-			return e, false
-		}
-		return &ir.Binary{Op: e.Op, X: x, Y: y, T: e.T}, true
-	case *ir.Unary:
-		if x, ch := orderTermsIn(e.X, false); ch {
-			return &ir.Unary{Op: e.Op, X: x, T: e.T}, true
-		}
-	case *ir.Call:
-		var args []ir.Expr
-		changed := false
-		for _, a := range e.Args {
-			x, ch := orderTermsIn(a, false)
-			changed = changed || ch
-			args = append(args, x)
-		}
-		if changed {
-			return &ir.Call{Fn: e.Fn, Args: args, T: e.T}, true
+		if !nonzero(l.Off[1:]) {
+			centre = append(centre, x)
+		} else {
+			rest = append(rest, x)
 		}
 	}
-	return e, false
+	if len(centre) == 0 || len(rest) == 0 {
+		return nil
+	}
+	return append(centre, rest...)
 }
 
 // sumTerms appends the terms of the chain of + of type t that e heads, left to right.
