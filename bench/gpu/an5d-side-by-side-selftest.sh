@@ -7,8 +7,8 @@
 # Usage, from the repository root: bench/gpu/an5d-side-by-side-selftest.sh AN5D_DIR [TEMPEST_BIN]
 # (AN5D_DIR: a copy of the artifact whose compiled/float holds one configuration of j2d5pt and
 # one of star3d1r, say j2d5pt-256-10-128 and star3d1r-32x32-4-128, and no compiled/double; without
-# TEMPEST_BIN it builds one with go build; KEEP=1 keeps its outputs.) Tempest's plans are the
-# tuned lists' less chain=true (PoCL has no chained launches), then the model's picks
+# TEMPEST_BIN it builds one with go build; KEEP=1 keeps its outputs.) Tempest's plans are
+# lists of tuned plans less chain=true (PoCL has no chained launches), then the model's picks
 # (PLANS=model), also two at once (TUNE_GPUS=2) and a round over two devices (ROUND_GPUS=2). Takes about a minute.
 # The checks are strings evaluated later, so their expansions are single-quoted on purpose.
 # shellcheck disable=SC2016
@@ -52,9 +52,12 @@ chmod +x "$W/path/nvcc"
 export PATH=$W/path:$PATH
 export STENCILS="j2d5pt star3d1r" TYPES="float double" ROUNDS="1 2" SIZE2D=64 SIZE3D=16 STEPS=4 DERIVE_DOUBLE=1 TEMPEST_BACKEND=opencl JOBS=2
 S=bench/gpu/an5d-side-by-side.sh
-sed 's/,chain=true//' bench/gpu/lists/tuned.txt > "$W/tuned.txt"
-sed 's/,chain=true//' bench/gpu/lists/tuned-f64.txt > "$W/tuned-f64.txt"
-export LIST_F32=$W/tuned.txt LIST_F64=$W/tuned-f64.txt
+# Plans given as lists (PLANS=list) first: tuned plans of the H100's, less chain=true.
+printf '%s\n' "j2d5pt n5d:bx=128,by=1,bt=10,rx=2,wave=true,pf=3,unroll=3,rimblocks=true,edges=true,edgesfirst=true,chunk=512,maxregs=80,fastmath=true,centrefirst=true" \
+  "star3d1r n5d:bx=32,by=24,bt=4,rx=2,ry=2,wave=true,unroll=3,phased=true,rimblocks=true,edges=true,ascend=true,chunk=64,maxregs=80,fastmath=true" > "$W/tuned.txt"
+printf '%s\n' "j2d5pt n5d:bx=128,by=1,bt=10,rx=2,wave=true,pf=2,chunk=256,fastmath=true" \
+  "star3d1r n5d:bx=16,by=32,bt=4,rx=2,wave=true,chunk=80,maxregs=64,fastmath=true" > "$W/tuned-f64.txt"
+export PLANS=list LIST_F32=$W/tuned.txt LIST_F64=$W/tuned-f64.txt
 O=$W/out
 fail=0
 check() { if eval "$1"; then echo "ok: $2"; else echo "FAILED: $2"; fail=1; fi; }

@@ -25,9 +25,9 @@
 #    (0: none) gives up on a build after S seconds (its rounds then record it as not built).
 # 2. Runs them and Tempest's plans interleaved: each round of ROUNDS ("1 2 3") runs, stencil by
 #    stencil and type by type, every AN5D binary once and then Tempest's plan once, so that
-#    drift (clocks, temperature) hits both. Tempest's plans come from LIST_F32
-#    (bench/gpu/lists/tuned.txt) and LIST_F64 (bench/gpu/lists/tuned-f64.txt; a list of tuned
-#    double plans is what `TYPE=f64 bench/gpu/an5d-tuned.sh` writes), lines "stencil plan".
+#    drift (clocks, temperature) hits both. Tempest's plans come from `tempest tune` (PLANS=tune,
+#    the default; see below), the model (PLANS=model) or, with PLANS=list, from the files
+#    LIST_F32 and LIST_F64, lines "stencil plan" (a run's OUTDIR/plans-TYPE.txt, say).
 #    AN5D: `BIN -s SIZE -t STEPS -n 1`; its common.h runs a warm-up, then the timed run, and
 #    prints "Average: G GFLOPS, T ms": T is host time (CLOCK_MONOTONIC_RAW) from a
 #    cudaDeviceSynchronize before its first launch to one after its last, transfers excluded.
@@ -44,7 +44,7 @@
 #
 # Environment: TYPES ("float double"), STENCILS (the 11), SIZE2D (16384), SIZE3D (512),
 # STEPS (1000), ROUNDS ("1 2 3"; set and empty: none, e.g. to search only), JOBS (16), ARCH (sm_90), CONFIGS (all | v100 | p100),
-# LIST_F32, LIST_F64, RUN_TIMEOUT (300 s per run), TEMPEST_BACKEND (cuda).
+# PLANS (tune), LIST_F32, LIST_F64, RUN_TIMEOUT (300 s per run), TEMPEST_BACKEND (cuda).
 # STENCILS=suite runs AN5D's whole suite of 21 (the table's 11 and the stars and boxes of higher
 # radius). PLANS=tune takes Tempest's plans from `tempest tune --fastmath --budget TUNE_BUDGET`
 # (60s) per stencil and type, each from an empty tuning cache of its own (OUTDIR/tune-cache/
@@ -71,16 +71,13 @@
 # unchanged: it resumes; out/ stays while the machine is held; carry a previous
 # side_by_side.csv back to out/sbs/ to go on on a fresh machine):
 #   BUILD_ONLY=1 DERIVE_DOUBLE=1 bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
-#   TUNE_ONLY=1 TYPE=f64 TUNE_ARGS="--mode topk+beta" STENCILS="star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt" \
-#     bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
-#   TUNE_ONLY=1 TYPE=f64 TUNE_ARGS="--mode topk+beta" STENCILS="j2d9pt-gol gradient2d star3d1r box3d1r j3d27pt" \
-#     bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
-#   SKIP_TUNE=1 TYPE=f64 BENCH_ARGS="--scaling none --no-naive --reps 1" bench/gpu/an5d-tuned.sh .gpu/tempest out/f64
+#   SKIP_BUILD=1 TYPES=float ROUNDS= bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
 #   SKIP_BUILD=1 TYPES=float RESULTS=$OUT bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
-#   SKIP_BUILD=1 TYPES=double DERIVE_DOUBLE=1 LIST_F64=out/f64/tuned-f64.txt RESULTS=$OUT \
-#     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
-# (the last two write one report with both types). Issue 46's whole suite with plans from the
-# tuner (a minute each, an empty cache; the builds first, 146 per type, in several calls):
+#   SKIP_BUILD=1 TYPES=double DERIVE_DOUBLE=1 RESULTS=$OUT bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/sbs
+# (the searches first, ROUNDS= set and empty, then the rounds with the plans they wrote to
+# out/sbs/plans-TYPE.txt; the last two write one report with both types). The whole suite with
+# plans from the tuner (a minute each, an empty cache; the builds first, 146 per type, in
+# several calls):
 #   BUILD_ONLY=1 STENCILS=suite TYPES=float bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
 #   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUNDS=1 RESULTS=$OUT \
 #     bench/gpu/an5d-side-by-side.sh out/an5d-artifact .gpu/tempest out/suite
@@ -115,7 +112,7 @@ O=$3
 TYPES=${TYPES:-"float double"}
 STENCILS=${STENCILS:-$ALL_STENCILS}
 [ "$STENCILS" = suite ] && STENCILS=$SUITE_STENCILS
-PLANS=${PLANS:-list}
+PLANS=${PLANS:-tune}
 TUNE_GPUS=${TUNE_GPUS:-1}
 ROUND_GPUS=${ROUND_GPUS:-1}
 BEST_OF=${BEST_OF:-}
@@ -129,8 +126,8 @@ JOBS=${JOBS:-16}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-0}
 ARCH=${ARCH:-sm_90}
 CONFIGS=${CONFIGS:-all}
-LIST_F32=${LIST_F32:-bench/gpu/lists/tuned.txt}
-LIST_F64=${LIST_F64:-bench/gpu/lists/tuned-f64.txt}
+LIST_F32=${LIST_F32:-}
+LIST_F64=${LIST_F64:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 TEMPEST_BACKEND=${TEMPEST_BACKEND:-cuda}
 DRY=${DRY_RUN:-}
@@ -513,7 +510,8 @@ for t in $TYPES; do
   list=$LIST_F32
   [ "$t" = double ] && list=$LIST_F64
   [ -n "$DRY" ] && [ "$PLANS" != list ] && continue
-  [ -f "$list" ] || die "$t: the list of Tempest plans $list is missing (run from the repository root, or set LIST_F32/LIST_F64)"
+  [ -n "$list" ] || die "$t: PLANS=list needs LIST_F32/LIST_F64, files of lines \"stencil plan\" (a run's plans-$t.txt); or let tempest tune find the plans (PLANS=tune)"
+  [ -f "$list" ] || die "$t: the list of Tempest plans $list is missing (set LIST_F32/LIST_F64)"
 done
 if [ -z "$DRY" ]; then
   [ -x "$T" ] || die "TEMPEST_BIN $T: not an executable (make gpu builds .gpu/tempest)"

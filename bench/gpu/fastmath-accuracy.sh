@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Accuracy of the AN5D suite's tuned plans with fast math and without, on the GPU machine:
-# `tempest run --verify` of each stencil's tuned plan (bench/gpu/lists/tuned.txt; exact runs
-# the same plan with fastmath=false) reports the max abs and RMS error against the reference
+# `tempest run --verify` of each stencil's plan (LIST, a file of lines "stencil plan" such as
+# the side-by-side's plans-float.txt; without it the plan `tempest tune --fastmath` finds in a
+# minute, tuned first where the tuning cache has none; exact runs the same plan with
+# fastmath=false) reports the max abs and RMS error against the reference
 # interpreter, the first-order error bound of the compilation and whether every cell lies
 # within its own bound. AN5D's own code on the same sizes: bench/gpu/an5d-accuracy.sh.
 #   bench/gpu/fastmath-accuracy.sh [tempest] [outdir] [size2d] [size3d] [steps]
@@ -21,13 +23,19 @@ STENCILS=${STENCILS:-"star2d1r star2d2r box2d1r box2d2r j2d5pt j2d9pt j2d9pt-gol
 mkdir -p "$OUT"
 echo "stencil,size,steps,init,mode,plan,max_abs_error,rms_error,largest_bound,within_bound,amplification" >"$OUT/fastmath_accuracy.csv"
 for s in $STENCILS; do
-  plan=$(awk -v s="$s" '$1 == s { print $2 }' bench/gpu/lists/tuned.txt)
   r=1
   case $s in *2r | j2d9pt) r=2 ;; esac
   case $s in
     *3d*) n=$((S3 + 2 * r)); size=${n}x${n}x${n} ;;
     *) n=$((S2 + 2 * r)); size=${n}x${n} ;;
   esac
+  if [ -n "${LIST:-}" ]; then
+    plan=$(awk -v s="$s" '$1 == s { print $2 }' "$LIST")
+  else
+    "$T" tune examples/an5d/$s.stencil --backend "${BACKEND:-cuda}" --size "$size" --fastmath --budget 60s --quiet >"$OUT/$s.tune.log" 2>&1
+    plan=$(awk '/^best: / { print $2; exit }' "$OUT/$s.tune.log")
+  fi
+  [ -n "$plan" ] || { echo "$s: no plan (LIST ${LIST:-unset}; see $OUT/$s.tune.log)" >&2; continue; }
   src=examples/an5d/$s.stencil
   if [ "${INIT:-}" = an5d ]; then
     src=$OUT/$s-an5d-init.stencil

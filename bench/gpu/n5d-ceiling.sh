@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the rim's checks cost an n5d plan, as an upper bound: for each "stencil plan" line of
-# LIST (default bench/gpu/lists/tuned.txt), the standalone code of `tempest gen --harness` at
+# LIST (a file of such lines, e.g. the side-by-side's plans-float.txt), the standalone code of `tempest gen --harness` at
 # AN5D's size (16384^2 or 512^3 interior plus the rim), built three ways and timed by its
 # harness (1000 steps, median of 3, ROUNDS rounds interleaved):
 #   A  as generated (the plan's register cap, if any);
@@ -55,7 +55,7 @@
 #   OUT=dir bench/gpu/n5d-ceiling.sh [tempest] [list]      -> dir/ceiling.txt, dir/builds.tgz
 set -u
 T=${1:-./.gpu/tempest}
-LIST=${2:-bench/gpu/lists/tuned.txt}
+LIST=${2:?a list of "stencil plan" lines, e.g. out/suite/plans-float.txt}
 O=${OUT:-/tmp/n5d-ceiling}; mkdir -p "$O"
 ROUNDS=${ROUNDS:-"1 2"}
 VARIANTS=${VARIANTS:-"A B C"}

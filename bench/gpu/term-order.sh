@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The order of a sum's terms (docs/performance.md, "Centre terms first"): j2d5pt and star2d1r
 # with their updates' terms in each other's order (copies of the examples, written to a
-# temporary folder), on both tuned plans of bench/gpu/lists/tuned.txt as they were before
+# temporary folder), on both hand-tuned plans of the H100 table as they were before
 # centrefirst, three interleaved rounds, 16384^2 interior, 1000 steps.
 # Usage (GPU machine, repository root): bench/gpu/term-order.sh [tempest]
 set -u
