@@ -159,15 +159,12 @@ func SharedBytes(p *ir.Program, shape []int, layers []int, pl plan.Plan) (int, e
 }
 
 // rewritten is p with the rewrites the plan's lowering applies to its updates before any
-// strategy lowers them (ordered squares; under fast math sums in their canonical order and,
-// unless the plan keeps the scale, centre terms first where the plan asks and fast math's
-// algebra).
+// strategy lowers them (ordered squares; under fast math sums in their canonical order, centre
+// terms first where the plan asks and fast math's algebra).
 func rewritten(p *ir.Program, pl plan.Plan) *ir.Program {
 	p = orderSquares(p)
 	if pl.FastMath {
 		p = canonicalOrder(p)
-	}
-	if pl.FastMath && !pl.KeepScale {
 		if pl.CentreFirst {
 			p = centreFirst(p)
 		}

@@ -3,7 +3,6 @@ package lower
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"tempest/internal/irprint"
 	"tempest/internal/kir"
 	"tempest/internal/load"
-	"tempest/internal/plan"
 	"tempest/internal/testkit"
 )
 
@@ -268,30 +266,6 @@ func evalLinear(e ir.Expr, load func(*ir.Load) float64) float64 {
 		}
 	}
 	panic(fmt.Sprintf("evalLinear: %T", e))
-}
-
-// TestKeepScale: a fast-math plan lowers j2d5pt's and box2d2r's updates rewritten and, with
-// keepscale, as written; star2d1r
-// has nothing to rewrite either way.
-func TestKeepScale(t *testing.T) {
-	for _, c := range []struct {
-		file    string
-		differs bool
-	}{
-		{"j2d5pt", true}, {"box2d2r", true}, {"star2d1r", false},
-	} {
-		src, err := os.ReadFile("../../examples/an5d/" + c.file + ".stencil")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, kept, fast := withAndWithout(t, string(src), "n5d:bx=32,bt=2,rx=2,wave=true,fastmath=true", func(pl *plan.Plan) { pl.KeepScale = true })
-		if (fast != kept) != c.differs {
-			t.Errorf("%s: keepscale changes the code: %v, want %v", c.file, fast != kept, c.differs)
-		}
-		if got := RewritesFastMath(p); got != c.differs {
-			t.Errorf("%s: RewritesFastMath %v, want %v", c.file, got, c.differs)
-		}
-	}
 }
 
 // TestPairSums: the sums of a factored 27-point box, paired for each cell of a 2 x 2 register

@@ -208,9 +208,9 @@ func allColumns(f *facts) bool {
 var planOpsCache sync.Map // planOpsKey -> ALUOps
 
 type planOpsKey struct {
-	p                            *ir.Program
-	strategy                     string
-	fast, keepScale, centreFirst bool
+	p                 *ir.Program
+	strategy          string
+	fast, centreFirst bool
 }
 
 // planOps is the arithmetic per cell that pl's kernels issue for p (lower.Arithmetic: after
@@ -222,7 +222,7 @@ type planOpsKey struct {
 // formula's count had both at 729, and the model picked the forward plane, which ran at a
 // seventh of the in-plane method's speed (docs/performance.md, 2026-11-28).
 func planOps(p *ir.Program, pl plan.Plan, formula ALUOps) ALUOps {
-	k := planOpsKey{p, pl.Strategy, pl.FastMath, pl.KeepScale, pl.CentreFirst}
+	k := planOpsKey{p, pl.Strategy, pl.FastMath, pl.CentreFirst}
 	if v, ok := planOpsCache.Load(k); ok {
 		return v.(ALUOps)
 	}

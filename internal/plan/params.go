@@ -121,7 +121,6 @@ var Params = []param{
 	{key: "chunk", num: func(p *Plan) *int { return &p.Chunk }, valid: upTo(0, 0, "chunk must be positive")},
 	{key: "maxregs", num: func(p *Plan) *int { return &p.MaxRegs }},
 	{key: "fastmath", flag: func(p *Plan) *bool { return &p.FastMath }},
-	{key: "keepscale", flag: func(p *Plan) *bool { return &p.KeepScale }},
 	{key: "centrefirst", flag: func(p *Plan) *bool { return &p.CentreFirst }},
 }
 

@@ -142,12 +142,6 @@ type Plan struct {
 	// refuses it. It may also cost (the loops compile differently), so it is the tuner's to
 	// choose.
 	ConstSize bool
-	// KeepScale keeps, under fast math, an update's arithmetic as written: a constant scale of
-	// a weighted sum stays its own multiplication instead of being folded into the sum's
-	// coefficients (lower.RewritesFastMath), and a box with affine coefficients is not factored into
-	// plane sums and moments. Folding saves one operation per cell and level, but the compiler
-	// may schedule the folded code worse, so it is the tuner's to choose.
-	KeepScale bool
 	// CentreFirst writes, under fast math, every weighted sum's terms that read the centre
 	// column (offsets along the streaming axis only) before those that read in-plane
 	// neighbours (lower.orderTerms). The kernels add a sum's terms in the written order, and in
@@ -598,11 +592,8 @@ func (pl Plan) Validate(p *ir.Program, lim Limits, sharedBytes int) error {
 			return err
 		}
 	}
-	if pl.KeepScale && !pl.FastMath {
-		return fmt.Errorf("plan %s: keepscale only changes fast-math builds (exact builds never fold a scale); add fastmath=true or drop keepscale", pl)
-	}
-	if pl.CentreFirst && (!pl.FastMath || pl.KeepScale) {
-		return fmt.Errorf("plan %s: centrefirst reorders sums under fast math only (exact builds and keepscale keep every sum as written); add fastmath=true and drop keepscale, or drop centrefirst", pl)
+	if pl.CentreFirst && !pl.FastMath {
+		return fmt.Errorf("plan %s: centrefirst reorders sums under fast math only (exact builds keep every sum as written); add fastmath=true or drop centrefirst", pl)
 	}
 	if d == 1 && (pl.BY > 1 || pl.BZ > 1) {
 		return fmt.Errorf("plan %s: a 1D grid takes 1D blocks (by=1, bz=1)", pl)

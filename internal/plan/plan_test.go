@@ -246,8 +246,8 @@ func TestN5DRing(t *testing.T) {
 
 // TestN5DRounds checks the rounds and phases settings: unroll is the default 2(2R+1) or 2R+1
 // planes, with 2R+1 shared planes per level in place of two; phased loops run at every depth
-// with phased=true and at depths up to two without; and they (and rimcut, rimblocks, edges and keepscale)
-// print back to themselves; keepscale needs fast math.
+// with phased=true and at depths up to two without; and they (and rimcut, rimblocks and edges)
+// print back to themselves.
 func TestN5DRounds(t *testing.T) {
 	r1 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
 	r2 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-2] + u[x+2] + u[y-2] + u[y+2]\n"
@@ -264,8 +264,6 @@ func TestN5DRounds(t *testing.T) {
 		{r1, "n5d:bx=64,bt=4,rimcut=true,edges=true", 6, 2, false, ""},
 		{r1, "n5d:bx=64,bt=4,rimblocks=true,edges=true,edgesfirst=true", 6, 2, false, ""},
 		{r1, "n5d:bx=64,bt=4,rimcut=true,rimblocks=true", 0, 0, false, "rimblocks and rimcut both"},
-		{r1, "n5d:bx=64,bt=4,fastmath=true,keepscale=true", 6, 2, false, ""},
-		{r1, "n5d:bx=64,bt=4,keepscale=true", 0, 0, false, "add fastmath=true or drop keepscale"},
 		{r1, "n5d:bx=64,bt=2", 6, 2, true, ""},
 		{r2, "n5d:bx=64,bt=3,unroll=5,phased=true", 5, 5, true, ""},
 		{r2, "n5d:bx=64,bt=3,unroll=3", 0, 0, false, "unroll, the planes per unrolled round, is 5 or 10"},
@@ -433,12 +431,12 @@ func checkSwitchPlan(t *testing.T, example, key, good string, on func(plan.Plan)
 	}
 }
 
-// TestCentreFirst checks that centrefirst reads back and is refused outside fast math or with
-// keepscale, which keep every sum as written.
+// TestCentreFirst checks that centrefirst reads back and is refused outside fast math, which
+// keeps every sum as written.
 func TestCentreFirst(t *testing.T) {
 	checkSwitchPlan(t, "an5d/j2d5pt", "centrefirst", "n5d:bx=128,bt=10,rx=2,wave=true,chunk=512,fastmath=true,centrefirst=true",
 		func(pl plan.Plan) bool { return pl.CentreFirst },
-		[]string{"tiled:bx=32,by=8,centrefirst=true", "tiled:bx=32,by=8,fastmath=true,keepscale=true,centrefirst=true"})
+		[]string{"tiled:bx=32,by=8,centrefirst=true"})
 }
 
 // TestConstSize checks that constsize reads back and belongs to n5d only.

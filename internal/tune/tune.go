@@ -1125,9 +1125,8 @@ func prefetchTwo(p *ir.Program, pl plan.Plan) int {
 // (where some warp is idle at some level, plan.Shrink), and with rounds of 2R+1 planes
 // (where the program allows them, lower.N5DShortRound; a prefetch that does not divide the
 // round goes as deep as the round and, under a register cap, also none at all, where a deeper
-// prefetch would spill), and under fast math with the update's scale kept apart (where
-// lowering would rewrite it, lower.RewritesFastMath) and with its sums' centre-column terms
-// first (where that reorders a sum, lower.OrdersTerms). Each changes the code's size, the
+// prefetch would spill), and under fast math with its sums' centre-column terms first (where
+// that reorders a sum, lower.OrdersTerms). Each changes the code's size, the
 // warm-up's cost or what runs the checked loop, which the model does not rank, and each won
 // on some stencils and lost on others.
 func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
@@ -1162,12 +1161,7 @@ func roundVariants(p *ir.Program, pl plan.Plan) []plan.Plan {
 			out = append(out, v)
 		}
 	}
-	if pl.FastMath && !pl.KeepScale && lower.RewritesFastMath(p) {
-		v := pl
-		v.KeepScale = true
-		out = append(out, v)
-	}
-	if pl.FastMath && !pl.KeepScale && !pl.CentreFirst && lower.OrdersTerms(p) {
+	if pl.FastMath && !pl.CentreFirst && lower.OrdersTerms(p) {
 		v := pl
 		v.CentreFirst = true
 		out = append(out, v)

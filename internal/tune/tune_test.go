@@ -565,7 +565,6 @@ func TestRoundVariants(t *testing.T) {
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,unclamped=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edges=true,chunk=64,fastmath=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,edgesfirst=true,chunk=64,fastmath=true",
-			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true,keepscale=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=2,chunk=64,fastmath=true,centrefirst=true",
 			"n5d:bx=16,by=16,bt=2,rx=2,ry=2,wave=true,pf=3,unroll=3,chunk=64,fastmath=true"}},
 		// Under a register cap the short round also goes without a prefetch.
@@ -837,7 +836,7 @@ func TestCombineSwitches(t *testing.T) {
 			on bool
 			by float64
 		}{{pl.RimBlocks, -0.03}, {pl.Unclamped, -0.01}, {pl.EdgesFirst, -0.005}, {pl.Phased, 0.1}, {pl.RimCut, 0.02},
-			{pl.Edges, 0.05}, {pl.KeepScale, 0.02}, {pl.Unroll > 0, 0.05}} {
+			{pl.Edges, 0.05}, {pl.CentreFirst, 0.02}, {pl.Unroll > 0, 0.05}} {
 			if d.on {
 				s += d.by
 			}
