@@ -1059,3 +1059,22 @@ func TestForwardPlaneRefinement(t *testing.T) {
 	}
 	verify(t, dev, s, res.Best.Plan, 5)
 }
+
+// TestChainPays: a search measures chained launches on 2D n5d plans only (none of the 3D pairs
+// timed on the H200 gained).
+func TestChainPays(t *testing.T) {
+	for _, c := range []struct {
+		file, plan string
+		want       bool
+	}{
+		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2", true},
+		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,chain=true", false},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", false},
+		{"an5d/j2d5pt.stencil", "naive:bx=32,by=8", false},
+	} {
+		p := program(t, c.file)
+		if got := chainPays(p, plans(t, p, c.plan)[0]); got != c.want {
+			t.Errorf("%s %s: chainPays %v, want %v", c.file, c.plan, got, c.want)
+		}
+	}
+}
