@@ -1803,7 +1803,10 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 //     float and double, fast and exact math), 2.3% geomean, 54 gains, the worst 0.964. In 3D
 //     the three pairs lost (0.70-1.01).
 //     The 21-stencil searches of AN5D's suite (float and double, 2026-11-28) brought the pairs
-//     to 161, 2.3% geomean, the worst 0.958 (box2d1r in double).
+//     to 161, 2.3% geomean, the worst 0.958 (box2d1r in double). They also timed 3D pairs: in
+//     float 18 over star3d1r, star3d2r, box3d1r and j3d27pt, 5.3% geomean, the worst 0.994,
+//     so 3D float n5d plans take the rule; in double star3d1r's lost down to 0.78 and
+//     LoRAStencil's star3d1r's to 0.70, so 3D double plans keep the plain plan.
 //   - asynchronous copies five planes ahead (plan.Async) on 2D n5d plans of float box
 //     stencils on CUDA sm_80 and later: 23 pairs over 10 box stencils of those records, 7.6%
 //     geomean, the worst 0.993; stars gained 1.8% with a worst of 0.86 (LoRAStencil's star2d3r
@@ -1811,7 +1814,7 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 //     float pairs, 11.2% geomean, the worst 0.997, while double's lost down to 0.83 (j2d9pt-gol) and
 //     0.85 (box2d1r) for a geomean near 1, so double boxes keep their prefetch too.
 func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
-	if pl.Strategy != "n5d" || p.Dims() != 2 || props.Backend != "cuda" {
+	if pl.Strategy != "n5d" || props.Backend != "cuda" || (p.Dims() != 2 && p.Dims() != 3) {
 		return pl
 	}
 	try := func(set func(*plan.Plan)) {
@@ -1820,6 +1823,12 @@ func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
 		if v.Validate(p, plan.Limits{}, 0) == nil {
 			pl = v
 		}
+	}
+	if p.Dims() == 3 {
+		if !pl.RimBlocks && allFloat32(p) {
+			try(func(v *plan.Plan) { v.RimBlocks = true })
+		}
+		return pl
 	}
 	if !pl.EdgesFirst {
 		try(func(v *plan.Plan) { v.EdgesFirst = true })
