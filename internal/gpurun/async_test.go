@@ -80,8 +80,20 @@ func TestAsyncRingOnOpenCL(t *testing.T) {
 		{"an5d/box3d1r", []string{"n5d:bx=4,by=4,rx=2,ry=2,bt=2,chunk=5,async=1"}, [][]int{{9, 2, 35}, {20, 12, 20}}},
 		{"an5d/star3d1r", []string{"n5d:bx=4,by=4,rx=2,ry=2,bt=2,chunk=5,async=1", "n5d:bx=8,by=8,bt=3,async=2,wave=false"}, [][]int{{9, 2, 35}, {20, 12, 20}}},
 		{"inplane/grad", []string{"n5d:bx=4,by=8,rx=2,bt=2,async=2"}, [][]int{{5, 7, 11}, {20, 12, 20}}},
+		// Double in 3D five planes ahead, as the model's picks copy (tune.PickRules).
+		{"an5d/star3d1r@f64", []string{"n5d:bx=8,by=8,rx=2,bt=3,wave=true,async=5,rimblocks=true,chunk=6"}, [][]int{{20, 12, 20}}},
+		{"an5d/j3d27pt@f64", []string{"n5d:bx=4,by=8,rx=2,bt=2,wave=true,async=5,chunk=5"}, [][]int{{20, 12, 20}}},
 	} {
-		p, err := load.File("../../examples/"+c.example+".stencil", load.Options{})
+		var opt load.Options
+		name, ty, typed := strings.Cut(c.example, "@")
+		if typed {
+			t64 := ir.F64
+			if ty != "f64" {
+				t.Fatalf("%s: only @f64", c.example)
+			}
+			opt.DefaultType = &t64
+		}
+		p, err := load.File("../../examples/"+name+".stencil", opt)
 		if err != nil {
 			t.Fatal(err)
 		}
