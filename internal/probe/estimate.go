@@ -57,8 +57,9 @@ func NominalPeakGFLOPs(p gpu.Props, word int) float64 {
 // Estimate is a profile of nominal values derived from the device's properties, for when
 // nothing has been measured: on CUDA devices the theoretical DRAM bandwidth and FP32 lanes x 2
 // x clock at the shares the H100's probe measured of them (cudaCopy, cudaFMA), L2 at that
-// probe's multiple of the copy rate, 128 bytes of shared memory per multiprocessor and clock. CPU OpenCL devices get modest
-// per-core guesses. It is good enough to rank plans, not to report efficiencies.
+// probe's multiple of the copy rate, 128 bytes of shared memory per multiprocessor and clock.
+// CPU OpenCL devices get modest per-core guesses. It is good enough to rank plans, not to
+// report efficiencies.
 func Estimate(p gpu.Props) *Profile {
 	pr := &Profile{Key: Key(p), Device: p, Created: time.Now().UTC().Truncate(time.Second), Estimated: true}
 	sms := float64(max(p.SMs, 1))

@@ -1804,7 +1804,7 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 //     the three pairs lost (0.70-1.01).
 //     The 21-stencil searches of AN5D's suite (float and double, 2026-11-28) brought the pairs
 //     to 161, 2.3% geomean, the worst 0.958 (box2d1r in double). They also timed 3D pairs: in
-//     float 18 over star3d1r, star3d2r, box3d1r and j3d27pt, 5.3% geomean, the worst 0.994,
+//     float 18 over star3d1r, star3d2r, box3d1r and j3d27pt, 6.5% geomean, the worst 0.994,
 //     so 3D float n5d plans take the rule; in double star3d1r's lost down to 0.78 and
 //     LoRAStencil's star3d1r's to 0.70, so 3D double plans keep the plain plan.
 //   - asynchronous copies five planes ahead (plan.Async) on 2D n5d plans of float box
