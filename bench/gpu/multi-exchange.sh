@@ -8,8 +8,6 @@ T=${1:?tempest binary}; G=${2:?GPUs}; ST=${3:-10000}
 OUT=${OUT:-multi-out}; mkdir -p "$OUT"; W=$(mktemp -d)
 port=29700
 source "$(dirname "$0")/ranks.sh"
-rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 CASES=${CASES:-"j2d5pt 16386x16386 4 16 64 128;star3d1r 514x514x514 4 16 32"}  # "auto": no --exchange
 IFS=';' read -ra CASE_LIST <<<"$CASES"
 for case in "${CASE_LIST[@]}"; do

@@ -17,8 +17,6 @@ export NCCL_NVLS_ENABLE=0
 port=29700
 T=${BINS[0]}
 source "$(dirname "$0")/ranks.sh"
-rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 DEFAULT="j2d5pt 16386x16386 n5d;star3d1r 514x514x514 auto"
 IFS=';' read -ra cases <<<"${CASES:-$DEFAULT}"
 log="$OUT/profile.log"

@@ -50,8 +50,6 @@ if on grid; then
 fi
 if on ranges; then
 	W=$(mktemp -d); port=29700; source "$(dirname "$0")/ranks.sh"
-	rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
-	median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 	for g in ${GPUS:-2 4}; do
 		((g > ngpu)) && continue
 		f=examples/an5d/star3d1r.stencil

@@ -19,8 +19,6 @@ OUT=${OUT:-multi-out}; mkdir -p "$OUT"; W=$(mktemp -d)
 export NCCL_NVLS_ENABLE=0
 port=29600
 source "$(dirname "$0")/ranks.sh"
-rate() { grep -o '[0-9.]* GCells/s' | head -1 | cut -d' ' -f1; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 
 on bitwise && echo "== bitwise: one GPU, --gpus $G, $G processes (exact mode)" | tee -a "$OUT/multi.log"
 on bitwise && for case in "examples/an5d/j2d5pt.stencil --size 4098x4098 --steps 200 --plan n5d" \

@@ -682,15 +682,7 @@ func (t *tuner) neighbours(best *Candidate) {
 	// of two shapes often tie, and the one that loses the tie may be the one that gains from
 	// them (star3d3r: 64x4 won the tie at chunk 128, 32x8 at chunk 84 is 8% faster than
 	// either). Chosen first: the best's neighbours would widen the gap the tie is judged by.
-	var rival *Candidate
-	if best.Plan.Strategy == plan.ForwardPlane {
-		for _, c := range near(t.res.Candidates, 1.03) {
-			if c != best && c.Plan.Strategy == plan.ForwardPlane && (c.Plan.BX != best.Plan.BX || c.Plan.BY != best.Plan.BY) {
-				rival = c
-				break
-			}
-		}
-	}
+	rival := otherShape(t.res.Candidates, best, 1.03)
 	t.refined(best, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, best.Plan, true)))
 	if rival != nil {
 		t.refined(rival, t.unmeasured(variant, neighbourPlans(t.s.Prog, t.s.Shape, rival.Plan, true)))
@@ -737,13 +729,8 @@ func (t *tuner) neighbours(best *Candidate) {
 	// chunk 84 1.32x in a search the day before; docs/performance.md).
 	if b := fastest(t.res.Candidates); b != nil {
 		t.refined(b, t.unmeasured(variant, fineChunks(t.s.Shape, b.Plan)))
-		if b.Plan.Strategy == plan.ForwardPlane {
-			for _, c := range near(t.res.Candidates, 1.02) {
-				if c.Plan.Strategy == plan.ForwardPlane && (c.Plan.BX != b.Plan.BX || c.Plan.BY != b.Plan.BY) {
-					t.refined(c, t.unmeasured(variant, fineChunks(t.s.Shape, c.Plan)))
-					break
-				}
-			}
+		if c := otherShape(t.res.Candidates, b, 1.02); c != nil {
+			t.refined(c, t.unmeasured(variant, fineChunks(t.s.Shape, c.Plan)))
 		}
 	}
 	// Last, the best plan compiled for the run's size (plan.ConstSize): faster on some plans
@@ -760,6 +747,20 @@ func (t *tuner) neighbours(best *Candidate) {
 		v.Chain = true
 		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
 	}
+}
+
+// otherShape is, where best is a forward-plane plan, the fastest measured forward-plane plan
+// of another block shape within factor of the fastest candidate, or nil.
+func otherShape(cands []*Candidate, best *Candidate, factor float64) *Candidate {
+	if best.Plan.Strategy != plan.ForwardPlane {
+		return nil
+	}
+	for _, c := range near(cands, factor) {
+		if c.Plan.Strategy == plan.ForwardPlane && (c.Plan.BX != best.Plan.BX || c.Plan.BY != best.Plan.BY) {
+			return c
+		}
+	}
+	return nil
 }
 
 // chainPays says a search measures pl with its launches chained (plan.Chain): 2D plans that
