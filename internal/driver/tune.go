@@ -301,7 +301,9 @@ func ChoosePlan(dev gpu.Device, pr *Prepared, mode string, fast bool, log io.Wri
 	prof := loadDeviceProfile(dev, false, nil)
 	opt := tune.Options{Profile: prof, Version: Version, FastMath: fast}
 	if mode == "model" {
-		c, err := tune.Pick(dev, s, opt)
+		o := opt
+		o.Log = log
+		c, err := tune.Pick(dev, s, o)
 		if err != nil {
 			return plan.Plan{}, err
 		}

@@ -54,13 +54,7 @@ func TestPickRules(t *testing.T) {
 		if first.Strategy != "n5d" {
 			t.Fatalf("%s %s: the model's first plan is %s, not n5d", c.name, c.typ, first)
 		}
-		var added []string
-		for _, kv := range strings.Split(strings.SplitN(got.String(), ":", 2)[1], ",") {
-			if !strings.Contains(","+strings.SplitN(first.String(), ":", 2)[1]+",", ","+kv+",") {
-				added = append(added, kv)
-			}
-		}
-		if a := strings.Join(added, ","); a != c.want {
+		if a := addedSettings(first, got); a != c.want {
 			t.Errorf("%s %s on %s: %s (from %s) adds %q, want %q", c.name, c.typ, c.props.Backend, got, first, a, c.want)
 		}
 	}
@@ -217,4 +211,91 @@ func TestHighOrderBoxesRankInPlane(t *testing.T) {
 			t.Errorf("%s: the model ranks %s first, want an inplane plan", name, cands[0].Plan)
 		}
 	}
+}
+
+// regsDevice compiles nothing: each kernel of a module reports base registers a thread plus
+// per more for each of the settings named in per's keys that the plan (in the module's name)
+// has, so that Pick's register check can be tried without a GPU.
+type regsDevice struct {
+	fakeDevice
+	base int
+	per  map[string]int
+}
+
+func (d regsDevice) Compile(name, src string, opt gpu.CompileOptions) (gpu.Module, error) {
+	regs := d.base
+	for k, n := range d.per {
+		if strings.Contains(name, k) {
+			regs += n
+		}
+	}
+	return regsModule{props: d.props, regs: regs}, nil
+}
+
+type regsModule struct {
+	props gpu.Props
+	regs  int
+}
+
+func (m regsModule) Kernel(name string) (gpu.Kernel, error) { return regsKernel(m), nil }
+func (m regsModule) Close() error                           { return nil }
+
+type regsKernel regsModule
+
+func (k regsKernel) Launch(grid, block [3]int, sharedBytes int, args ...any) error {
+	panic("internal error: regsKernel does not launch")
+}
+func (k regsKernel) Attrs() gpu.KernelAttrs {
+	return gpu.KernelAttrs{Regs: k.regs, MaxThreadsPerBlock: 1024}
+}
+func (k regsKernel) MaxActiveBlocksPerSM(threads, shared int) (int, error) {
+	return gpu.ResidentBlocks(k.props, threads, shared, k.regs), nil
+}
+
+// TestPickKeepsBlocks: the model's pick adds PickRules' settings only while the main kernel
+// keeps its blocks per multiprocessor: gradient2d's double plan (256 threads) at 120 registers
+// has two; where edgesfirst and rimblocks each cost 8 registers, both together leave one
+// block, so the pick takes edgesfirst (the first rule) alone; where they cost nothing it takes
+// both.
+func TestPickKeepsBlocks(t *testing.T) {
+	typ := ir.F64
+	p, err := load.File("../../examples/an5d/gradient2d.stencil", load.Options{DefaultType: &typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		per  map[string]int
+		want string
+	}{
+		{map[string]int{"rimblocks=true": 8, "edgesfirst=true": 8}, "edgesfirst=true"},
+		{map[string]int{"rimblocks=true": 0, "edgesfirst=true": 0}, "rimblocks=true,edgesfirst=true"},
+		{map[string]int{"rimblocks=true": 16, "edgesfirst=true": 0}, "edgesfirst=true"},
+		{map[string]int{"rimblocks=true": 0, "edgesfirst=true": 16}, "rimblocks=true"},
+	} {
+		dev := regsDevice{fakeDevice: fakeDevice{props: h100Props}, base: 120, per: c.per}
+		s := shapeless(p, benchShape(p))
+		got, err := Pick(dev, s, Options{Profile: probe.Estimate(h100Props), FastMath: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands, err := Rank(dev, s, Options{Profile: probe.Estimate(h100Props), FastMath: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := cands[0].Plan
+		if a := addedSettings(first, got.Plan); a != c.want {
+			t.Errorf("registers %v: the pick %s (from %s) adds %q, want %q", c.per, got.Plan, first, a, c.want)
+		}
+	}
+}
+
+// addedSettings are the settings of got's text that from's lacks, in got's order.
+func addedSettings(from, got plan.Plan) string {
+	var added []string
+	for _, kv := range strings.Split(strings.SplitN(got.String(), ":", 2)[1], ",") {
+		if !strings.Contains(","+strings.SplitN(from.String(), ":", 2)[1]+",", ","+kv+",") {
+			added = append(added, kv)
+		}
+	}
+	return strings.Join(added, ",")
 }

@@ -1503,6 +1503,9 @@ type compiled struct {
 	mod gpu.Module
 	src string
 	err error
+	// blocks is how many blocks of the module's first kernel reside on a multiprocessor (0:
+	// the device does not say).
+	blocks int
 }
 
 // preDevice hands gpurun a module compiled beforehand, so that compilation runs in parallel
@@ -1546,7 +1549,8 @@ func (t *tuner) compile(c *Candidate) (cm compiled) {
 	}
 	props := t.dev.Props()
 	threads := c.Plan.Threads()
-	for _, k := range c.low.Module.Kernels {
+	blocks := 0
+	for i, k := range c.low.Module.Kernels {
 		kk, err := mod.Kernel(k.Name)
 		if err != nil {
 			mod.Close()
@@ -1566,8 +1570,21 @@ func (t *tuner) compile(c *Candidate) (cm compiled) {
 			mod.Close()
 			return compiled{err: fmt.Errorf("kernel %s: no block of %d threads fits on a multiprocessor", k.Name, threads)}
 		}
+		if i == 0 && a.Regs > 0 {
+			blocks = gpu.ResidentBlocks(props, threads, launchShared(c.low, k.Name)+a.StaticShared, a.Regs)
+		}
 	}
-	return compiled{mod: mod, src: src}
+	return compiled{mod: mod, src: src, blocks: blocks}
+}
+
+// launchShared is the dynamic shared memory of low's first launch of kernel name.
+func launchShared(low *lower.Lowered, name string) int {
+	for _, l := range low.Launches {
+		if l.Kernel == name {
+			return l.Shared
+		}
+	}
+	return 0
 }
 
 // measure compiles the candidates (in parallel; measuring starts with the first ready one on
@@ -1749,7 +1766,14 @@ func firstLine(s string) string {
 }
 
 // Pick is the model's choice without measurements: the best-ranked candidate that compiles
-// within the device's register limits (compiled once to find out).
+// within the device's register limits (compiled once to find out), with PickRules' settings
+// added one at a time, each kept only where it compiles and leaves as many blocks of the main
+// kernel (the module's first, the full temporal block) on a multiprocessor as the plan had
+// without it. The rules' records are timed plans, which the search would have dropped had a
+// setting's registers cost a block; a pick times nothing, so it checks the registers instead:
+// gradient2d's double pick took edgesfirst and rimblocks together at 134 registers a thread,
+// one block of 256 threads a multiprocessor where each alone left two, and ran at 236 GCells/s
+// against 327-344 (docs/performance.md, 2026-11-29).
 func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 	cands, err := Rank(dev, s, o)
 	if err != nil {
@@ -1761,28 +1785,68 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 		if c.Status == Pruned || i >= 8 {
 			break
 		}
-		if pl := PickRules(s.Prog, dev.Props(), c.Plan); pl.String() != c.Plan.String() {
-			v := *c
-			v.Plan = pl
-			if cm := t.compile(&v); cm.err == nil {
-				cm.mod.Close()
-				return &v, nil
-			}
+		// The plain plan and the one with every rule compile side by side; one at a time
+		// only where the latter loses a block.
+		rules := pickRules(s.Prog, dev.Props(), c.Plan)
+		withAll := ruled(c, PickRules(s.Prog, dev.Props(), c.Plan))
+		if withAll.Plan.String() == c.Plan.String() {
+			rules = nil
 		}
-		cm := t.compile(c)
-		if cm.err == nil {
-			cm.mod.Close()
+		var cm, am compiled
+		var wg sync.WaitGroup
+		if len(rules) > 0 {
+			wg.Go(func() { am = t.compile(withAll) })
+		}
+		cm = t.compile(c)
+		wg.Wait()
+		if am.mod != nil {
+			am.mod.Close()
+		}
+		if cm.err != nil {
+			if firstErr == nil {
+				firstErr = cm.err
+			}
+			c.Status, c.Reason = Failed, cm.err.Error()
+			continue
+		}
+		cm.mod.Close()
+		if len(rules) == 0 {
 			return c, nil
 		}
-		if firstErr == nil {
-			firstErr = cm.err
+		if am.err == nil && am.blocks >= cm.blocks {
+			return withAll, nil
 		}
-		c.Status, c.Reason = Failed, cm.err.Error()
+		best := c
+		for _, r := range rules {
+			v := ruled(best, best.Plan)
+			r.set(&v.Plan)
+			if v.Plan.Validate(s.Prog, plan.Limits{}, 0) != nil {
+				continue
+			}
+			vm := t.compile(v)
+			if vm.err != nil {
+				continue
+			}
+			vm.mod.Close()
+			if vm.blocks < cm.blocks {
+				t.logf("pick: %s left out: the main kernel's blocks per multiprocessor would drop from %d to %d (%d registers a thread)", r.name, cm.blocks, vm.blocks, v.Regs)
+				continue
+			}
+			best = v
+		}
+		return best, nil
 	}
 	if firstErr == nil {
 		firstErr = errors.New(cands[0].Reason)
 	}
 	return nil, fmt.Errorf("no plan of %s compiles: %v", s.Prog.Name, firstErr)
+}
+
+// ruled is c with plan pl, not yet compiled.
+func ruled(c *Candidate, pl plan.Plan) *Candidate {
+	v := *c
+	v.Plan, v.low, v.Regs = pl, nil, 0
+	return &v
 }
 
 // PickRules adds to a plan the model ranks first the settings that the model does not rank but
@@ -1818,35 +1882,49 @@ func Pick(dev gpu.Device, s *state.State, o Options) (*Candidate, error) {
 //     over star3d1r, star3d2r, box3d1r and j3d27pt, 10.0% geomean, the worst 0.988, and float
 //     lost (0.92), so 3D double n5d plans copy ahead.
 func PickRules(p *ir.Program, props gpu.Props, pl plan.Plan) plan.Plan {
-	if pl.Strategy != "n5d" || props.Backend != "cuda" || (p.Dims() != 2 && p.Dims() != 3) {
-		return pl
-	}
-	try := func(set func(*plan.Plan)) {
+	for _, r := range pickRules(p, props, pl) {
 		v := pl
-		set(&v)
+		r.set(&v)
 		if v.Validate(p, plan.Limits{}, 0) == nil {
 			pl = v
 		}
 	}
+	return pl
+}
+
+// pickRule is one of PickRules' settings: its name for the log and how it changes a plan.
+type pickRule struct {
+	name string
+	set  func(*plan.Plan)
+}
+
+// pickRules are the settings PickRules adds to pl, in the order it adds them (see PickRules).
+func pickRules(p *ir.Program, props gpu.Props, pl plan.Plan) []pickRule {
+	if pl.Strategy != "n5d" || props.Backend != "cuda" || (p.Dims() != 2 && p.Dims() != 3) {
+		return nil
+	}
+	rimBlocks := pickRule{"rimblocks", func(v *plan.Plan) { v.RimBlocks = true }}
+	async := pickRule{fmt.Sprintf("async=%d", pickAsync), func(v *plan.Plan) { v.Prefetch, v.Async = 0, pickAsync }}
+	var rs []pickRule
 	if p.Dims() == 3 {
 		if !pl.RimBlocks && allFloat32(p) {
-			try(func(v *plan.Plan) { v.RimBlocks = true })
+			rs = append(rs, rimBlocks)
 		}
 		if pl.Async == 0 && props.ComputeMajor >= 8 && allOf(p, ir.F64) {
-			try(func(v *plan.Plan) { v.Prefetch, v.Async = 0, pickAsync })
+			rs = append(rs, async)
 		}
-		return pl
+		return rs
 	}
 	if !pl.EdgesFirst {
-		try(func(v *plan.Plan) { v.EdgesFirst = true })
+		rs = append(rs, pickRule{"edgesfirst", func(v *plan.Plan) { v.EdgesFirst = true }})
 	}
 	if !pl.RimBlocks {
-		try(func(v *plan.Plan) { v.RimBlocks = true })
+		rs = append(rs, rimBlocks)
 	}
 	if pl.Async == 0 && !pl.Shfl && props.ComputeMajor >= 8 && analysis.Analyze(p).Shape == analysis.Box && allFloat32(p) {
-		try(func(v *plan.Plan) { v.Prefetch, v.Async = 0, pickAsync })
+		rs = append(rs, async)
 	}
-	return pl
+	return rs
 }
 
 // allFloat32 reports whether every grid of p is float (PickRules' rules part by type).
