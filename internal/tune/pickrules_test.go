@@ -253,10 +253,10 @@ func (k regsKernel) MaxActiveBlocksPerSM(threads, shared int) (int, error) {
 }
 
 // TestPickKeepsBlocks: the model's pick adds PickRules' settings only while the main kernel
-// keeps its blocks per multiprocessor: gradient2d's double plan (256 threads) at 120 registers
-// has two; where edgesfirst and rimblocks each cost 8 registers, both together leave one
-// block, so the pick takes edgesfirst (the first rule) alone; where they cost nothing it takes
-// both.
+// keeps more than one block per multiprocessor: gradient2d's double plan (256 threads) at 120
+// registers has two; where edgesfirst and rimblocks each cost 8 registers, both together leave
+// one block, so the pick takes edgesfirst (the first rule) alone; where they cost nothing it
+// takes both, and where they take three blocks to two as well.
 func TestPickKeepsBlocks(t *testing.T) {
 	typ := ir.F64
 	p, err := load.File("../../examples/an5d/gradient2d.stencil", load.Options{DefaultType: &typ})
@@ -264,15 +264,18 @@ func TestPickKeepsBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
+		base int
 		per  map[string]int
 		want string
 	}{
-		{map[string]int{"rimblocks=true": 8, "edgesfirst=true": 8}, "edgesfirst=true"},
-		{map[string]int{"rimblocks=true": 0, "edgesfirst=true": 0}, "rimblocks=true,edgesfirst=true"},
-		{map[string]int{"rimblocks=true": 16, "edgesfirst=true": 0}, "edgesfirst=true"},
-		{map[string]int{"rimblocks=true": 0, "edgesfirst=true": 16}, "rimblocks=true"},
+		{120, map[string]int{"rimblocks=true": 8, "edgesfirst=true": 8}, "edgesfirst=true"},
+		{120, map[string]int{"rimblocks=true": 0, "edgesfirst=true": 0}, "rimblocks=true,edgesfirst=true"},
+		{120, map[string]int{"rimblocks=true": 16, "edgesfirst=true": 0}, "edgesfirst=true"},
+		{120, map[string]int{"rimblocks=true": 0, "edgesfirst=true": 16}, "rimblocks=true"},
+		// Three blocks to two: both kept.
+		{80, map[string]int{"rimblocks=true": 8, "edgesfirst=true": 8}, "rimblocks=true,edgesfirst=true"},
 	} {
-		dev := regsDevice{fakeDevice: fakeDevice{props: h100Props}, base: 120, per: c.per}
+		dev := regsDevice{fakeDevice: fakeDevice{props: h100Props}, base: c.base, per: c.per}
 		s := shapeless(p, benchShape(p))
 		got, err := Pick(dev, s, Options{Profile: probe.Estimate(h100Props), FastMath: true})
 		if err != nil {
