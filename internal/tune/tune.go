@@ -419,6 +419,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	}
 	res.SpaceBest = fastest(res.Candidates)
 	if !o.NoRefine && res.SpaceBest != nil {
+		t.pickRules(res.SpaceBest)
 		t.refine(contenders(res.Candidates))
 		t.neighbours(fastest(res.Candidates))
 	}
@@ -438,6 +439,22 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 		return res, fmt.Errorf("no candidate of %s could be measured (%d failed, %d pruned)", s.Prog.Name, res.Failed, res.Pruned)
 	}
 	return res, nil
+}
+
+// pickRules measures best, the fastest plan of the space, with PickRules' settings, as a
+// contender of the refinement: what `tempest run` takes without tuning must not beat what a
+// search finds. The suite's float searches (H200, 2026-11-28) ended on plans without them
+// where the model's pick had them and ran faster: star2d3r 971.9 GCells/s tuned against
+// 1,048.6 picked, star2d4r 800.1 against 874.4 (docs/performance.md, 2026-11-29).
+func (t *tuner) pickRules(best *Candidate) {
+	pl := PickRules(t.s.Prog, t.dev.Props(), best.Plan)
+	if pl.String() == best.Plan.String() {
+		return
+	}
+	if v := t.variants()(pl); v != nil {
+		v.Refined = false // the model's pick: refined as the space's plans are
+		t.refined(best, []*Candidate{v})
+	}
 }
 
 // leaders are, of every strategy none of whose plans has been measured (or has failed), its

@@ -1078,3 +1078,36 @@ func TestChainPays(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchTimesThePick: the search measures the fastest plan of the space with PickRules'
+// settings, as a contender the refinement varies (so that a search ends no slower than the
+// model's pick), and nothing where the rules add none (an OpenCL device).
+func TestSearchTimesThePick(t *testing.T) {
+	p := program(t, "an5d/star2d3r.stencil")
+	base := plans(t, p, "n5d:bx=128,bt=4,rx=2,chunk=256,fastmath=true")[0]
+	timeOf := func(pl plan.Plan) float64 {
+		if pl.RimBlocks && pl.EdgesFirst {
+			return 0.9e-3
+		}
+		return 1e-3
+	}
+	tu, timedOf := madeUpTuner(p, true, timeOf)
+	best := tu.variants()(base)
+	best.Refined = false
+	tu.measure([]*Candidate{best})
+	tu.res.Candidates = []*Candidate{best}
+	tu.pickRules(best)
+	want := "n5d:bx=128,by=1,bt=4,rx=2,wave=true,rimblocks=true,edgesfirst=true,chunk=256,fastmath=true"
+	if got := timedOf(); len(got) != 2 || got[1] != want {
+		t.Fatalf("timed %v, want the plan and then %s", got, want)
+	}
+	if cs := contenders(tu.res.Candidates); len(cs) == 0 || cs[0].Plan.String() != want {
+		t.Errorf("contenders %v, want the pick's plan first", cs)
+	}
+	tu.dev = fakeDevice{props: gpu.Props{Backend: "opencl"}}
+	n := len(timedOf())
+	tu.pickRules(best)
+	if len(timedOf()) != n {
+		t.Errorf("on OpenCL the search timed %v", timedOf()[n:])
+	}
+}
