@@ -419,7 +419,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	}
 	res.SpaceBest = fastest(res.Candidates)
 	if !o.NoRefine && res.SpaceBest != nil {
-		t.pickRules(res.SpaceBest)
+		t.pickContenders()
 		t.refine(contenders(res.Candidates))
 		t.neighbours(fastest(res.Candidates))
 	}
@@ -441,11 +441,22 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	return res, nil
 }
 
-// pickRules measures best, the fastest plan of the space, with PickRules' settings, as a
-// contender of the refinement: what `tempest run` takes without tuning must not beat what a
-// search finds. The suite's float searches (H200, 2026-11-28) ended on plans without them
-// where the model's pick had them and ran faster: star2d3r 971.9 GCells/s tuned against
-// 1,048.6 picked, star2d4r 800.1 against 874.4 (docs/performance.md, 2026-11-29).
+// pickContenders measures the contenders of the space with PickRules' settings, each as a
+// contender of the refinement itself: what `tempest run` takes without tuning must not beat
+// what a search finds. The suite's float searches (H200, 2026-11-28) ended on plans without
+// them where the model's pick had them and ran faster: star2d3r 971.9 GCells/s tuned against
+// 1,048.6 picked, star2d4r 800.1 against 874.4 (docs/performance.md, 2026-11-29). Every
+// contender gets them, not the fastest alone: the steps after refine only the fastest plan,
+// and a family timed with the settings beside others timed without wins by them alone
+// (star3d1r's search, the settings on its fastest plan only, took 32x32 threads at bt=3
+// to the end, 617 GCells/s, where 16x32 at bt=4 with them reached 785).
+func (t *tuner) pickContenders() {
+	for _, c := range contenders(t.res.Candidates) {
+		t.pickRules(c)
+	}
+}
+
+// pickRules measures c with PickRules' settings (see pickContenders), unless they add none.
 func (t *tuner) pickRules(best *Candidate) {
 	pl := PickRules(t.s.Prog, t.dev.Props(), best.Plan)
 	if pl.String() == best.Plan.String() {
