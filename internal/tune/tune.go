@@ -422,6 +422,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 		t.pickContenders()
 		t.refine(contenders(res.Candidates))
 		t.neighbours(fastest(res.Candidates))
+		t.runnerUpWalk()
 	}
 	for _, c := range res.Candidates {
 		switch {
@@ -777,6 +778,75 @@ func (t *tuner) neighbours(best *Candidate) {
 	}
 }
 
+// runnerUpWalk, while the budget lasts, walks the neighbours of the fastest plan of another
+// family than the fastest's (runnerUp) as neighbours walked the fastest's, with the fastest's
+// family out of sight, so that the walk's steps take the other family's plans for the best:
+// the walk varies one family, and a family behind at the start may be the one its settings
+// carry further. star3d1r's search on the H200 (2026-11-29) walked 32x32 threads at bt=3 to
+// 617 GCells/s and ended after 20 s of its 60, with 16x32 threads at bt=4 3.9% behind at the
+// start; the suite's search of the day before had walked that family to 785. The plans the
+// walk finds join the candidates; the fastest of all is the result.
+func (t *tuner) runnerUpWalk() {
+	best := fastest(t.res.Candidates)
+	if best == nil || t.spent() {
+		return
+	}
+	r := runnerUp(t.res.Candidates, best, runnerUpFactor)
+	if r == nil {
+		return
+	}
+	t.logf("walking from %s, the fastest plan of another family (%.1f%% behind)", r.Plan, (r.SecondsPerStep/best.SecondsPerStep-1)*100)
+	all, fam := t.res.Candidates, family(best.Plan)
+	var view []*Candidate
+	for _, c := range all {
+		if family(c.Plan) == fam {
+			t.hidden = append(t.hidden, c)
+		} else {
+			view = append(view, c)
+		}
+	}
+	t.res.Candidates = view
+	t.neighbours(r)
+	inView := map[*Candidate]bool{}
+	for _, c := range view {
+		inView[c] = true
+	}
+	var added []*Candidate
+	for _, c := range t.res.Candidates {
+		if !inView[c] {
+			added = append(added, c)
+		}
+	}
+	t.hidden = nil
+	i := len(all)
+	for i > 0 && all[i-1].Status == Pruned {
+		i--
+	}
+	t.res.Candidates = slices.Concat(all[:i], added, all[i:])
+}
+
+// runnerUpFactor bounds how far behind the fastest plan the runner-up may be (runnerUpWalk):
+// the contenders' 10%.
+const runnerUpFactor = 1.1
+
+// runnerUp is the fastest measured plan of another family than best's within factor of the
+// fastest, or nil.
+func runnerUp(cands []*Candidate, best *Candidate, factor float64) *Candidate {
+	fam := family(best.Plan)
+	for _, c := range near(cands, factor) {
+		if family(c.Plan) != fam {
+			return c
+		}
+	}
+	return nil
+}
+
+// family is what a walk from a plan does not vary early: the strategy, the block, the
+// temporal depth and the cells a thread computes.
+func family(pl plan.Plan) string {
+	return fmt.Sprintf("%s %dx%dx%d bt=%d rx=%d ry=%d rz=%d", pl.Strategy, pl.BX, pl.BY, pl.BZ, pl.BT, pl.RX, pl.RY, pl.RZ)
+}
+
 // otherShape is, where best is a forward-plane plan, the fastest measured forward-plane plan
 // of another block shape within factor of the fastest candidate, or nil.
 func otherShape(cands []*Candidate, best *Candidate, factor float64) *Candidate {
@@ -1069,7 +1139,7 @@ func near(cands []*Candidate, factor float64) []*Candidate {
 // unmeasured are the candidates (made by variant) of the plans that are not candidates yet.
 func (t *tuner) unmeasured(variant func(plan.Plan) *Candidate, pls []plan.Plan) []*Candidate {
 	have := map[string]bool{}
-	for _, c := range t.res.Candidates {
+	for _, c := range slices.Concat(t.res.Candidates, t.hidden) {
 		have[c.Plan.String()] = true
 	}
 	var vars []*Candidate
@@ -1326,6 +1396,9 @@ type tuner struct {
 	// which every candidate's buffers are filled on the device (initialMade: tried).
 	initial     gpurun.Initial
 	initialMade bool
+	// hidden are the candidates runnerUpWalk keeps out of the walk's sight: not walked
+	// from, not measured again.
+	hidden []*Candidate
 }
 
 // initialCopies are the device copies the candidates start from: one upload of the state for

@@ -1124,3 +1124,70 @@ func TestSearchTimesThePick(t *testing.T) {
 		t.Errorf("on OpenCL the search timed %v", timedOf()[n:])
 	}
 }
+
+// TestRunnerUpWalk: after the walk from the fastest plan, the search walks from the fastest
+// plan of another family (made-up times: 32x32 threads at bt=3 ahead at the start, 16x32 at
+// bt=4 gaining 15% with the edge tiles, which cost the first 10%), and that family's plan
+// ends the fastest; no plan is timed twice, and a walk with no other family near does nothing.
+func TestRunnerUpWalk(t *testing.T) {
+	p := program(t, "an5d/star3d1r.stencil")
+	base := plans(t, p, "n5d:bx=32,by=32,bt=3,chunk=128,fastmath=true", "n5d:bx=16,by=32,bt=4,rx=2,chunk=128,fastmath=true")
+	timeOf := func(pl plan.Plan) float64 {
+		s := 0.228
+		if pl.BX == 16 {
+			s = 0.240
+			if pl.Edges {
+				s *= 0.85
+			}
+		} else if pl.Edges {
+			s *= 1.1
+		}
+		return s * 1e-3
+	}
+	tu, timedOf := madeUpTuner(p, true, timeOf)
+	var space []*Candidate
+	for _, pl := range base {
+		c := tu.variants()(pl)
+		c.Refined = false
+		space = append(space, c)
+	}
+	tu.measure(space)
+	tu.res.Candidates = space
+	tu.neighbours(fastest(tu.res.Candidates))
+	if b := fastest(tu.res.Candidates); b.Plan.BX != 32 {
+		t.Fatalf("after the first walk the fastest is %s, want a 32x32 plan", b.Plan)
+	}
+	n := len(timedOf())
+	tu.runnerUpWalk()
+	if len(timedOf()) == n {
+		t.Fatal("the walk from the runner-up timed nothing")
+	}
+	if b := fastest(tu.res.Candidates); b.Plan.BX != 16 || !b.Plan.Edges {
+		t.Errorf("fastest %s, want a 16x32 plan with the edge tiles", b.Plan)
+	}
+	seen := map[string]bool{}
+	for _, s := range timedOf() {
+		if seen[s] {
+			t.Errorf("%s timed twice", s)
+		}
+		seen[s] = true
+	}
+	if len(tu.res.Candidates) != len(timedOf()) {
+		t.Errorf("%d candidates, %d timed: the walk's plans must join the candidates", len(tu.res.Candidates), len(timedOf()))
+	}
+	// Only one family near: nothing more.
+	tu2, timed2 := madeUpTuner(p, true, func(pl plan.Plan) float64 {
+		if pl.BX == 16 {
+			return 1e-3
+		}
+		return 0.5e-3
+	})
+	c := tu2.variants()(base[0])
+	d := tu2.variants()(base[1])
+	tu2.measure([]*Candidate{c, d})
+	tu2.res.Candidates = []*Candidate{c, d}
+	tu2.runnerUpWalk()
+	if len(timed2()) != 2 {
+		t.Errorf("with no other family within 10%% the walk timed %v", timed2()[2:])
+	}
+}
