@@ -1098,14 +1098,7 @@ func TestSearchTimesThePick(t *testing.T) {
 		return s * 1e-3
 	}
 	tu, timedOf := madeUpTuner(p, true, timeOf)
-	var space []*Candidate
-	for _, pl := range base {
-		c := tu.variants()(pl)
-		c.Refined = false
-		space = append(space, c)
-	}
-	tu.measure(space)
-	tu.res.Candidates = space
+	measuredSpace(tu, base)
 	tu.pickContenders()
 	want := []string{
 		"n5d:bx=256,by=1,bt=4,rx=2,wave=true,rimblocks=true,edgesfirst=true,chunk=256,fastmath=true",
@@ -1145,14 +1138,7 @@ func TestRunnerUpWalk(t *testing.T) {
 		return s * 1e-3
 	}
 	tu, timedOf := madeUpTuner(p, true, timeOf)
-	var space []*Candidate
-	for _, pl := range base {
-		c := tu.variants()(pl)
-		c.Refined = false
-		space = append(space, c)
-	}
-	tu.measure(space)
-	tu.res.Candidates = space
+	measuredSpace(tu, base)
 	tu.neighbours(fastest(tu.res.Candidates))
 	if b := fastest(tu.res.Candidates); b.Plan.BX != 32 {
 		t.Fatalf("after the first walk the fastest is %s, want a 32x32 plan", b.Plan)
@@ -1190,4 +1176,17 @@ func TestRunnerUpWalk(t *testing.T) {
 	if len(timed2()) != 2 {
 		t.Errorf("with no other family within 10%% the walk timed %v", timed2()[2:])
 	}
+}
+
+// measuredSpace makes pls the tuner's candidates as plans of the space (not refinements) and
+// measures them.
+func measuredSpace(tu *tuner, pls []plan.Plan) {
+	var space []*Candidate
+	for _, pl := range pls {
+		c := tu.variants()(pl)
+		c.Refined = false
+		space = append(space, c)
+	}
+	tu.measure(space)
+	tu.res.Candidates = space
 }
