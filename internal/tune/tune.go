@@ -420,7 +420,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 	res.SpaceBest = fastest(res.Candidates)
 	if !o.NoRefine && res.SpaceBest != nil {
 		t.pickContenders()
-		t.refine(contenders(res.Candidates))
+		t.refine(t.contenders())
 		t.neighbours(fastest(res.Candidates))
 		t.runnerUpWalk()
 	}
@@ -457,16 +457,40 @@ func (t *tuner) pickContenders() {
 	}
 }
 
-// pickRules measures c with PickRules' settings (see pickContenders), unless they add none.
-func (t *tuner) pickRules(best *Candidate) {
-	pl := PickRules(t.s.Prog, t.dev.Props(), best.Plan)
-	if pl.String() == best.Plan.String() {
+// pickRules measures c with PickRules' settings (see pickContenders), unless they add none;
+// where they win, c is superseded: the refinement varies the plan with them instead.
+func (t *tuner) pickRules(c *Candidate) {
+	pl := PickRules(t.s.Prog, t.dev.Props(), c.Plan)
+	if pl.String() == c.Plan.String() {
 		return
 	}
-	if v := t.variants()(pl); v != nil {
-		v.Refined = false // the model's pick: refined as the space's plans are
-		t.refined(best, []*Candidate{v})
+	v := t.variants()(pl)
+	if v == nil {
+		return
 	}
+	v.Refined = false // the model's pick: refined as the space's plans are
+	t.refined(c, []*Candidate{v})
+	if v.Status == Measured && c.Status == Measured && v.SecondsPerStep < c.SecondsPerStep {
+		if t.superseded == nil {
+			t.superseded = map[*Candidate]bool{}
+		}
+		t.superseded[c] = true
+	}
+}
+
+// contenders are the plans the refinement varies (contenders), less those the pick's settings
+// superseded (pickRules): their register caps, prefetches and copies are the same family's as
+// the plan with the settings, which wins. The searches of 2026-11-29 (H200) spent 9 or 10 of
+// their 31-55 timed plans on such a plan's variants (j2d5pt, star2d1r, box3d1r, j3d27pt,
+// star3d1r, star3d2r), and none of them led to the plan the search ended with.
+func (t *tuner) contenders() []*Candidate {
+	var live []*Candidate
+	for _, c := range t.res.Candidates {
+		if !t.superseded[c] {
+			live = append(live, c)
+		}
+	}
+	return contenders(live)
 }
 
 // leaders are, of every strategy none of whose plans has been measured (or has failed), its
@@ -1399,6 +1423,9 @@ type tuner struct {
 	// hidden are the candidates runnerUpWalk keeps out of the walk's sight: not walked
 	// from, not measured again.
 	hidden []*Candidate
+	// superseded are the plans of the space whose variant with the pick's settings ran
+	// faster (pickRules): not refined themselves.
+	superseded map[*Candidate]bool
 }
 
 // initialCopies are the device copies the candidates start from: one upload of the state for
