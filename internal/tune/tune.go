@@ -450,7 +450,8 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 // contender gets them, not the fastest alone: the steps after refine only the fastest plan,
 // and a family timed with the settings beside others timed without wins by them alone
 // (star3d1r's search, the settings on its fastest plan only, took 32x32 threads at bt=3
-// to the end, 617 GCells/s, where 16x32 at bt=4 with them reached 785).
+// to the end, 617 GCells/s; the suite's search of the day before had taken 16x32 threads at
+// bt=4 to 785).
 func (t *tuner) pickContenders() {
 	for _, c := range contenders(t.res.Candidates) {
 		t.pickRules(c)
