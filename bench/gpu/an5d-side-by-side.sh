@@ -44,6 +44,8 @@
 #
 # Environment: TYPES ("float double"), STENCILS (the 11), SIZE2D (16384), SIZE3D (512),
 # STEPS (1000), ROUNDS ("1 2 3"; set and empty: none, e.g. to search only), JOBS (16), ARCH (sm_90), CONFIGS (all | v100 | p100),
+# BUILD_BEST (1: with BEST_OF=K, only the K fastest configurations of the CSV's screen are
+# built and run, e.g. rounds 2 and 3 on one GPU after RESUME of a screen made elsewhere),
 # PLANS (tune), LIST_F32, LIST_F64, RUN_TIMEOUT (300 s per run), TEMPEST_BACKEND (cuda).
 # STENCILS=suite runs AN5D's whole suite of 21 (the table's 11 and the stars and boxes of higher
 # radius). PLANS=tune takes Tempest's plans from `tempest tune --fastmath --budget TUNE_BUDGET`
@@ -91,7 +93,11 @@
 #   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUND_GPUS=4 ROUNDS=1 RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
 #   SKIP_BUILD=1 STENCILS=suite TYPES=float PLANS=tune ROUND_GPUS=4 BEST_OF=3 ROUNDS="2 3" RESULTS=$OUT bench/gpu/an5d-side-by-side.sh ...
 # (ROUNDS= set and empty runs the searches alone; round 1 screens every configuration;
-# BEST_OF=3 times only each stencil's three fastest there in rounds 2 and 3).
+# BEST_OF=3 times only each stencil's three fastest there in rounds 2 and 3). On one GPU, with
+# the screen's CSV of an earlier machine in OUTDIR (e.g. a results.tgz of an5d-suite-calls.sh
+# unpacked there, its plans-TYPE.txt removed to search afresh), BUILD_BEST=1 builds those
+# three alone:
+#   BUILD_BEST=1 BEST_OF=3 STENCILS=suite TYPES=float PLANS=tune TUNE_BUDGET=60s ROUNDS="2 3" bench/gpu/an5d-side-by-side.sh ...
 # bench/gpu/an5d-suite-calls.sh runs these steps for both types in as many calls as they take
 # (the builds in the background, beside the searches), and the model's picks after them.
 # With the artifact's 5 to 10 configurations
@@ -231,6 +237,32 @@ for t in $TYPES; do
     nbin=$((nbin + n))
   done
 done
+
+# round_configs ROUND TYPE STENCIL: the AN5D configurations a round runs: all of them, or with
+# BEST_OF=K in rounds after the screening round SCREEN (1), the K fastest there (by the
+# CSV's ok rows; all of them where the screen measured none).
+round_configs() {
+  if [ -z "$BEST_OF" ] || [ "$1" = "$SCREEN" ] || [ ! -f "$CSV" ]; then echo "${CFG[$2,$3]}"; return; fi
+  local best
+  best=$(awk -F, -v r="$SCREEN" -v t="$2" -v s="$3" '$1 == r && $2 == t && $3 == s && $4 == "an5d" && $8 == "ok" {
+    gsub(/"/, "", $5); print $9, $5 }' "$CSV" | sort -g | head -n "$BEST_OF" | awk '{ print $2 }' | tr '\n' ' ')
+  if [ -n "$best" ]; then echo "$best"; else echo "${CFG[$2,$3]}"; fi
+}
+
+# BUILD_BEST=1 with BEST_OF=K: each stencil's configurations are the K fastest of the CSV's
+# screen (round_configs), where it measured the stencil, for the builds and every round: the
+# later rounds on a machine that screened nothing (a single GPU, a fresh machine after
+# RESUME), with the builds they need and no others.
+if [ -n "${BUILD_BEST:-}" ]; then
+  [ -n "$BEST_OF" ] || die "BUILD_BEST=1 needs BEST_OF=K"
+  nbin=0
+  for t in $TYPES; do
+    for s in $STENCILS; do
+      CFG[$t,$s]=$(round_configs best "$t" "$s")
+      nbin=$((nbin + $(wc -w <<< "${CFG[$t,$s]}")))
+    done
+  done
+fi
 
 report() {
   [ -f "$CSV" ] || { echo "no $CSV yet: nothing to report"; return 0; }
@@ -610,17 +642,6 @@ measure_tempest() { # ROUND TYPE STENCIL
     [ "$got" = "$plan" ] || echo "  note: $3 ran as $got"
   fi
   row "$1" "$2" "$3" tempest "$plan" "$size" "$st" "$ms" "$gf" "$log"
-}
-
-# round_configs ROUND TYPE STENCIL: the AN5D configurations a round runs: all of them, or with
-# BEST_OF=K in rounds after the screening round SCREEN (1), the K fastest there (by the
-# CSV's ok rows; all of them where the screen measured none).
-round_configs() {
-  if [ -z "$BEST_OF" ] || [ "$1" = "$SCREEN" ] || [ ! -f "$CSV" ]; then echo "${CFG[$2,$3]}"; return; fi
-  local best
-  best=$(awk -F, -v r="$SCREEN" -v t="$2" -v s="$3" '$1 == r && $2 == t && $3 == s && $4 == "an5d" && $8 == "ok" {
-    gsub(/"/, "", $5); print $9, $5 }' "$CSV" | sort -g | head -n "$BEST_OF" | awk '{ print $2 }' | tr '\n' ' ')
-  if [ -n "$best" ]; then echo "$best"; else echo "${CFG[$2,$3]}"; fi
 }
 
 # round_part ROUND G: round ROUND's stencils whose place in STENCILS is G modulo ROUND_GPUS.
