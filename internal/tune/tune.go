@@ -843,11 +843,7 @@ func (t *tuner) runnerUpWalk() {
 		}
 	}
 	t.hidden = nil
-	i := len(all)
-	for i > 0 && all[i-1].Status == Pruned {
-		i--
-	}
-	t.res.Candidates = slices.Concat(all[:i], added, all[i:])
+	t.res.Candidates = beforePruned(all, added)
 }
 
 // runnerUpFactor bounds how far behind the fastest plan the runner-up may be (runnerUpWalk):
@@ -1363,12 +1359,16 @@ func (t *tuner) refined(best *Candidate, vars []*Candidate) {
 	}
 	t.logf("refining %s (%d registers): %d variants", best.Plan, best.Regs, len(vars))
 	t.measure(vars)
-	cs := t.res.Candidates
+	t.res.Candidates = beforePruned(t.res.Candidates, vars)
+}
+
+// beforePruned is cs with vars inserted ahead of its pruned candidates, which stay last.
+func beforePruned(cs, vars []*Candidate) []*Candidate {
 	i := len(cs)
 	for i > 0 && cs[i-1].Status == Pruned {
 		i--
 	}
-	t.res.Candidates = slices.Concat(cs[:i], vars, cs[i:])
+	return slices.Concat(cs[:i], vars, cs[i:])
 }
 
 // targetRun is the length of a timed run the automatic step count aims at.
