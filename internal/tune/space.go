@@ -313,7 +313,8 @@ func forwardPlaneSpace(sp *space, s string) {
 	// Steps of several planes (rz) between two barriers, where the stencil is a star along z:
 	// rz=2 to 4 gained 4-12% on star3d2r-4r over one plane a step. Blocks of 512 threads
 	// (64x8, 32x16) cut the halo's share of the loads: star3d3r 268 GCells/s with 64x8 against
-	// 242 with 32x8 (rz=2, float, H200); 1024 threads never beat them.
+	// 242 with 32x8 (rz=2, float, H200); blocks of 1024 threads at best tied them (32x32 on
+	// star3d3r), and 128 threads along x lost on every star.
 	for _, b := range sp.blocks(forwardBlock, true) {
 		for _, c := range forwardChunk {
 			for _, rz := range forwardPlanes {
