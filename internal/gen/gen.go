@@ -133,7 +133,7 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Plan.Validate(p, plan.Limits{NoShuffle: o.Target == "opencl", NoAsync: o.Target == "opencl"}, low.SharedBytes); err != nil {
+	if err := o.Plan.Validate(p, plan.Limits{NoAsync: o.Target == "opencl"}, low.SharedBytes); err != nil {
 		return nil, err
 	}
 	g.low = low

@@ -231,40 +231,6 @@ func TestLiterals(t *testing.T) {
 	}
 }
 
-// TestShflCUDAOnly checks that warp-shuffle tiles generate CUDA with shuffles, no shared
-// memory and a launch grid of one block per bx/32 tiles, and that OpenCL refuses them.
-func TestShflCUDAOnly(t *testing.T) {
-	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Parse("n5d:bx=64,rx=2,bt=3,shfl=true", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Generate(p, Options{Target: "cuda", Plan: pl, Shape: []int{100, 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src string
-	for _, f := range g.Files {
-		if strings.HasSuffix(f.Name, ".cu") {
-			src = string(f.Data)
-		}
-	}
-	if !strings.Contains(src, "__shfl_down_sync") || !strings.Contains(src, "__shfl_up_sync") || strings.Contains(src, "__syncthreads") || strings.Contains(src, "smem") {
-		t.Errorf("shfl kernel: want shuffles and neither shared memory nor barriers:\n%s", src)
-	}
-	// 64 cells per warp tile; three steps of reach 1 need 3 halo cells on each side, and the
-	// outputs start and end at multiples of rx=2: 4 before, 56 outputs, two tiles a block.
-	if !strings.Contains(src, "grid[0] = (size_t)(((int64_t)c->n[1] + 111) / 112);") {
-		t.Error("the host's grid along x does not divide by 112 (56 outputs x 2 tiles)")
-	}
-	if _, err := Generate(p, Options{Target: "opencl", Plan: pl, Shape: []int{100, 1000}}); err == nil || !strings.Contains(err.Error(), "CUDA only") {
-		t.Errorf("opencl with shfl: got %v, want a CUDA-only error", err)
-	}
-}
-
 // TestConstSizeRefused: generated code serves every size, so a plan compiled for one size
 // (constsize) is refused with a hint, and the same plan without it generates.
 func TestConstSizeRefused(t *testing.T) {

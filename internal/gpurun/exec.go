@@ -12,7 +12,7 @@ import (
 // Limits are the plan limits of a device.
 func Limits(dev gpu.Device) plan.Limits {
 	p := dev.Props()
-	return plan.Limits{MaxThreadsPerBlock: p.MaxThreadsPerBlock, MaxSharedPerBlock: p.SharedPerBlockOptin, NoShuffle: p.Backend != "cuda",
+	return plan.Limits{MaxThreadsPerBlock: p.MaxThreadsPerBlock, MaxSharedPerBlock: p.SharedPerBlockOptin,
 		NoAsync: p.Backend != "cuda", NoChain: p.Backend != "cuda" || p.ComputeMajor < 9, SM: p.ComputeMajor*10 + p.ComputeMinor}
 }
 

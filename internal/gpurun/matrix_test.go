@@ -106,9 +106,9 @@ func extraShape(si int) ([]int, []string) {
 	return interiorShapes[si-len(vectorShapes)], []string{"n5d", "forwardplane"}
 }
 
-// planVariants are the plans and sampled parameters the matrix runs per dimension; shuffles
-// adds the variants that only CUDA runs (warp shuffles).
-func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
+// planVariants are the plans and sampled parameters the matrix runs per dimension; cuda adds
+// the variants that only CUDA runs (asynchronous copies, chained launches).
+func planVariants(p *ir.Program, cuda bool) []plan.Plan {
 	var out []plan.Plan
 	only := os.Getenv("TEMPEST_MATRIX_PLANS") // a comma-separated subset, for quick runs
 	for _, s := range plan.Strategies {
@@ -121,7 +121,7 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 		}
 		reach := slices.Max(p.Reach())
 		wide := reach > 2 // n5d's unrolled loops grow as (2R+1) x bt, and so does compilation
-		if s == "n5d" && !shuffles && p.Dims() == 2 && reach >= 4 && analysis.Analyze(p).Shape == analysis.Box {
+		if s == "n5d" && !cuda && p.Dims() == 2 && reach >= 4 && analysis.Analyze(p).Shape == analysis.Box {
 			// PoCL (the CI) leaves out n5d for the 2D boxes of reach 4: their 81-point sums
 			// unrolled over 2 x 9 planes took over two of its ten minutes to compile; reach 3
 			// covers the same paths, and the CUDA matrix runs them.
@@ -223,7 +223,7 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 			if alt.FitBT(p) != nil {
 				continue
 			}
-			if shuffles {
+			if cuda {
 				// Asynchronous copies (CUDA): one plane ahead on the default plan, its levels
 				// lowest first where the program is a star (ascend), and two on the sampled
 				// variant (short chunks, register tiles, vector copies in the interior blocks,
@@ -261,20 +261,6 @@ func planVariants(p *ir.Program, shuffles bool) []plan.Plan {
 				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut, sr.RimBlocks, sr.Edges = 3, true, 3, 3, true, false, lower.N5DEdges(p, alt)
 				if sr.FitBT(p) == nil && sr.BT == 3 {
 					out = append(out, sr)
-				}
-			}
-			if shuffles && p.Dims() == 2 {
-				// Warps as tiles: two per block with pairs of cells per thread in level
-				// order, and one per block with three cells per thread in wave order.
-				for _, v := range []struct {
-					bx, rx, bt int
-					wave       bool
-				}{{64, 2, 3, false}, {32, 3, 2, true}} {
-					sh := def
-					sh.Shfl, sh.BX, sh.RX, sh.BT, sh.Wave, sh.Chunk = true, v.bx, v.rx, v.bt, v.wave, 5
-					if sh.FitBT(p) == nil {
-						out = append(out, sh)
-					}
 				}
 			}
 		}

@@ -331,14 +331,6 @@ type (
 		Ptr   string
 		Bytes int
 	}
-	// Shuffle is the value of X in the thread Delta lanes higher in its warp of
-	// 32 (Delta < 0: lower); a thread whose source lane lies outside the warp gets its own X.
-	// Every thread of the warp must reach it. Only CUDA has it: plans that need it are
-	// refused for OpenCL (plan.Limits.NoShuffle), and the OpenCL printer panics.
-	Shuffle struct {
-		X     Expr
-		Delta int
-	}
 )
 
 func (*Ident) expr()   {}
@@ -354,7 +346,6 @@ func (*Index) expr()   {}
 func (*Builtin) expr() {}
 func (*Lane) expr()    {}
 func (*Aligned) expr() {}
-func (*Shuffle) expr() {}
 
 // Helpers that keep strategy code short.
 

@@ -554,15 +554,6 @@ func (p *printer) leaf(e Expr, outer int) string {
 			panic(fmt.Sprintf("internal error: vector lane %d", e.I))
 		}
 		return e.Vec + "." + "xyzw"[e.I:e.I+1]
-	case *Shuffle:
-		if p.d != CUDA || e.Delta == 0 {
-			panic(fmt.Sprintf("internal error: warp shuffle by %d in %s", e.Delta, p.d))
-		}
-		fn, d := "__shfl_down_sync", e.Delta
-		if d < 0 {
-			fn, d = "__shfl_up_sync", -d
-		}
-		return fmt.Sprintf("%s(0xffffffffu, %s, %d)", fn, p.expr(e.X, 0), d)
 	case *Aligned:
 		if e.Bytes <= 0 || e.Bytes&(e.Bytes-1) != 0 {
 			panic(fmt.Sprintf("internal error: alignment of %d bytes", e.Bytes))

@@ -104,11 +104,7 @@ func n5dGrid(p *ir.Program, pl plan.Plan, l Launch) ([3]GridDim, error) {
 		return div, fmt.Errorf("internal error: %v", err)
 	}
 	for a := 1; a < d; a++ {
-		by := lay.Out[a]
-		if a == lay.X {
-			by *= lay.Tiles // a block holds Tiles tiles along x (shfl: one a warp)
-		}
-		div[d-1-a] = GridDim{Axis: a, By: by}
+		div[d-1-a] = GridDim{Axis: a, By: lay.Out[a]}
 	}
 	lo, hi, rim := N5DRimBlocks(p, pl, l.Steps)
 	div[d-1] = GridDim{Axis: 0, Chunk: true, Rim: rim, RimLo: lo, RimHi: hi}

@@ -143,8 +143,8 @@ func listedKernels(k [3]string, p *ir.Program) string {
 		return fmt.Sprintf("%s refused: %v", line, err)
 	}
 	line += fmt.Sprintf(" cuda %x", sha256.Sum256([]byte(kir.Print(l.Module, kir.CUDA))))
-	// OpenCL where the plan is valid there (no shuffles, async copies, chains).
-	opencl := plan.Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 1 << 30, NoShuffle: true, NoAsync: true, NoChain: true}
+	// OpenCL where the plan is valid there (no async copies, chains).
+	opencl := plan.Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 1 << 30, NoAsync: true, NoChain: true}
 	if pl.Validate(p, opencl, 0) == nil {
 		line += fmt.Sprintf(" opencl %x", sha256.Sum256([]byte(kir.Print(l.Module, kir.OpenCL))))
 	}

@@ -496,11 +496,7 @@ func n5dChainReaches(lay N5DLayout, pl plan.Plan, n0, chunk, rimLo, rimHi int, r
 			continue
 		}
 		a := lay.Dims - 1 - i
-		out := lay.Out[a]
-		if pl.Shfl && a == lay.X {
-			out *= lay.Tiles
-		}
-		reach = append(reach, max(1, ceilDiv(lay.Steps*lay.Reach[a], out)))
+		reach = append(reach, max(1, ceilDiv(lay.Steps*lay.Reach[a], lay.Out[a])))
 	}
 	return reach
 }
@@ -566,9 +562,8 @@ type n5dPlanes struct {
 }
 
 // n5dPlanesOf lays out the shared planes of an n5d kernel with layout lay.
-func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
+func n5dPlanesOf(p *ir.Program, lay N5DLayout) n5dPlanes {
 	d, h, X, RX, RY, bsize := lay.Dims, lay.Reach, lay.X, lay.RX, lay.RY, lay.BlockCells
-	shfl := pl.Shfl
 	// How each state grid's planes are read: in-plane offsets at all, and on other planes.
 	inPlaneReads := map[*ir.Grid]bool{}
 	offPlaneInPlane := false
@@ -594,7 +589,7 @@ func n5dPlanesOf(p *ir.Program, pl plan.Plan, lay N5DLayout) n5dPlanes {
 	// others (a plan setting that asked for split on them too measured a tie or a loss, and
 	// went).
 	TX := bsize[X] / RX
-	split := RX > 1 && !shfl && h[X] < 2 && !(d == 3 && offPlaneInPlane)
+	split := RX > 1 && h[X] < 2 && !(d == 3 && offPlaneInPlane)
 	RS := TX
 	rowLen := bsize[X]
 	if split {

@@ -195,11 +195,6 @@ type n5dLevel struct {
 	t, mrel, prev int
 	row           string
 	step          kir.Expr
-	// shf are the shuffles of level t-1's registers, declared ahead of the cells (and of any
-	// condition) so that every lane of the warp reaches them; one per source and distance
-	// (shCache).
-	shf     []kir.Stmt
-	shCache map[string]kir.Expr
 	// next holds the level's new value of each grid's cells.
 	next map[*ir.Grid][]kir.Expr
 }
@@ -221,7 +216,7 @@ func (c *n5dCopy) level(t int) []kir.Stmt {
 	lv := &n5dLevel{c: c, b: b, t: t, row: fmt.Sprintf("m%d", t),
 		mrel: c.r - b.L*t, // plane m_t = j + mrel
 		prev: t - 1, step: kir.Add(kir.Id("step0"), kir.I(t-1)),
-		shCache: map[string]kir.Expr{}, next: map[*ir.Grid][]kir.Expr{},
+		next: map[*ir.Grid][]kir.Expr{},
 	}
 	var out []kir.Stmt
 	for _, u := range b.p.Updates {
@@ -232,8 +227,7 @@ func (c *n5dCopy) level(t int) []kir.Stmt {
 		}
 	}
 	lvl := []kir.Stmt{&kir.Decl{Name: lv.row, Type: kir.I32, Init: kir.Bin("-", kir.Id("jr"), kir.I(b.L*t))}}
-	cells := lv.cells()
-	lvl = append(append(lvl, lv.shf...), cells...)
+	lvl = append(lvl, lv.cells()...)
 	lvl = lv.results(lvl)
 	for _, u := range b.p.Updates {
 		lvl = append(lvl, c.keepD(u.Grid, t, lv.next[u.Grid])...)
@@ -260,19 +254,6 @@ func (c *n5dCopy) level(t int) []kir.Stmt {
 		out = append(out, &kir.Barrier{})
 	}
 	return out
-}
-
-// shuffle is src's value in the lane lanes places along (shfl), declared once per source and
-// distance among the level's shuffles.
-func (lv *n5dLevel) shuffle(src kir.Expr, ty kir.Type, lanes int) kir.Expr {
-	key := fmt.Sprintf("%s@%d", src.(*kir.Ident).Name, lanes)
-	if v, ok := lv.shCache[key]; ok {
-		return v
-	}
-	nm := fmt.Sprintf("x%d_%d", lv.t, len(lv.shCache))
-	lv.shf = append(lv.shf, &kir.Decl{Name: nm, Type: ty, Init: &kir.Shuffle{X: src, Delta: lanes}})
-	lv.shCache[key] = kir.Id(nm)
-	return lv.shCache[key]
 }
 
 // cells computes the level's value of each of the thread's cells, one block of statements a
@@ -348,10 +329,6 @@ func (lv *n5dLevel) sumCell(ui, i int, coords []kir.Expr, cs *[]kir.Stmt) {
 			if j, ok := b.inThread(l, i); ok {
 				return lv.c.cur[l.G][j]
 			}
-			if b.pl.Shfl {
-				j, lanes := b.across(l, i)
-				return lv.shuffle(lv.c.cur[l.G][j], kir.FromIR(l.G.Type), lanes)
-			}
 			return b.smemAt(b.win[[2]int{l.G.Index, lv.prev}], mod(prel, b.win[[2]int{l.G.Index, lv.prev}].ring), i, l.Off)
 		}
 		var sum kir.Expr // acc (nil for the first part) plus the part
@@ -400,8 +377,7 @@ func (lv *n5dLevel) sumCell(ui, i int, coords []kir.Expr, cs *[]kir.Stmt) {
 }
 
 // read is how cell i at coords reads the level below (no partial sums): other grids from
-// global memory, its own cells from the register queue, a neighbouring lane's through a
-// shuffle, others' from the shared window.
+// global memory, its own cells from the register queue, others' from the shared window.
 func (lv *n5dLevel) read(i int, coords []kir.Expr) func(em *emitter, l *ir.Load) kir.Expr {
 	b := lv.b
 	return func(em *emitter, l *ir.Load) kir.Expr {
@@ -411,10 +387,6 @@ func (lv *n5dLevel) read(i int, coords []kir.Expr) func(em *emitter, l *ir.Load)
 		w := b.win[[2]int{l.G.Index, lv.prev}]
 		if j, ok := b.inThread(l, i); ok && w.queue != nil {
 			return kir.Id(w.queue[mod(lv.mrel+l.Off[0], b.U)][j])
-		}
-		if b.pl.Shfl {
-			j, lanes := b.across(l, i)
-			return lv.shuffle(kir.Id(w.queue[mod(lv.mrel+l.Off[0], b.U)][j]), kir.FromIR(l.G.Type), lanes)
 		}
 		if !w.every {
 			return b.smemAt(w, mod(lv.mrel, w.ring), i, l.Off)

@@ -114,7 +114,7 @@ func newN5DBuilder(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, 
 		// failed).
 		b.k.MaxThreads = pl.Threads()
 	}
-	b.sp = n5dPlanesOf(p, pl, lay)
+	b.sp = n5dPlanesOf(p, lay)
 	b.em0 = b.newEm(nil, nil, nil)
 	return b, nil
 }
@@ -184,21 +184,10 @@ func (b *n5dBuilder) blockAt(i int) kir.Expr {
 	return &kir.Builtin{D: kir.BlockIdx, Axis: i}
 }
 
-// tileIdx is the tile's index along in-plane axis a.
-func (b *n5dBuilder) tileIdx(a int) kir.Expr {
-	d := b.lay.Dims
-	blk := b.blockAt(d - 1 - a)
-	if b.pl.Shfl && a == b.lay.X {
-		warp := kir.Bin(">>", &kir.Builtin{D: kir.ThreadIdx, Axis: 0}, kir.I(5))
-		blk = kir.Add(kir.Mul(blk, kir.I(b.lay.Tiles)), warp)
-	}
-	return blk
-}
-
 // tileLo is the first cell of the block's tile along in-plane axis a.
 func (b *n5dBuilder) tileLo(a int) kir.Expr {
 	lay := b.lay
-	return kir.Bin("-", kir.Mul(b.tileIdx(a), kir.I(lay.Out[a])), kir.I(lay.Before[a]))
+	return kir.Bin("-", kir.Mul(b.blockAt(lay.Dims-1-a), kir.I(lay.Out[a])), kir.I(lay.Before[a]))
 }
 
 // coordinates declares the thread's place in the tile geometry: with edgesfirst the block's
@@ -226,9 +215,6 @@ func (b *n5dBuilder) coordinates() {
 			cells = lay.RY
 		}
 		var l kir.Expr = &kir.Builtin{D: kir.ThreadIdx, Axis: dim}
-		if b.pl.Shfl && a == X {
-			l = kir.Bin("&", l, kir.I(plan.WarpSize-1)) // the lane
-		}
 		if cells > 1 {
 			l = kir.Mul(l, kir.I(cells))
 		}
@@ -535,7 +521,7 @@ func (b *n5dBuilder) storage() {
 	// the newest, behind the oldest that level 1 reads (lag L, reach R), so at least D+L+R+1
 	// planes, and a divisor of the round for static slots. Other stencils, and depths with no
 	// such divisor, copy into a ring of their own (below).
-	if !b.assoc && !b.sp.offPlaneInPlane && !pl.Shfl {
+	if !b.assoc && !b.sp.offPlaneInPlane {
 		b.ringWin = pl.N5DStarRing(b.R, b.copies)
 	}
 	b.win = map[[2]int]*n5dWindow{}
@@ -558,7 +544,7 @@ func (b *n5dBuilder) storage() {
 			switch {
 			case lv == 0 && b.ringWin > 0:
 				w.ring, w.every = b.ringWin, true
-			case !b.sp.inPlaneReads[g] || pl.Shfl:
+			case !b.sp.inPlaneReads[g]:
 			case b.assoc:
 				w.ring = b.dbl
 			case b.sp.offPlaneInPlane:
@@ -866,14 +852,6 @@ func (b *n5dBuilder) enter(w *n5dWindow, x, i int, v kir.Expr) []kir.Stmt {
 		out = append(out, b.publish(w, mod(x, w.ring), i, v)...)
 	}
 	return out
-}
-
-// across says which cell of which neighbouring lane a read at l's x offset from cell i
-// lands on, when not on the thread's own cells (shfl).
-func (b *n5dBuilder) across(l *ir.Load, i int) (cell, lanes int) {
-	j := i + l.Off[b.lay.X]
-	cell = mod(j, b.lay.RX)
-	return cell, (j - cell) / b.lay.RX // floor(j / RX)
 }
 
 // slack is how many planes ahead of its first output a level's plane is needed: level t's

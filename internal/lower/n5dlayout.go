@@ -20,9 +20,6 @@ type N5DLayout struct {
 	// RX x RY cells per thread: cell c is column c mod RX along x and row c / RX along y.
 	RX, RY int
 	Block  [3]int // threads along x, y, z
-	// Tiles is the number of tiles a block holds along x: with shfl each warp is a tile of its
-	// own, exchanging x neighbours through shuffles; otherwise 1.
-	Tiles int
 	// BlockCells are one block's cells along each in-plane axis (axis 0: 1); Before and Out
 	// split a block's tile into the halo cells before the outputs and the outputs.
 	BlockCells, Before, Out []int
@@ -30,15 +27,13 @@ type N5DLayout struct {
 	VW int
 }
 
-// N5DLayoutOf is the layout of p's n5d kernel of bt steps under pl (validated by lowerN5D:
-// shfl only in 2D with whole warps).
+// N5DLayoutOf is the layout of p's n5d kernel of bt steps under pl (validated by lowerN5D).
 func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 	d := p.Dims()
 	l := N5DLayout{Dims: d, Reach: p.Reach(), Steps: bt, X: d - 1, Y: d - 2, RX: max(pl.RX, 1), RY: 1}
 	if d == 3 {
 		l.RY = max(pl.RY, 1)
 	}
-	l.Tiles = pl.BX / pl.TileX()
 	l.Block = [3]int{pl.BX, 1, 1}
 	if d == 3 {
 		l.Block[1] = pl.BY
@@ -55,7 +50,7 @@ func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 	for a := 1; a < d; a++ {
 		l.BlockCells[a] = l.Block[d-1-a]
 		if a == l.X {
-			l.BlockCells[a] = pl.TileX() * l.RX
+			l.BlockCells[a] *= l.RX
 		}
 		if a == l.Y {
 			l.BlockCells[a] *= l.RY
@@ -68,12 +63,8 @@ func N5DLayoutOf(p *ir.Program, pl plan.Plan, bt int) (N5DLayout, error) {
 	return l, nil
 }
 
-// Blocks is the number of blocks along in-plane axis a of a domain n cells long: a tile has
-// Out outputs, and a block holds Tiles tiles along x.
+// Blocks is the number of blocks along in-plane axis a of a domain n cells long: a block's
+// tile has Out outputs.
 func (l N5DLayout) Blocks(a, n int) int {
-	b := ceilDiv(n, l.Out[a])
-	if a == l.X {
-		b = ceilDiv(b, l.Tiles)
-	}
-	return b
+	return ceilDiv(n, l.Out[a])
 }

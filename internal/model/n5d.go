@@ -78,9 +78,6 @@ type N5DCalibration struct {
 	// LevelLatency is the cycles per time level a block cannot overlap with itself: the
 	// barrier, the shared loads after it and the store before the next one.
 	LevelLatency float64
-	// ShflLatency replaces LevelLatency for shfl plans: a level waits for its shuffles
-	// instead of a barrier and the shared loads after it.
-	ShflLatency float64
 	// GuardLatency is added to a level's latency when it reads other grids from global
 	// memory (guarded programs such as Poisson's source term): an L1/L2 round trip.
 	GuardLatency float64
@@ -133,7 +130,6 @@ var N5DCal = N5DCalibration{
 	PlaneOverhead: 16.74,
 	DivConstFast:  1, DivConstExact: 3, DivFast: 2, DivExact: 8, SpecialFast: 2, SpecialExact: 10,
 	LevelLatency: 40.24,
-	ShflLatency:  25,
 	GuardLatency: 303.6,
 	WarpCPI:      1.028,
 	AssocChain:   0.3294, FMALatency: 4,
@@ -393,7 +389,7 @@ func n5dPlanRegisters(f *n5dFacts, pl plan.Plan, b int, c N5DCalibration) int {
 // n5dStarRing is the lowering's ring of level 0's planes that a star's asynchronous copies
 // fill (plan.N5DStarRing; 0: none, the copies keep a ring of their own).
 func n5dStarRing(f *n5dFacts, pl plan.Plan) int {
-	if f.assoc || f.ring || pl.Shfl {
+	if f.assoc || f.ring {
 		return 0
 	}
 	return pl.N5DStarRing(f.R, pl.N5DRound(f.R))
@@ -448,14 +444,9 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	// below the compute this takes off.
 	fpInstr := float64(b) * cells * fp * g.live
 	// Wave order (pl.Wave) has one barrier per plane for all levels instead of one per level.
-	// shfl plans neither store to shared memory nor wait at barriers: their in-plane reads are
-	// shuffles, issued like shared loads.
 	barriers, stores := float64(b), float64(b)*cells
 	if pl.Wave {
 		barriers = 1
-	}
-	if pl.Shfl {
-		barriers, stores = 0, 0
 	}
 	stores *= g.live
 	other := float64(b)*(reads+cells*c.Overhead+float64(f.globalRds)*cells+spill)*g.live + // levels 1..b
@@ -484,16 +475,13 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	}
 	// Blocks per multiprocessor.
 	shared := in.SharedBytes
-	if shared <= 0 && !pl.Shfl {
+	if shared <= 0 {
 		shared = n5dSharedBytes(f, pl, b)
 	}
 	per := n5dMeanBlocksPerSM(dev, g.threads, shared, regs)
 	X := float64(g.warps) * 32 * (fpInstr/fpRate + other/laneRate) * clock
 	if c.HideWarps > 0 {
 		X /= math.Min(1, per*float64(g.warps)/4/c.HideWarps)
-	}
-	if pl.Shfl {
-		wf = 1 // a shuffle moves one word per lane, without bank conflicts
 	}
 	Y := float64(g.warps) * 32 * (stores + float64(b)*reads*g.live + ring) * wf / shRate * clock
 	Z := smoothMaxP(c.Smooth, X, Y)
@@ -503,9 +491,6 @@ func n5dPredictLaunch(f *n5dFacts, in Input, b int, c N5DCalibration) (n5dLaunch
 	// chain of partial sums).
 	perWarp := (fpInstr + other) / float64(b) // instructions per warp and level
 	latency := c.LevelLatency
-	if pl.Shfl {
-		latency = c.ShflLatency
-	}
 	if f.guard {
 		latency += c.GuardLatency
 	}

@@ -303,9 +303,6 @@ func TestN5DSweepReport(t *testing.T) {
 	sweepReport(t, "H200", h200)
 	peers := evalSweep(t, readSweep(t, "testdata/n5d-h200-peers.txt"), h200Like(), n5dModel{})
 	sweepReport(t, "H200 EBISU's 2D stencils, tuned", peers)
-	// shfl plans are not fitted (the tuner leaves them out): how far off the model is.
-	shfl := evalSweep(t, readSweep(t, "testdata/n5d-h100-shfl.txt"), h100Probed(), n5dModel{})
-	sweepReport(t, "H100 shfl", shfl)
 }
 
 // TestN5DFit searches the calibration constants (coordinate descent with random restarts on

@@ -89,7 +89,6 @@ var Params = []param{
 		valid: upTo(0, 8, "ry, the rows each thread computes along y, must be 1..8")},
 	// Written out either way: wave order is the default, so the text must say it is off.
 	{key: "wave", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Wave }, show: func(Plan) bool { return true }},
-	{key: "shfl", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Shfl }},
 	{key: "pf", parse: n5dOnly, num: func(p *Plan) *int { return &p.Prefetch }, show: func(p Plan) bool { return p.Prefetch > 1 },
 		valid: upTo(0, 8, "pf, the planes n5d loads ahead, must be 1..8")},
 	{key: "rz", parse: []string{ForwardPlane}, num: func(p *Plan) *int { return &p.RZ }, show: func(p Plan) bool { return p.RZ > 1 }, least: 1,

@@ -57,10 +57,6 @@ type Plan struct {
 	// rx is 2 or 4, the tiles' outputs aligned to rx along x) or 1 (scalar accesses, tiles
 	// unaligned).
 	Vec int
-	// Shfl makes each warp of a 2D n5d block a tile of its own whose threads exchange their x
-	// neighbours through warp shuffles: no shared memory and no barriers, at the price of a
-	// halo per 32 threads. CUDA only.
-	Shfl bool
 	// Prefetch is how many planes ahead n5d loads its input (0 or 1: the next plane). Deeper
 	// prefetches keep more loads in flight per thread, at pf registers per cell.
 	Prefetch int
@@ -110,7 +106,7 @@ type Plan struct {
 	// blocks whose warps cover whole rows of a 3D tile the rows near its edges are idle
 	// at the deeper levels instead of computing values that are never stored. Levels with a
 	// dead warp run under a warp-uniform condition; blocks whose warps all feed every level
-	// are unchanged. Not with shfl.
+	// are unchanged.
 	Shrink bool
 	// Ascend runs wave order's levels lowest first, each only R planes behind the level below
 	// (R the reach along the streaming axis) instead of R+1, for stars: programs whose in-plane
@@ -119,7 +115,7 @@ type Plan struct {
 	// it R planes later, still with one barrier per plane; its register queue is read right
 	// after the level below wrote the newest plane, so 2R of its 2R+1 planes stay live between
 	// planes instead of all of them (rx x ry x bt registers fewer), and the chunk's warm-up is
-	// bt planes shorter. Needs wave; not with shfl.
+	// bt planes shorter. Needs wave.
 	Ascend bool
 	// Edges runs the n5d blocks on the in-plane edges of the domain whose planes lie inside
 	// the interior (a sixth of the 3D tiles at AN5D's sizes) in the loop without the rim's
@@ -131,8 +127,7 @@ type Plan struct {
 	// others in the usual order: the edge tiles run the loop with the rim's checks (or the
 	// edge loop), the slowest per plane, and launched where the raster order puts them the last
 	// of them finish long after the rest (longest first is the classic cure for such a tail).
-	// It paid on most 2D stencils and lost in 3D, so it is the tuner's to choose. Not with
-	// shfl (a block holds several tiles).
+	// It paid on most 2D stencils and lost in 3D, so it is the tuner's to choose.
 	EdgesFirst bool
 	// ConstSize compiles the n5d kernels for the run's size: the sizes are constants of the
 	// kernel text instead of arguments, so that the compiler folds the index arithmetic of
@@ -333,7 +328,7 @@ func wideRead(p *ir.Program) *ir.Grid {
 // FitBT lowers n5d's temporal block until every in-plane block axis keeps output cells.
 func (pl *Plan) FitBT(p *ir.Program) error {
 	r := p.Reach()
-	block := []int{pl.TileX() * max(pl.RX, 1), pl.BY * max(pl.RY, 1)}
+	block := []int{pl.BX * max(pl.RX, 1), pl.BY * max(pl.RY, 1)}
 	for a := 1; a < len(r); a++ {
 		b := block[len(r)-1-a]
 		if r[a] == 0 {
@@ -439,16 +434,9 @@ func Halvings(n int) []int {
 	return out
 }
 
-// WarpSize is the number of threads a warp shuffle reaches.
+// WarpSize is the threads of a warp, the unit in which shrink's levels skip work
+// (N5DLiveWarps).
 const WarpSize = 32
-
-// TileX is the threads along x that share one n5d tile: the block, or one warp with shfl.
-func (pl Plan) TileX() int {
-	if pl.Shfl {
-		return WarpSize
-	}
-	return pl.BX
-}
 
 // Parse reads `name` or `name:key=value,...` and fills the rest from Default.
 func Parse(text string, p *ir.Program) (Plan, error) {
@@ -552,8 +540,6 @@ func (pl Plan) String() string {
 type Limits struct {
 	MaxThreadsPerBlock int
 	MaxSharedPerBlock  int // the opt-in maximum
-	// NoShuffle says the backend generates no warp shuffles (Tempest emits them for CUDA).
-	NoShuffle bool
 	// NoAsync says the backend generates no asynchronous copies (Tempest emits them for CUDA).
 	NoAsync bool
 	// NoChain says the backend has no programmatic dependent launches (CUDA, sm_90 and newer).
@@ -679,34 +665,14 @@ func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
 	if pl.RY > 1 && d != 3 {
 		return fmt.Errorf("plan %s: ry tiles the y axis of a 3D block; a 2D n5d block is one row streaming along %s", pl, p.Axes[0])
 	}
-	if pl.Shfl {
-		if d != 2 {
-			return fmt.Errorf("plan %s: shfl exchanges x neighbours within a warp for 2D grids; %s is %dD", pl, p.Name, d)
-		}
-		if pl.BX%WarpSize != 0 {
-			return fmt.Errorf("plan %s: with shfl every warp is a tile, so bx must be a multiple of %d", pl, WarpSize)
-		}
-		if lim.NoShuffle {
-			return fmt.Errorf("plan %s: warp shuffles (shfl=true) are generated for CUDA only; drop shfl on this backend", pl)
-		}
-	}
 	if pl.Ranges && (pl.RimCut || pl.Chain) {
 		return fmt.Errorf("plan %s: ranges counts a launch's chunks from the first plane it writes; rimcut and chain follow the whole streaming axis: drop them with ranges", pl)
 	}
 	if pl.RimBlocks && pl.RimCut {
 		return fmt.Errorf("plan %s: rimblocks and rimcut both take the planes near the streaming axis's rim out of the other planes' loop (as blocks of their own, or as pieces of a block); keep one", pl)
 	}
-	if pl.EdgesFirst && pl.Shfl {
-		return fmt.Errorf("plan %s: edgesfirst reorders whole tiles, one per block; drop it with shfl, whose blocks hold several tiles", pl)
-	}
-	if pl.Shrink && pl.Shfl {
-		return fmt.Errorf("plan %s: shrink skips the warps outside a level's part of one tile; drop it with shfl, whose tiles are a warp", pl)
-	}
 	if pl.Ascend && !pl.Wave {
 		return fmt.Errorf("plan %s: ascend changes wave order's levels (one barrier per plane); without wave the levels already run lowest first, a barrier each: add wave=true or drop ascend", pl)
-	}
-	if pl.Ascend && pl.Shfl {
-		return fmt.Errorf("plan %s: ascend orders the levels around shared planes of one block; drop it with shfl", pl)
 	}
 	if pl.Chain && (lim.NoChain || lim.SM > 0 && lim.SM < 90) {
 		return fmt.Errorf("plan %s: chained launches (chain=true) need CUDA on sm_90 or newer; drop chain on this device", pl)
@@ -722,10 +688,9 @@ func n5dCheck(pl Plan, p *ir.Program, lim Limits) error {
 // halo shrinks by one reach per level (AN5D's trapezoid), and a warp none of whose cells
 // lies in that region computes values no output uses. Where a warp covers whole rows of the
 // tile, the rows near its edges are such warps at the deeper levels. A level whose live
-// warps have holes gets the range around them. ok is false where no level has a dead warp,
-// or where warps do not map to tiles so (shfl).
+// warps have holes gets the range around them. ok is false where no level has a dead warp.
 func (pl Plan) N5DLiveWarps(d int, h []int, bt int) (live [][2]int, ok bool) {
-	if pl.Shfl || d < 2 || bt < 1 {
+	if d < 2 || bt < 1 {
 		return nil, false
 	}
 	X, Y := d-1, d-2

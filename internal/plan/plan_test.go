@@ -35,43 +35,15 @@ func TestInplaneVec4Needs4ByteElements(t *testing.T) {
 	}
 }
 
-// TestN5DShfl checks where warp-shuffle tiles are accepted: 2D grids, blocks of whole warps,
-// CUDA backends; and that the plan prints back to itself.
-func TestN5DShfl(t *testing.T) {
-	load2 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
-	load3 := "axes z, y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[z+1]\n"
-	for _, c := range []struct {
-		src, plan string
-		noShuffle bool
-		err       string
-	}{
-		{load2, "n5d:bx=64,rx=2,shfl=true", false, ""},
-		{load2, "n5d:bx=32,shfl=true", false, ""},
-		{load2, "n5d:bx=48,shfl=true", false, "multiple of 32"},
-		{load2, "n5d:bx=64,shfl=true", true, "CUDA only"},
-		{load3, "n5d:bx=32,by=4,shfl=true", false, "2D grids"},
-	} {
-		p, pl := testkit.Parsed(t, c.src, c.plan)
-		if back, err := plan.Parse(pl.String(), p); err != nil || back != pl {
-			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
-		}
-		err := pl.Validate(p, plan.Limits{NoShuffle: c.noShuffle}, 0)
-		switch {
-		case c.err == "" && err != nil:
-			t.Errorf("%s: %v", c.plan, err)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
-		}
-	}
-	p, err := load.Source("t.stencil", load2, load.Options{})
+// TestN5DShflRefused checks that warp-shuffle tiles (shfl), removed as a measured loss, are
+// refused as an unknown key, like any other.
+func TestN5DShflRefused(t *testing.T) {
+	p, err := load.Source("t.stencil", "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n", load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A warp of 32 threads x 2 cells covers 64 cells: reach 1 leaves output for bt <= 31,
-	// bounded by n5d's 16 in 2D; with one cell per thread bt fits in 15.
-	pl, _ := plan.Parse("n5d:bx=256,bt=16,shfl=true", p)
-	if err := pl.FitBT(p); err != nil || pl.BT != 15 {
-		t.Errorf("FitBT with shfl: bt=%d, %v; want 15 (32-cell warp tiles)", pl.BT, err)
+	if _, err := plan.Parse("n5d:bx=64,rx=2,shfl=true", p); err == nil || !strings.Contains(err.Error(), `unknown parameter "shfl"`) {
+		t.Errorf("shfl=true: got %v, want an unknown parameter", err)
 	}
 }
 
@@ -152,29 +124,21 @@ func TestN5DVec(t *testing.T) {
 	}
 }
 
-// TestEdgesFirstTiles checks where edgesfirst is accepted (tiles one per block) and that
+// TestEdgesFirstTiles checks that edgesfirst is accepted in 2D and 3D and reads back, and that
 // thread-block clusters (cx, cy), removed as a measured loss, are refused as unknown keys.
 func TestEdgesFirstTiles(t *testing.T) {
 	load2 := "axes y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1]\n"
 	load3 := "axes z, y, x\nstate u boundary fixed\nupdate u = u[x-1] + u[x+1] + u[y-1] + u[y+1] + u[z+1]\n"
-	for _, c := range []struct {
-		src, plan string
-		err       string
-	}{
-		{load3, "n5d:bx=16,by=32,rx=2,edgesfirst=true", ""},
-		{load2, "n5d:bx=128,rx=2,edges=true,edgesfirst=true", ""},
-		{load2, "n5d:bx=64,shfl=true,edgesfirst=true", "edgesfirst reorders whole tiles"},
+	for _, c := range []struct{ src, plan string }{
+		{load3, "n5d:bx=16,by=32,rx=2,edgesfirst=true"},
+		{load2, "n5d:bx=128,rx=2,edges=true,edgesfirst=true"},
 	} {
 		p, pl := testkit.Parsed(t, c.src, c.plan)
 		if back, err := plan.Parse(pl.String(), p); err != nil || back.String() != pl.String() {
 			t.Errorf("%s: %s reads back as %v (%v)", c.plan, pl, back, err)
 		}
-		err := pl.Validate(p, plan.Limits{}, 0)
-		switch {
-		case c.err == "" && err != nil:
+		if err := pl.Validate(p, plan.Limits{}, 0); err != nil {
 			t.Errorf("%s: %v", c.plan, err)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
 		}
 	}
 	p, err := load.Source("t.stencil", load3, load.Options{})
@@ -212,7 +176,7 @@ func TestN5DAsync(t *testing.T) {
 		{r1, "n5d:bx=64,ranges=true,rimcut=true", plan.Limits{}, "drop them with ranges"},
 		{r1, "n5d:bx=64,ranges=true,chain=true", plan.Limits{}, "drop them with ranges"},
 		{r1, "n5d:bx=64,async=9", plan.Limits{}, "0 (off) to 8"},
-		{r1, "n5d:bx=64,async=1", plan.Limits{NoAsync: true, NoShuffle: true}, "CUDA only"},
+		{r1, "n5d:bx=64,async=1", plan.Limits{NoAsync: true}, "CUDA only"},
 		{r1, "n5d:bx=64,async=1", plan.Limits{SM: 75}, "compute capability 8.0 or later; this device is 7.5"},
 		{r1, "n5d:bx=64,async=0", plan.Limits{NoAsync: true, SM: 75}, ""},
 		{r2, "n5d:bx=16,by=16,rx=2,ry=2,async=4", plan.Limits{}, ""},
@@ -301,7 +265,7 @@ func TestN5DRounds(t *testing.T) {
 // TestN5DLiveWarps: the warps each level of an n5d block computes (plan.Shrink). Whole-row
 // warps of a 3D tile lose a row of warps on each side as the halo shrinks past it; warps of
 // several rows only where the shrink spans them; 2D warps only where a level's halo is a
-// warp wide; shfl tiles never.
+// warp wide.
 func TestN5DLiveWarps(t *testing.T) {
 	for _, c := range []struct {
 		example, plan string
@@ -319,7 +283,6 @@ func TestN5DLiveWarps(t *testing.T) {
 		{"an5d/j2d5pt", "n5d:bx=128,bt=10,rx=2", nil},
 		// 96 cells of reach 4 at depth 8: level 8 needs cells 32 .. 63, the middle warp.
 		{"an5d/star2d4r", "n5d:bx=96,bt=8", [][2]int{{0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {1, 1}}},
-		{"an5d/star2d4r", "n5d:bx=96,bt=8,shfl=true", nil},
 	} {
 		p, pl := testkit.ExampleParsed(t, c.example, c.plan)
 		live, ok := pl.N5DLiveWarps(p.Dims(), p.Reach(), pl.BT)
@@ -330,25 +293,11 @@ func TestN5DLiveWarps(t *testing.T) {
 			t.Errorf("%s %s: live warps %v, want %v", c.example, c.plan, live, c.want)
 		}
 	}
-	// Shrink is refused where warps are not the tile's rows.
-	p, err := load.File("../../examples/an5d/star2d1r.stencil", load.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, text := range []string{"n5d:bx=64,bt=4,shfl=true,shrink=true"} {
-		pl, err := plan.Parse(text, p)
-		if err == nil {
-			err = pl.Validate(p, plan.Limits{}, 0)
-		}
-		if err == nil || !strings.Contains(err.Error(), "shrink") {
-			t.Errorf("%s: got %v, want an error naming shrink", text, err)
-		}
-	}
 }
 
 // TestN5DAscend: levels lowest first lag R planes and need a ring of at least R+1 shared
 // planes that divides the round; the switch round-trips through the plan's text, and is
-// refused without wave and with shfl.
+// refused without wave.
 func TestN5DAscend(t *testing.T) {
 	cases := []struct {
 		plan      string
@@ -391,7 +340,7 @@ func TestN5DAscend(t *testing.T) {
 			t.Errorf("%s: %s does not read back (%v)", c.plan, pl, err)
 		}
 	}
-	for _, text := range []string{"n5d:bx=64,bt=4,wave=false,ascend=true", "n5d:bx=64,bt=4,wave=true,shfl=true,ascend=true"} {
+	for _, text := range []string{"n5d:bx=64,bt=4,wave=false,ascend=true"} {
 		pl, err := plan.Parse(text, p)
 		if err == nil {
 			err = pl.Validate(p, plan.Limits{}, 0)

@@ -571,7 +571,7 @@ var refineAsync = []int{2, 5}
 // its block launch within regsPerBlock, and left out where the cap would be below the
 // plan's own registers (it would spill most of the second row).
 func asyncVariants(p *ir.Program, pl plan.Plan, regs, regsPerBlock int) []plan.Plan {
-	if !pl.Takes("async") || pl.Async > 0 || pl.Shfl {
+	if !pl.Takes("async") || pl.Async > 0 {
 		return nil
 	}
 	var out []plan.Plan
@@ -1048,7 +1048,7 @@ func fineChunks(shape []int, pl plan.Plan) []plan.Plan {
 func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 	// Plans that take bt are n5d's register-streamed temporal tiles, whose shapes the tile
 	// variants (deeperRows, widerTiles, occupancyVariants, neighbourPlans) change.
-	if p.Dims() != 3 || !pl.Takes("bt") || pl.BT > 2 || pl.RY < 2 || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") || pl.BT > 2 || pl.RY < 2 {
 		return nil
 	}
 	rows := pl.BY * pl.RY
@@ -1077,7 +1077,7 @@ func deeperRows(p *ir.Program, pl plan.Plan) []plan.Plan {
 // only once. The space and the steps before keep the blocks that share one, yet one wide
 // block per multiprocessor may run faster than two narrow ones.
 func widerTiles(p *ir.Program, pl plan.Plan) []plan.Plan {
-	if p.Dims() != 3 || !pl.Takes("bt") || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") {
 		return nil
 	}
 	wide, tall := pl, pl
@@ -1188,7 +1188,7 @@ func (t *tuner) unmeasured(variant func(plan.Plan) *Candidate, pls []plan.Plan) 
 // deeper prefetch under the cap spills). A copying plan's shorter block is also measured with
 // the register prefetch.
 func occupancyVariants(p *ir.Program, props gpu.Props, pl plan.Plan, regs, shared int) []plan.Plan {
-	if p.Dims() != 3 || !pl.Takes("bt") || regs <= 0 || props.RegsPerSM <= 0 || pl.Shfl {
+	if p.Dims() != 3 || !pl.Takes("bt") || regs <= 0 || props.RegsPerSM <= 0 {
 		return nil
 	}
 	if pl.MaxRegs > 0 {
@@ -2058,7 +2058,7 @@ func pickRules(p *ir.Program, props gpu.Props, pl plan.Plan) []pickRule {
 	if !pl.RimBlocks {
 		rs = append(rs, rimBlocks)
 	}
-	if pl.Async == 0 && !pl.Shfl && props.ComputeMajor >= 8 && analysis.Analyze(p).Shape == analysis.Box && allFloat32(p) {
+	if pl.Async == 0 && props.ComputeMajor >= 8 && analysis.Analyze(p).Shape == analysis.Box && allFloat32(p) {
 		rs = append(rs, async)
 	}
 	return rs

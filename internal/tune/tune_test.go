@@ -624,7 +624,7 @@ func TestRowVariants(t *testing.T) {
 // five planes ahead in place of its prefetch, and in 3D two-row tiles five planes ahead,
 // capped where a plan of 80 registers would need twice as many as a block of its threads may
 // hold (a 1024-thread tile twice as tall, whose cap would be 64, is left out); none for other
-// strategies, plans that already copy asynchronously, or shuffle tiles.
+// strategies or plans that already copy asynchronously.
 func TestAsyncVariants(t *testing.T) {
 	checkVariants(t, func(p *ir.Program, pl plan.Plan) []plan.Plan { return asyncVariants(p, pl, 80, 65536) }, []variantCase{
 		{"an5d/j2d5pt.stencil", "n5d:bx=128,bt=8,rx=2,pf=3,maxregs=96", []string{
@@ -643,7 +643,6 @@ func TestAsyncVariants(t *testing.T) {
 			"n5d:bx=32,by=32,bt=3,rx=2,wave=true,async=5,chunk=64",
 			"n5d:bx=32,by=16,bt=3,rx=2,ry=2,wave=true,async=5,chunk=64,maxregs=128"}},
 		{"an5d/star3d1r.stencil", "n5d:bx=32,by=16,bt=2,async=1", nil},
-		{"an5d/j2d5pt.stencil", "n5d:bx=64,shfl=true", nil},
 		{"an5d/j2d5pt.stencil", "pyramid", nil},
 	})
 }
