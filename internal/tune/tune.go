@@ -423,6 +423,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 		t.refine(t.contenders())
 		t.neighbours(fastest(res.Candidates))
 		t.runnerUpWalk()
+		t.spareBudget(viable)
 	}
 	for _, c := range res.Candidates {
 		switch {
@@ -440,6 +441,41 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 		return res, fmt.Errorf("no candidate of %s could be measured (%d failed, %d pruned)", s.Prog.Name, res.Failed, res.Pruned)
 	}
 	return res, nil
+}
+
+// spareBudget spends what a bounded search has left after its walks on the plans of the
+// space it has not timed, of the fastest plan's strategy, best predicted first, k at a time,
+// and walks again from a plan of them that overtakes the fastest. The model ranks the plans
+// of the forward plane and the in-plane method, which differ in their blocks and steps, almost
+// flat (within 4% on star3d3r where the H200 measured them 209 to 268 GCells/s), and the 3D
+// stars' and boxes' searches (H200, 2026-11-29) ended after 12-20 s of their minute: star3d3r's
+// had timed 5 of its 26 forward-plane plans of the space (and 20 refinements of two of them).
+// n5d's space plans lack the settings the walks add (10-40% of the tuned plans' speed), so an
+// n5d search does not spend its rest on them.
+func (t *tuner) spareBudget(viable []*Candidate) {
+	best := fastest(t.res.Candidates)
+	if t.o.Budget <= 0 || best == nil || best.Plan.Strategy == plan.N5D {
+		return
+	}
+	for !t.spent() {
+		var next []*Candidate
+		for _, c := range viable {
+			if c.Status == Unmeasured && c.Plan.Strategy == best.Plan.Strategy {
+				if next = append(next, c); len(next) == max(t.o.K, 1) {
+					break
+				}
+			}
+		}
+		if len(next) == 0 {
+			return
+		}
+		t.logf("budget left: timing %d more %s plans of the space", len(next), best.Plan.Strategy)
+		t.measure(next)
+	}
+	if b := fastest(t.res.Candidates); b != best && !b.Refined {
+		t.refine([]*Candidate{b})
+		t.neighbours(fastest(t.res.Candidates))
+	}
 }
 
 // pickContenders measures the contenders of the space with PickRules' settings, each as a

@@ -1189,3 +1189,74 @@ func measuredSpace(tu *tuner, pls []plan.Plan) {
 	tu.measure(space)
 	tu.res.Candidates = space
 }
+
+// TestSpareBudget: a bounded search with time left after its walks times the untimed space
+// plans of its fastest plan's strategy, best predicted first, and walks from one that overtakes
+// the fastest; with no budget, or an n5d plan fastest, it times nothing more; the budget stops it.
+func TestSpareBudget(t *testing.T) {
+	p := program(t, "an5d/star3d3r.stencil")
+	var viable []*Candidate
+	for _, pl := range Enumerate(p, benchShape(p), []string{plan.ForwardPlane, plan.Naive}, true) {
+		viable = append(viable, &Candidate{Plan: pl, Status: Unmeasured})
+	}
+	fp := 0
+	for _, c := range viable {
+		if c.Plan.Strategy == plan.ForwardPlane {
+			fp++
+		}
+	}
+	// The 64x8 blocks at rz=2 are the fastest, the space's first plan timed is 32x8 at rz=4.
+	timeOf := func(pl plan.Plan) float64 {
+		s := 0.6e-3
+		if pl.BX == 64 && pl.BY == 8 && pl.RZ == 2 {
+			s = 0.5e-3
+		}
+		return s
+	}
+	run := func(budget time.Duration, first string) (*tuner, []string) {
+		tu, timedOf := madeUpTuner(p, true, timeOf)
+		var clock time.Duration
+		tu.since = func(time.Time) time.Duration { return clock }
+		inner := tu.timeFor
+		tu.timeFor = func(c *Candidate) { clock += 100 * time.Millisecond; inner(c) }
+		tu.o.Budget, tu.o.K = budget, 5
+		vs := make([]*Candidate, len(viable))
+		for i, c := range viable {
+			cc := *c
+			vs[i] = &cc
+		}
+		tu.res.Candidates = vs // as a search's: the space's ranking and what joins it
+		for _, c := range vs {
+			if c.Plan.String() == first {
+				tu.measure([]*Candidate{c})
+			}
+		}
+		if len(timedOf()) != 1 {
+			t.Fatalf("%s is not in the space", first)
+		}
+		tu.spareBudget(vs)
+		return tu, timedOf()
+	}
+	first := "forwardplane:bx=32,by=8,rz=4,pf=1,chunk=128,fastmath=true"
+	tu, timed := run(time.Hour, first)
+	if got := len(timed); got < fp {
+		t.Errorf("with an hour left, %d plans timed; want the %d forward-plane plans of the space and more", got, fp)
+	}
+	for _, s := range timed {
+		if strings.HasPrefix(s, "naive") {
+			t.Errorf("timed %s, of another strategy than the fastest's", s)
+		}
+	}
+	if b := fastest(tu.res.Candidates).Plan; b.BX != 64 || b.BY != 8 || b.RZ != 2 {
+		t.Errorf("fastest %s, want a 64x8 plan at rz=2", b)
+	}
+	if _, timed := run(0, first); len(timed) != 1 {
+		t.Errorf("with no budget, %d plans timed; want the first alone", len(timed))
+	}
+	if _, timed := run(time.Second, first); len(timed) >= fp {
+		t.Errorf("with a second of budget (0.1 s a plan), %d plans timed", len(timed))
+	}
+	if _, timed := run(time.Hour, "naive:bx=32,by=4,fastmath=true"); len(timed) < 2 {
+		t.Errorf("with a naive plan fastest, %d plans timed; want the naive plans of the space", len(timed))
+	}
+}
