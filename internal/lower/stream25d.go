@@ -67,10 +67,10 @@ type streamer struct {
 
 // streamWindow is what a streamed grid level keeps of the planes around the current one.
 type streamWindow struct {
-	tile  tileInfo // one plane (axis 0 extent 1)
-	ring  int      // planes kept: 2r+1 (1 for a register-queue level)
-	queue []string // a register-queue level's registers, value at z - r + k
-	// queues are the queues of a thread's rx cells (queues[0] is queue).
+	tile tileInfo // one plane (axis 0 extent 1)
+	ring int      // planes kept: 2r+1 (1 for a register-queue level)
+	// queues are a register-queue level's registers, one queue per cell of the thread (rx),
+	// each holding the value at z - r + k in its k-th register (nil: a ring level).
 	queues [][]string
 	rz     int
 	hx     int // the reach along x (the tile's x halo may be wider, to align rx's vectors)
@@ -284,7 +284,6 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		}
 	}
 	s.cell = 0
-	w.queue = w.queues[0]
 	if s.forward {
 		s.H = [3]int{max(s.H[0], w.rz), max(s.H[1], h[1]), max(s.H[2], h[2])}
 	}
@@ -323,7 +322,7 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		s.fastFills = append(s.fastFills, append(slices.Clone(ep.stores), ep.fastLoads...)...)
 		return
 	}
-	centre := kir.Id(w.queue[w.rz])
+	centre := kir.Id(w.queues[0][w.rz])
 	s.fills = append(s.fills, edgeFill(s.em, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), true)...)
 	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), false)...)
 }
@@ -355,7 +354,7 @@ func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 		return em.globalRead(l.G, l.Level, l.Layer, em.coords, l.Off)
 	}
 	local := s.cellLocal()
-	if w.queue != nil {
+	if w.queues != nil {
 		if !nonzero(l.Off[1:]) {
 			return kir.Id(w.queues[s.cell][w.rz+l.Off[0]+s.sub])
 		}
