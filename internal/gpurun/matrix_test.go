@@ -159,8 +159,7 @@ func planVariants(p *ir.Program, cuda bool) []plan.Plan {
 			// here two planes ahead (several halo registers a thread); the halos a plane
 			// ahead (alt); steps of several planes where the stencil is a star along z: three
 			// planes a step of the 4x4 blocks (chunks of 4 end in a step of one plane), two of
-			// blocks one thread tall (chunks of 5); and two cells a thread along x read as pairs
-			// (rx=2), in blocks whose 6-cell tiles leave a part tile at the grid's end.
+			// blocks one thread tall (chunks of 5).
 			tiny := def
 			tiny.BX, tiny.BY, tiny.Chunk, tiny.Prefetch = 2, 1, 3, 2
 			out = append(out, tiny)
@@ -175,11 +174,6 @@ func planVariants(p *ir.Program, cuda bool) []plan.Plan {
 			steps.BX, steps.BY, steps.Chunk, steps.Prefetch, steps.RZ = 4, 1, 5, 1, 2
 			if steps.Validate(p, plan.Limits{}, 0) == nil {
 				out = append(out, steps)
-			}
-			pairs := def
-			pairs.BX, pairs.BY, pairs.Chunk, pairs.Prefetch, pairs.RZ, pairs.RX = 3, 2, 5, 1, 2, 2
-			if pairs.Validate(p, plan.Limits{}, 0) == nil {
-				out = append(out, pairs)
 			}
 		}
 		if s == "inplane" {

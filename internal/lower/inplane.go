@@ -778,24 +778,13 @@ type edgeSlot struct {
 }
 
 // pipelineEdges builds level's edgePipe for tile t, pf steps deep, for blocks of threads
-// threads whose steps compute len(centres) planes each: centres[j] are the thread's cells of
-// the step's plane j (several side by side along x: one vector store), base(j) the element
-// offset of that plane's buffer (nil for one buffer). The halo loaded along x is hx cells a
-// side, of a tile whose x halo may be wider (rows aligned to the vectors).
-func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, hx int, centres [][]kir.Expr, pl plan.Plan, diag bool, pf, threads int, base func(j int) kir.Expr) edgePipe {
+// threads whose steps compute len(centres) planes each: centres[j] is the thread's cell of the
+// step's plane j, base(j) the element offset of that plane's buffer (nil for one buffer).
+func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, centres []kir.Expr, pl plan.Plan, diag bool, pf, threads int, base func(j int) kir.Expr) edgePipe {
 	W := t.dims[2]
-	h1, hp := t.halo[1], t.halo[2]
-	h2 := hx
+	h1, h2 := t.halo[1], t.halo[2]
 	rz := len(centres)
-	rx := len(centres[0])
-	BX, TY := W-2*hp, pl.BY // the tile's cells along x and its rows
-	// off is the tile column of the halo's first column (the padding before it).
-	off := func(e kir.Expr) kir.Expr {
-		if hp == h2 {
-			return e
-		}
-		return kir.Add(e, kir.I(hp-h2))
-	}
+	BX, TY := pl.BX, pl.BY
 	at := func(j int, i kir.Expr) kir.Expr {
 		if b := base(j); b != nil {
 			i = kir.Add(b, i)
@@ -804,16 +793,8 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, hx int,
 	}
 	l1, l2, o1, o2 := kir.Id("l1"), kir.Id("l2"), kir.Id("o1"), kir.Id("o2")
 	var ep edgePipe
-	for j, cells := range centres {
-		if rx == 1 {
-			ep.stores = append(ep.stores, kir.Set(at(j, kir.Add(kir.Mul(kir.Add(l1, kir.I(h1)), kir.I(W)), kir.Add(l2, kir.I(h2)))), cells[0]))
-			continue
-		}
-		i := kir.Add(kir.Mul(kir.Add(l1, kir.I(h1)), kir.I(W)), kir.Add(kir.Mul(l2, kir.I(rx)), kir.I(hp)))
-		if b := base(j); b != nil {
-			i = kir.Add(b, i)
-		}
-		ep.stores = append(ep.stores, &kir.VecStore{Vals: cells, T: kir.FromIR(g.Type), Width: rx, Array: t.name, Idx: i})
+	for j, centre := range centres {
+		ep.stores = append(ep.stores, kir.Set(at(j, kir.Add(kir.Mul(kir.Add(l1, kir.I(h1)), kir.I(W)), kir.Add(l2, kir.I(h2)))), centre))
 	}
 	// The halo's regions in the order they are dealt: rows above, rows below, both sides'
 	// columns (row by row), corners.
@@ -827,7 +808,7 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, hx int,
 		m := kir.Bin("%", h, kir.I(2*h2))
 		return []kir.Stmt{
 			kir.Set(kir.Id(hr(k)), firstRow(kir.Bin("/", h, kir.I(2*h2)))),
-			kir.Set(kir.Id(hc(k)), &kir.Cond{C: &kir.Binary{Op: "<", X: m, Y: kir.I(h2)}, A: off(m), B: kir.Add(m, kir.I(BX+hp-h2))}),
+			kir.Set(kir.Id(hc(k)), &kir.Cond{C: &kir.Binary{Op: "<", X: m, Y: kir.I(h2)}, A: m, B: kir.Add(m, kir.I(BX))}),
 		}
 	}
 	var regions []func(h kir.Expr, k int) []kir.Stmt
@@ -838,7 +819,7 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, hx int,
 			regions = append(regions, func(h kir.Expr, k int) []kir.Stmt {
 				return []kir.Stmt{
 					kir.Set(kir.Id(hr(k)), kir.Add(kir.Bin("/", h, kir.I(BX)), kir.I(first))),
-					kir.Set(kir.Id(hc(k)), kir.Add(kir.Bin("%", h, kir.I(BX)), kir.I(hp))),
+					kir.Set(kir.Id(hc(k)), kir.Add(kir.Bin("%", h, kir.I(BX)), kir.I(h2))),
 				}
 			})
 		}
@@ -888,7 +869,7 @@ func pipelineEdges(em, fast *emitter, g *ir.Grid, level int, t tileInfo, hx int,
 		slot := edgeSlot{
 			index: kir.Add(kir.Mul(kir.Id(hr(k)), kir.I(W)), kir.Id(hc(k))),
 			y:     kir.Add(kir.Bin("-", o1, kir.I(h1)), kir.Id(hr(k))),
-			x:     kir.Add(kir.Bin("-", o2, kir.I(hp)), kir.Id(hc(k))),
+			x:     kir.Add(kir.Bin("-", o2, kir.I(h2)), kir.Id(hc(k))),
 		}
 		if (k+1)*threads > H {
 			slot.cond = &kir.Binary{Op: "<", X: h, Y: kir.I(H)}

@@ -35,6 +35,7 @@ type streamer struct {
 	// local, origin and coords are the thread's index in the block, the block's origin and
 	// the cell's coordinates per axis (axis 0 streamed).
 	local, origin, coords []kir.Expr
+	inside                kir.Expr // the cell lies in the domain
 	threads               int
 	body                  []kir.Stmt
 	em                    *emitter
@@ -56,24 +57,14 @@ type streamer struct {
 	// values, the halos and the plane buffers rz planes a step, one barrier for all of them;
 	// sub is the step's plane whose terms the emitter reads now.
 	rz, sub int
-	// rx (forward with dbuf only) is the neighbouring cells along x a thread computes: its
-	// columns' queues, one vector store of its centres and, for every row of a plane it reads,
-	// vector loads of the pairs its cells' neighbours fall in (vecLoads, declared ahead of the
-	// step's updates); cell is the cell whose update the emitter builds now.
-	rx, cell int
-	vecLoads []kir.Stmt
-	vecSeen  map[string]bool
 }
 
 // streamWindow is what a streamed grid level keeps of the planes around the current one.
 type streamWindow struct {
-	tile tileInfo // one plane (axis 0 extent 1)
-	ring int      // planes kept: 2r+1 (1 for a register-queue level)
-	// queues are a register-queue level's registers, one queue per cell of the thread (rx),
-	// each holding the value at z - r + k in its k-th register (nil: a ring level).
-	queues [][]string
-	rz     int
-	hx     int // the reach along x (the tile's x halo may be wider, to align rx's vectors)
+	tile  tileInfo // one plane (axis 0 extent 1)
+	ring  int      // planes kept: 2r+1 (1 for a register-queue level)
+	queue []string // a register-queue level's registers, value at z - r + k
+	rz    int
 }
 
 // lowerStreaming is the streaming kernel as the streamer's stages: its thread geometry, the
@@ -86,14 +77,12 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	ps, args := params(p, readRoles)
 	k := &kir.Kernel{Name: name, Params: ps}
 	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims()}
-	s.rz, s.rx = 1, 1
+	s.rz = 1
 	if forward {
 		s.pf = pl.Prefetch
 		s.rz = max(pl.RZ, 1)
-		s.rx = max(pl.RX, 1)
 	}
 	s.geometry()
-	s.vecSeen = map[string]bool{}
 	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
 	if forward {
 		fast := *s.em
@@ -101,8 +90,8 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 		s.fast = &fast
 	}
 	s.windows()
-	if (s.rz > 1 || s.rx > 1) && !s.dbuf {
-		panic(fmt.Sprintf("internal error: plan %s: rz or rx without two plane buffers passed the plan's checks", pl))
+	if s.rz > 1 && !s.dbuf {
+		panic(fmt.Sprintf("internal error: plan %s: rz without two plane buffers passed the plan's checks", pl))
 	}
 	if s.shared > staticSharedLimit {
 		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, s.shared, staticSharedLimit)
@@ -143,21 +132,16 @@ func (s *streamer) geometry() {
 		s.local[a] = kir.Id(fmt.Sprintf("l%d", a))
 		s.origin[a] = kir.Id(fmt.Sprintf("o%d", a))
 		s.coords[a] = kir.Id(fmt.Sprintf("c%d", a))
-		cell := s.local[a]
-		if dim == 0 && s.rx > 1 {
-			// A thread's rx cells along x lie side by side from its first.
-			s.bsize[a] *= s.rx
-			cell = kir.Mul(s.local[a], kir.I(s.rx))
-		}
 		s.body = append(s.body,
 			&kir.Decl{Name: fmt.Sprintf("l%d", a), Type: kir.I32, Init: &kir.Builtin{D: kir.ThreadIdx, Axis: dim}},
 			&kir.Decl{Name: fmt.Sprintf("o%d", a), Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: dim}, kir.I(s.bsize[a]))},
-			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(s.origin[a], cell)})
+			&kir.Decl{Name: fmt.Sprintf("c%d", a), Type: kir.I32, Init: kir.Add(s.origin[a], s.local[a])})
 	}
+	s.inside = s.insideOf(s.coords)
 	s.threads = s.block[0] * s.block[1]
 	tid := kir.Expr(kir.Id("l1"))
 	for a := 2; a < d; a++ {
-		tid = kir.Add(kir.Mul(tid, kir.I(s.block[d-1-a])), s.local[a])
+		tid = kir.Add(kir.Mul(tid, kir.I(s.bsize[a])), s.local[a])
 	}
 	s.body = append(s.body, &kir.Decl{Name: "tid", Type: kir.I32, Init: tid})
 	// The chunk of the streaming axis this block covers.
@@ -165,29 +149,6 @@ func (s *streamer) geometry() {
 	s.body = append(s.body,
 		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: chunkDim}, kir.Id("chunk"))},
 		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}})
-}
-
-// cellLocal is the position in the block's tile of the thread's cell s.cell (along x, its
-// rx cells side by side).
-func (s *streamer) cellLocal() []kir.Expr {
-	if s.rx == 1 {
-		return s.local
-	}
-	x := s.d - 1
-	local := slices.Clone(s.local)
-	local[x] = kir.Add(kir.Mul(s.local[x], kir.I(s.rx)), kir.I(s.cell))
-	return local
-}
-
-// cellCoords is the coordinates of the thread's cell s.cell.
-func (s *streamer) cellCoords() []kir.Expr {
-	if s.rx == 1 || s.cell == 0 {
-		return s.coords
-	}
-	x := s.d - 1
-	coords := slices.Clone(s.coords)
-	coords[x] = kir.Add(s.coords[x], kir.I(s.cell))
-	return coords
 }
 
 // insideOf is the test that a cell at coords lies in the domain.
@@ -225,12 +186,8 @@ func (s *streamer) windows() {
 			continue
 		}
 		g := s.p.Grids[gl.g]
-		w := &streamWindow{rz: h[0], hx: h[len(h)-1]}
+		w := &streamWindow{rz: h[0]}
 		inPlane := append([]int{0}, h[1:]...)
-		if s.rx > 1 {
-			// Rows start on whole vectors: the x halo rounded up to rx cells.
-			inPlane[len(h)-1] = (w.hx + s.rx - 1) / s.rx * s.rx
-		}
 		w.tile = newTile(fmt.Sprintf("plane_%s_%d", g.Name, gl.level), s.bsize, inPlane)
 		if columnOnly(s.p, gl) {
 			s.queueWindow(gl, g, w, h)
@@ -248,42 +205,32 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	plane := w.tile
 	t := kir.FromIR(g.Type)
 	w.ring = 1
-	for k := 0; k < s.rx; k++ {
-		s.cell = k
-		var queue []string
-		for i := 0; i < 2*w.rz+s.rz; i++ {
-			name := fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i)
-			if s.rx > 1 {
-				name = fmt.Sprintf("q_%s_%d_%d_%d", g.Name, gl.level, k, i)
-			}
-			queue = append(queue, name)
-		}
-		w.queues = append(w.queues, queue)
-		coords := s.cellCoords()
-		for i, q := range queue {
-			s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
-			if i >= s.rz {
-				// Value at zbeg - rz - r + i.
-				pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(s.rz+w.rz-i))}, coords[1:]...)
-				s.prime = append(s.prime, kir.Set(kir.Id(q), s.em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-			}
-		}
-		for i := 0; i+s.rz < len(queue); i++ {
-			s.advance = append(s.advance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
-			if s.forward {
-				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
-			}
-		}
-		for j := 0; j < s.rz; j++ {
-			head := queue[len(queue)-s.rz+j]
-			pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz+j))}, coords[1:]...)
-			s.advance = append(s.advance, kir.Set(kir.Id(head), s.em.globalReadAt(g, gl.level, nil, pos, nil, true)))
-			if s.forward {
-				s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(head), s.fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
-			}
+	for i := 0; i < 2*w.rz+s.rz; i++ {
+		w.queue = append(w.queue, fmt.Sprintf("q_%s_%d_%d", g.Name, gl.level, i))
+	}
+	queue := w.queue
+	for i, q := range queue {
+		s.body = append(s.body, &kir.Decl{Name: q, Type: t, Init: zeroOf(t)})
+		if i >= s.rz {
+			// Value at zbeg - rz - r + i.
+			pos := append([]kir.Expr{kir.Bin("-", kir.Id("zbeg"), kir.I(s.rz+w.rz-i))}, s.coords[1:]...)
+			s.prime = append(s.prime, kir.Set(kir.Id(q), s.em.globalReadAt(g, gl.level, nil, pos, nil, true)))
 		}
 	}
-	s.cell = 0
+	for i := 0; i+s.rz < len(queue); i++ {
+		s.advance = append(s.advance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
+		if s.forward {
+			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
+		}
+	}
+	for j := 0; j < s.rz; j++ {
+		head := queue[len(queue)-s.rz+j]
+		pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz+j))}, s.coords[1:]...)
+		s.advance = append(s.advance, kir.Set(kir.Id(head), s.em.globalReadAt(g, gl.level, nil, pos, nil, true)))
+		if s.forward {
+			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(head), s.fast.globalReadAt(g, gl.level, nil, pos, []int{0, 0, 0}, false)))
+		}
+	}
 	if s.forward {
 		s.H = [3]int{max(s.H[0], w.rz), max(s.H[1], h[1]), max(s.H[2], h[2])}
 	}
@@ -294,35 +241,27 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	if s.dbuf {
 		buffers = 2 * s.rz
 	}
-	align := 0
-	if s.rx > 1 {
-		align = s.rx * g.Type.Size()
-	}
-	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len * buffers, Align: align})
+	s.body = append(s.body, &kir.ArrayDecl{Name: plane.name, Type: t, Space: kir.Shared, Len: plane.len * buffers})
 	s.shared += plane.len * buffers * g.Type.Size()
 	if !s.forward {
 		s.fills = append(s.fills, planeFill(s.em, g, gl.level, plane, s.origin, kir.Id("z"), kir.I(0), s.threads)...)
 		return
 	}
 	if s.pf > 0 {
-		// The step's planes' centres, per cell: plane z+j sits at queue[r+j].
-		var subCentres [][]kir.Expr
+		// The step's planes' centres: plane z+j sits at queue[r+j].
+		var subCentres []kir.Expr
 		for j := 0; j < s.rz; j++ {
-			var cells []kir.Expr
-			for _, q := range w.queues {
-				cells = append(cells, kir.Id(q[w.rz+j]))
-			}
-			subCentres = append(subCentres, cells)
+			subCentres = append(subCentres, kir.Id(w.queue[w.rz+j]))
 		}
 		base := func(j int) kir.Expr { return s.bufferBase(plane, j) }
-		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, w.hx, subCentres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.threads, base)
+		ep := pipelineEdges(s.em, s.fast, g, gl.level, plane, subCentres, s.pl, inPlaneDiagonal(s.p, gl), s.pf, s.threads, base)
 		s.body = append(s.body, ep.decls...)
 		s.prime = append(s.prime, ep.prime...)
 		s.fills = append(s.fills, append(ep.stores, ep.loads...)...)
 		s.fastFills = append(s.fastFills, append(slices.Clone(ep.stores), ep.fastLoads...)...)
 		return
 	}
-	centre := kir.Id(w.queues[0][w.rz])
+	centre := kir.Id(w.queue[w.rz])
 	s.fills = append(s.fills, edgeFill(s.em, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), true)...)
 	s.fastFills = append(s.fastFills, edgeFill(s.fast, g, gl.level, plane, centre, s.pl, inPlaneDiagonal(s.p, gl), false)...)
 }
@@ -351,15 +290,12 @@ func (s *streamer) ringWindow(gl gridLevel, g *ir.Grid, w *streamWindow) {
 func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 	w, ok := s.wins[gridLevel{l.G.Index, l.Level}]
 	if !ok || l.Layer != nil {
-		return em.globalRead(l.G, l.Level, l.Layer, em.coords, l.Off)
+		return em.globalRead(l.G, l.Level, l.Layer, s.coords, l.Off)
 	}
-	local := s.cellLocal()
-	if w.queues != nil {
+	local := s.local
+	if w.queue != nil {
 		if !nonzero(l.Off[1:]) {
-			return kir.Id(w.queues[s.cell][w.rz+l.Off[0]+s.sub])
-		}
-		if s.rx > 1 {
-			return s.vecRead(w, l)
+			return kir.Id(w.queue[w.rz+l.Off[0]+s.sub])
 		}
 		at := w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index)
 		if base := s.bufferBase(w.tile, s.sub); base != nil {
@@ -371,39 +307,11 @@ func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 	return &kir.Index{Array: kir.Id(w.tile.name), Idx: kir.Add(slotOf(zpos, w.ring, w.tile.len), w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index).Idx)}
 }
 
-// vecRead is an in-plane read of the thread's cell s.cell under rx: a lane of the vector of rx
-// cells it falls in, loaded once per step's plane for all the thread's cells (vecLoads).
-func (s *streamer) vecRead(w *streamWindow, l *ir.Load) kir.Expr {
-	t := w.tile
-	dy, dx := l.Off[1], l.Off[2]
-	P := t.halo[2] + s.cell + dx // from the thread's first cell's vector
-	q, lane := P/s.rx, P%s.rx
-	name := fmt.Sprintf("v_%s_%d_%d_%d", t.name, s.sub, dy+t.halo[1], q)
-	if !s.vecSeen[name] {
-		s.vecSeen[name] = true
-		row := kir.Add(kir.Id("l1"), kir.I(t.halo[1]+dy))
-		col := kir.Add(kir.Mul(kir.Id("l2"), kir.I(s.rx)), kir.I(q*s.rx))
-		idx := kir.Add(kir.Mul(row, kir.I(t.dims[2])), col)
-		if base := s.bufferBase(t, s.sub); base != nil {
-			idx = kir.Add(base, idx)
-		}
-		s.vecLoads = append(s.vecLoads, &kir.VecLoad{Name: name, T: kir.FromIR(l.G.Type), Width: s.rx, Array: kir.Id(t.name), Idx: idx, Shared: true})
-	}
-	return &kir.Lane{Vec: name, I: lane}
-}
-
-// withVecLoads puts the vector loads that the statements of a step's plane made (under rx)
-// ahead of them, and starts the next plane's.
-func (s *streamer) withVecLoads(body []kir.Stmt) []kir.Stmt {
-	out := append(s.vecLoads, body...)
-	s.vecLoads, s.vecSeen = nil, map[string]bool{}
-	return out
-}
-
 // loop is one plane's step: advance the windows, then (between barriers) the updates of the
 // cells in the domain. The forward plane advances its queues without boundary handling where
 // the block's columns and halos lie inside the domain at this z.
 func (s *streamer) loop() []kir.Stmt {
+	pl := s.pl
 	var loop []kir.Stmt
 	loop = append(loop, kir.Set(kir.Id("c0"), kir.Id("z")))
 	if s.dbuf {
@@ -422,7 +330,7 @@ func (s *streamer) loop() []kir.Stmt {
 			H0, H1, H2 := s.H[0], s.H[1], s.H[2]
 			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(max(H0, s.pf*s.rz)+s.rz-1)), Y: kir.Id("n0")}),
 				and(and(&kir.Binary{Op: ">=", X: kir.Id("o1"), Y: kir.I(H1)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o1"), kir.I(s.bsize[1]+H1)), Y: kir.Id("n1")}),
-					and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(s.bsize[2]+H2)), Y: kir.Id("n2")})))
+					and(&kir.Binary{Op: ">=", X: kir.Id("o2"), Y: kir.I(H2)}, &kir.Binary{Op: "<=", X: kir.Add(kir.Id("o2"), kir.I(pl.BX+H2)), Y: kir.Id("n2")})))
 			loop = append(loop, &kir.If{Cond: interior, Then: append(s.fastAdvance, s.fastFills...), Else: append(s.advance, s.fills...)})
 		}
 		loop = append(loop, s.ringFills...)
@@ -435,22 +343,10 @@ func (s *streamer) loop() []kir.Stmt {
 		if j > 0 {
 			sub = append(sub, kir.Set(kir.Id("c0"), kir.Add(kir.Id("z"), kir.I(j))))
 		}
-		var cells []kir.Stmt
-		for k := 0; k < s.rx; k++ {
-			s.cell = k
-			em := *s.em
-			em.coords = s.cellCoords()
-			var compute []kir.Stmt
-			compute = append(compute, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(em.coords, nil)})
-			compute = append(compute, storeUpdatesSplit(&em, kir.Id("idx"))...)
-			cell := kir.Stmt(&kir.If{Cond: s.insideOf(em.coords), Then: compute})
-			if s.rx > 1 {
-				cell = &kir.Block{Body: []kir.Stmt{cell}}
-			}
-			cells = append(cells, cell)
-		}
-		s.cell = 0
-		sub = append(sub, s.withVecLoads(cells)...)
+		var compute []kir.Stmt
+		compute = append(compute, &kir.Decl{Name: "idx", Type: s.em.idxType(), Init: s.em.linear(s.coords, nil)})
+		compute = append(compute, storeUpdatesSplit(s.em, kir.Id("idx"))...)
+		sub = append(sub, &kir.If{Cond: s.inside, Then: compute})
 		if j == 0 {
 			checked = append(checked, sub...)
 		} else {
@@ -500,32 +396,19 @@ func (s *streamer) uncheckedCompute() []kir.Stmt {
 	var out []kir.Stmt
 	for j := 0; j < s.rz; j++ {
 		s.sub = j
+		em := *s.em
+		em.interior = true
+		em.lets = map[*ir.Let]string{}
 		var body []kir.Stmt
 		if j > 0 {
 			body = append(body, kir.Set(kir.Id("c0"), kir.Add(kir.Id("z"), kir.I(j))))
 		}
-		var cells []kir.Stmt
-		for k := 0; k < s.rx; k++ {
-			s.cell = k
-			em := *s.em
-			em.interior = true
-			em.lets = map[*ir.Let]string{}
-			em.coords = s.cellCoords()
-			var cell []kir.Stmt
-			cell = append(cell, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(em.coords, nil)})
-			em.out = &cell
-			em.declareUpdateLets(s.p.Updates)
-			for _, u := range s.p.Updates {
-				cell = append(cell, kir.Set(&kir.Index{Array: kir.Id(bufName(u.Grid, Out0)), Idx: kir.Id("idx")}, em.expr(u.Value)))
-			}
-			if s.rx > 1 {
-				cells = append(cells, &kir.Block{Body: cell})
-			} else {
-				cells = append(cells, cell...)
-			}
+		body = append(body, &kir.Decl{Name: "idx", Type: em.idxType(), Init: em.linear(s.coords, nil)})
+		em.out = &body
+		em.declareUpdateLets(s.p.Updates)
+		for _, u := range s.p.Updates {
+			body = append(body, kir.Set(&kir.Index{Array: kir.Id(bufName(u.Grid, Out0)), Idx: kir.Id("idx")}, em.expr(u.Value)))
 		}
-		s.cell = 0
-		body = append(body, s.withVecLoads(cells)...)
 		out = append(out, &kir.Block{Body: body})
 	}
 	s.sub = 0

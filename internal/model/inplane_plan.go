@@ -50,7 +50,7 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 	fp := m.forward
 	rx, ry, vec := max(pl.RX, 1), max(pl.RY, 1), max(pl.Vec, 1)
 	if fp {
-		ry, vec = 1, 1 // rx cells a thread side by side along x, scalar global loads
+		rx, ry, vec = 1, 1, 1 // one cell a thread, scalar loads
 	}
 	tx, ty := pl.BX, max(pl.BY, 1)
 	threads := tx * ty
@@ -117,12 +117,8 @@ func (m inplaneModel) Predict(in Input) (Prediction, error) {
 			instr += loadCost(cols*by, vec, hx%vec == 0) + loadCost(cols*2*hy, vec, hx%vec == 0)
 		}
 		// Shared-memory reads: every in-plane point of every output (a thread's rx x ry outputs
-		// are strided by the block, so their neighbourhoods do not overlap); the forward plane's
-		// rx side-by-side cells read each row's vectors of rx cells once for all of them.
+		// are strided by the block, so their neighbourhoods do not overlap).
 		pts := float64(lv.inPlane)
-		if fp && rx > 1 {
-			pts = fpVectorReads(lv.reach[1], lv.reach[2], rx, lv.star) / float64(rx)
-		}
 		instr += outs / 32 * pts
 	}
 	if in.SharedBytes > 0 {
@@ -236,18 +232,4 @@ func planOps(p *ir.Program, pl plan.Plan, formula ALUOps) ALUOps {
 	}
 	planOpsCache.Store(k, ops)
 	return ops
-}
-
-// fpVectorReads is the vector loads a forward-plane thread with rx cells side by side issues
-// per plane of a level of in-plane reach hy, hx: rows start on whole vectors (the x halo
-// rounded up to rx cells), so a row's reads from hx before the first cell to hx after the
-// last fall in (hp+rx-1+hx)/rx - (hp-hx)/rx + 1 vectors; a star reads only the centre row
-// across x, its other rows at the thread's own cells, one vector each.
-func fpVectorReads(hy, hx, rx int, star bool) float64 {
-	hp := (hx + rx - 1) / rx * rx
-	row := (hp+rx-1+hx)/rx - (hp-hx)/rx + 1
-	if star {
-		return float64(row + 2*hy)
-	}
-	return float64(row * (2*hy + 1))
 }

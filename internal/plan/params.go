@@ -85,8 +85,6 @@ var Params = []param{
 		valid: upTo(0, 8, "rx, the cells each thread computes along x, must be 1..8")},
 	{key: "rx", parse: []string{Pyramid}, num: func(p *Plan) *int { return &p.RX }, show: func(p Plan) bool { return p.RX > 1 }, least: 1,
 		valid: upTo(0, 32, "rx, the cells each thread of a 1D pyramid keeps in registers, must be 1..32")},
-	{key: "rx", parse: []string{ForwardPlane}, num: func(p *Plan) *int { return &p.RX }, show: func(p Plan) bool { return p.RX > 1 }, least: 1,
-		valid: &valid{oneOf: []int{0, 1, 2}, says: "forwardplane's rx, the neighbouring cells each thread computes along x (read from shared memory as one vector), is 1 or 2"}},
 	{key: "ry", parse: n5dOnly, num: func(p *Plan) *int { return &p.RY }, show: func(p Plan) bool { return p.RY > 1 }, least: 1,
 		valid: upTo(0, 8, "ry, the rows each thread computes along y, must be 1..8")},
 	// Written out either way: wave order is the default, so the text must say it is off.

@@ -40,9 +40,7 @@ type Plan struct {
 	// few threads covers a wide tile, whose halo costs less. A 1D pyramid takes rx too: each
 	// thread keeps rx neighbouring cells in registers through the launch's ph steps and
 	// exchanges only its R edge cells a side through shared memory (lower's pyramidRX; 1D
-	// programs with a fixed rim, PyramidRXApplies). The forward plane takes rx=2 (with pf,
-	// stars along z): a thread's two neighbouring cells along x store their centres and read
-	// every row of the shared plane as pairs, half the shared-memory loads of one cell each.
+	// programs with a fixed rim, PyramidRXApplies).
 	RX, RY int
 	// RZ is the planes a forward-plane step computes between two barriers (1 or left out:
 	// one): its register queues hold 2r+RZ values and its halos and shared buffers RZ planes,
@@ -618,24 +616,16 @@ func inplaneCheck(pl Plan, p *ir.Program, lim Limits) error {
 	return nil
 }
 
-// forwardPlaneCheck: several planes a step (rz) and several cells a thread along x (rx) need
-// the halos loaded ahead and every grid level read off its plane only straight along the
-// streaming axis (each level a register queue whose planes sit in two sets of shared buffers;
-// a level read at offsets on both would keep a ring of shared planes, which neither takes).
+// forwardPlaneCheck: several planes a step (rz) need the halos loaded ahead and every grid
+// level read off its plane only straight along the streaming axis (each level a register
+// queue whose planes sit in two sets of shared buffers; a level read at offsets on both would
+// keep a ring of shared planes, which the steps of several planes do not take).
 func forwardPlaneCheck(pl Plan, p *ir.Program, lim Limits) error {
-	var what []string
-	if pl.RZ > 1 {
-		what = append(what, "rz")
-	}
-	if pl.RX > 1 {
-		what = append(what, "rx")
-	}
-	if len(what) == 0 {
+	if pl.RZ <= 1 {
 		return nil
 	}
-	set := strings.Join(what, " and ")
 	if pl.Prefetch < 1 {
-		return fmt.Errorf("plan %s: %s need the halos loaded a plane ahead: add pf=1", pl, set)
+		return fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded a plane ahead: add pf=1", pl)
 	}
 	for _, u := range p.Updates {
 		bad := false
@@ -645,7 +635,7 @@ func forwardPlaneCheck(pl Plan, p *ir.Program, lim Limits) error {
 			}
 		})
 		if bad {
-			return fmt.Errorf("plan %s: %s take stencils whose reads off the current plane lie straight along %s (a star along it); %s reads diagonally across planes: drop %s", pl, set, p.Axes[0], p.Name, set)
+			return fmt.Errorf("plan %s: rz takes stencils whose reads off the current plane lie straight along %s (a star along it); %s reads diagonally across planes: drop rz", pl, p.Axes[0], p.Name)
 		}
 	}
 	return nil

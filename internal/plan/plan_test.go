@@ -35,34 +35,6 @@ func TestInplaneVec4Needs4ByteElements(t *testing.T) {
 	}
 }
 
-// TestForwardPlaneRX checks the forward plane's pairs of cells along x: accepted with the
-// halos loaded ahead on a star along z, refused with the way out otherwise, and only rx 1 or 2.
-func TestForwardPlaneRX(t *testing.T) {
-	star := "axes z, y, x\ntype f32\nstate u boundary fixed\nupdate u = 2*u + u[x-1] + u[x+1] + u[y-1] + u[y+1] + u[z-1] + u[z+1]\n"
-	diag := "axes z, y, x\ntype f32\nstate u boundary fixed\nupdate u = u + u[z-1, x+1] + u[z+1]\n"
-	for _, c := range []struct {
-		src, plan, err string
-	}{
-		{star, "forwardplane:rx=2,pf=1", ""},
-		{star, "forwardplane:rx=2,rz=2,pf=1", ""},
-		{star, "forwardplane:rx=2", "add pf=1"},
-		{star, "forwardplane:rx=4,pf=1", "is 1 or 2"},
-		{diag, "forwardplane:rx=2,pf=1", "drop rx"},
-	} {
-		p, pl := testkit.Parsed(t, c.src, c.plan)
-		err := pl.Validate(p, plan.Limits{}, 0)
-		switch {
-		case c.err == "" && err != nil:
-			t.Errorf("%s: %v", c.plan, err)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%s: got %v, want an error mentioning %q", c.plan, err, c.err)
-		}
-		if err == nil && !strings.Contains(pl.String(), "rx=2") {
-			t.Errorf("%s prints as %s", c.plan, pl)
-		}
-	}
-}
-
 // TestN5DShflRefused checks that warp-shuffle tiles (shfl), removed as a measured loss, are
 // refused as an unknown key, like any other.
 func TestN5DShflRefused(t *testing.T) {
