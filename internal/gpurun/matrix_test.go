@@ -172,6 +172,7 @@ func planVariants(p *ir.Program, cuda bool) []plan.Plan {
 			}
 			steps := def
 			steps.BX, steps.BY, steps.Chunk, steps.Prefetch, steps.RZ = 4, 1, 5, 1, 2
+			steps.ConstSize = true // compiled for the shape it runs
 			if steps.Validate(p, plan.Limits{}, 0) == nil {
 				out = append(out, steps)
 			}

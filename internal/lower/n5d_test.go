@@ -546,33 +546,42 @@ func TestN5DRowLayout(t *testing.T) {
 	}
 }
 
-// TestConstSizeKernels: with constsize every n5d kernel declares the lowered sizes as
-// constants and leaves the size arguments unread; without it the kernels read the arguments.
+// TestConstSizeKernels: with constsize every kernel of an n5d or forward-plane plan declares
+// the lowered sizes as constants and leaves the size arguments unread; without it the kernels
+// read the arguments.
 func TestConstSizeKernels(t *testing.T) {
 	p, err := load.File("../../examples/an5d/star3d1r.stencil", load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, on := range []bool{false, true} {
-		pl, err := plan.Parse("n5d:bx=16,by=8,bt=3,rx=2,wave=true,chunk=16", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl.ConstSize = on
-		l, err := Lower(p, []int{40, 50, 60}, nil, pl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range l.Module.Kernels {
-			text := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}}, kir.CUDA)
-			consts := strings.Contains(text, "const int n0 = 40;") && strings.Contains(text, "const int n1 = 50;") && strings.Contains(text, "const int n2 = 60;")
-			args := strings.Contains(text, "int n0_arg, int n1_arg, int n2_arg,")
-			if consts != on || args != on {
-				t.Errorf("%s, constsize %v: constants %v, renamed arguments %v", k.Name, on, consts, args)
+	for _, c := range []struct {
+		plan    string
+		kernels int // at least
+	}{
+		{"n5d:bx=16,by=8,bt=3,rx=2,wave=true,chunk=16", 2}, // the main kernel and shallower ones
+		{"forwardplane:bx=16,by=8,rz=2,pf=1,chunk=16", 1},
+	} {
+		for _, on := range []bool{false, true} {
+			pl, err := plan.Parse(c.plan, p)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if len(l.Module.Kernels) < 2 {
-			t.Errorf("constsize %v: %d kernels, want the main one and shallower ones", on, len(l.Module.Kernels))
+			pl.ConstSize = on
+			l, err := Lower(p, []int{40, 50, 60}, nil, pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range l.Module.Kernels {
+				text := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}}, kir.CUDA)
+				consts := strings.Contains(text, "const int n0 = 40;") && strings.Contains(text, "const int n1 = 50;") && strings.Contains(text, "const int n2 = 60;")
+				args := strings.Contains(text, "int n0_arg, int n1_arg, int n2_arg,")
+				if consts != on || args != on {
+					t.Errorf("%s, constsize %v: constants %v, renamed arguments %v", k.Name, on, consts, args)
+				}
+			}
+			if len(l.Module.Kernels) < c.kernels {
+				t.Errorf("%s, constsize %v: %d kernels, want at least %d", c.plan, on, len(l.Module.Kernels), c.kernels)
+			}
 		}
 	}
 }

@@ -133,18 +133,26 @@ func (b *n5dBuilder) newEm(coords []kir.Expr, step kir.Expr, out *[]kir.Stmt) *e
 // constSizes declares the sizes as constants of the kernel (plan.ConstSize; the arguments
 // stay, unread), ahead of everything else: the pieces of rimcut read n0 outside the body.
 func (b *n5dBuilder) constSizes() {
-	if !b.pl.ConstSize {
-		return
+	if b.pl.ConstSize {
+		b.sizes = constSizeDecls(b.k, b.shape)
 	}
-	for a := range b.shape {
+}
+
+// constSizeDecls renames kernel k's size parameters n0, n1, ... to n0_arg, ... (the launch
+// still passes them, unread) and returns the declarations of n0, ... as constants of shape,
+// which go ahead of everything that reads them (plan.ConstSize).
+func constSizeDecls(k *kir.Kernel, shape []int) []kir.Stmt {
+	var decls []kir.Stmt
+	for a := range shape {
 		n := fmt.Sprintf("n%d", a)
-		for j := range b.k.Params {
-			if b.k.Params[j].Name == n {
-				b.k.Params[j].Name = n + "_arg"
+		for j := range k.Params {
+			if k.Params[j].Name == n {
+				k.Params[j].Name = n + "_arg"
 			}
 		}
-		b.sizes = append(b.sizes, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(b.shape[a]), Const: true})
+		decls = append(decls, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(shape[a]), Const: true})
 	}
+	return decls
 }
 
 // lt is x < y, for the n5d kernel's conditions.

@@ -101,6 +101,9 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	s.body = append(s.body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
 	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: s.rz, Body: s.loop()})
 	k.Body = s.body
+	if forward && pl.ConstSize {
+		k.Body = append(constSizeDecls(k, shape), k.Body...)
+	}
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})

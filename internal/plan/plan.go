@@ -129,13 +129,13 @@ type Plan struct {
 	// of them finish long after the rest (longest first is the classic cure for such a tail).
 	// It paid on most 2D stencils and lost in 3D, so it is the tuner's to choose.
 	EdgesFirst bool
-	// ConstSize compiles the n5d kernels for the run's size: the sizes are constants of the
-	// kernel text instead of arguments, so that the compiler folds the index arithmetic of
-	// every global access (a thread's rows lie a constant stride apart, one address and
-	// immediate offsets) and loads no size from the constant bank. The run compiles its kernels
-	// at run time for the size it runs anyway; only `tempest gen`, whose code serves every size,
-	// refuses it. It may also cost (the loops compile differently), so it is the tuner's to
-	// choose.
+	// ConstSize compiles the n5d and forward-plane kernels for the run's size: the sizes are
+	// constants of the kernel text instead of arguments, so that the compiler folds the index
+	// arithmetic of every global access (a thread's rows lie a constant stride apart, one
+	// address and immediate offsets) and loads no size from the constant bank. The run compiles
+	// its kernels at run time for the size it runs anyway; only `tempest gen`, whose code serves
+	// every size, refuses it. It may also cost (the loops compile differently), so it is the
+	// tuner's to choose.
 	ConstSize bool
 	// CentreFirst writes, under fast math, every weighted sum's terms that read the centre
 	// column (offsets along the streaming axis only) before those that read in-plane
