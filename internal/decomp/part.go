@@ -1,6 +1,8 @@
 package decomp
 
 import (
+	"fmt"
+
 	"tempest/internal/cpu"
 	"tempest/internal/gpu"
 	"tempest/internal/gpurun"
@@ -123,6 +125,10 @@ type devicePart struct {
 // NewDevicePart compiles the plan for part state s on dev (modules from cache when not nil)
 // and uploads s.
 func NewDevicePart(dev gpu.Device, s *state.State, pl plan.Plan, cache *gpurun.Modules) (Part, error) {
+	if pl.Align {
+		// The exchanges copy slabs of dense arrays.
+		return nil, fmt.Errorf("plan %s: align (rows padded to 128-byte lines) runs on one device; drop align to split the grid", pl)
+	}
 	r, err := gpurun.PrepareWith(dev, s, pl, cache)
 	if err != nil {
 		return nil, err

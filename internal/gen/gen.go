@@ -122,6 +122,9 @@ func newGen(p *ir.Program, o Options) (*gen, error) {
 	if o.Plan.ConstSize {
 		return nil, fmt.Errorf("plan %s: constsize compiles the kernels for one size, but generated code serves every size; drop constsize (tempest run compiles its kernels for the size it runs)", o.Plan)
 	}
+	if o.Plan.Align {
+		return nil, fmt.Errorf("plan %s: align pads the device arrays' rows, but generated code takes dense arrays; drop align (tempest run pads its own buffers)", o.Plan)
+	}
 	if o.Plan.Chain {
 		return nil, fmt.Errorf("plan %s: chain needs the runner's chained launches and completion flags, which generated host code does not issue; drop chain (tempest run chains its launches)", o.Plan)
 	}

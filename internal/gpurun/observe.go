@@ -49,7 +49,7 @@ func (r *Runner) observerFor() (*observer, error) {
 		return r.obs, nil
 	}
 	p := r.s.Prog
-	low := lower.LowerObserve(p, r.s.Shape, r.s.Layers)
+	low := lower.LowerObservePitched(p, r.s.Shape, r.s.Layers, r.low.Pitch)
 	o := &observer{low: low, kernels: map[string]gpu.Kernel{}, Source: kir.Print(low.Module, Dialect(r.dev))}
 	var mod gpu.Module
 	var err error

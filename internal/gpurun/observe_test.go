@@ -57,7 +57,7 @@ state u init rand() boundary fixed
 update u = (u[x-1] + u[x+1] + u[y-1] + u[y+1] + u[z-1] + u[z+1]) / 6
 observe diff = max(abs(u - u.prev))
 observe rms = mean((u - u.prev) * (u - u.prev))`,
-		[][]int{{9, 8, 70}}, []string{"naive", "n5d:bt=2"}},
+		[][]int{{9, 8, 70}}, []string{"naive", "n5d:bt=2", "n5d:bt=2,align=true", "forwardplane:align=true"}},
 }
 
 // observeOn checks a backend's observables: after steps that end in launches of every depth,
@@ -106,7 +106,7 @@ func observeOn(t *testing.T, backend string) {
 					before := make([]*gridio.Array, len(p.Grids))
 					for _, g := range p.PrevObserved() {
 						before[g.Index] = state.CopyArray(s.Cur[g.Index])
-						if err := r.slots[g.Index][1].Read(before[g.Index].Bytes()); err != nil {
+						if err := r.read(r.slots[g.Index][1], before[g.Index]); err != nil {
 							t.Fatal(err)
 						}
 					}

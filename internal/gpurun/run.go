@@ -132,7 +132,10 @@ func (in Initial) Free() {
 
 // fill gives buffer b array a's values: a device copy from init where it holds a, else an
 // upload.
-func (in Initial) fill(b gpu.Buffer, a *gridio.Array) error {
+func (in Initial) fill(b gpu.Buffer, a *gridio.Array, row, pitch int) error {
+	if pitch > 0 {
+		return b.Write(padRows(a.Bytes(), row, pitch, a.Len()))
+	}
 	if src := in[a]; src != nil && gpu.SameDevice(b, src) {
 		return gpu.CopyRange(b, 0, src, 0, int64(len(a.Bytes())))
 	}
@@ -203,7 +206,7 @@ func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 				}
 			}
 		}
-		bytes := int64(s.Cur[g.Index].Len() * g.Type.Size())
+		bytes := int64(r.deviceLen(s.Cur[g.Index].Len()) * g.Type.Size())
 		for i := 0; i < n; i++ {
 			b, err := dev.Alloc(bytes)
 			if err != nil {
@@ -219,7 +222,7 @@ func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 			if i == 1 && g.Levels > 1 {
 				src = s.Prev[g.Index]
 			}
-			if err := init.fill(r.slots[g.Index][i], src); err != nil {
+			if err := init.fill(r.slots[g.Index][i], src, s.Shape[len(s.Shape)-1], low.Pitch); err != nil {
 				r.Close()
 				return nil, err
 			}
@@ -272,6 +275,8 @@ func (r *Runner) bind(l lower.Launch, wait uint32) []any {
 			args[i] = r.slots[a.Grid][slot]
 		case lower.ArgSize:
 			args[i] = int32(r.s.Shape[a.Axis])
+		case lower.ArgPitch:
+			args[i] = int32(r.low.Pitch)
 		case lower.ArgStep:
 			args[i] = int32(r.s.Steps)
 		case lower.ArgConst:
@@ -516,11 +521,11 @@ func (r *Runner) Download() error {
 	}
 	for _, u := range r.s.Prog.Updates {
 		g := u.Grid
-		if err := r.slots[g.Index][0].Read(r.s.Cur[g.Index].Bytes()); err != nil {
+		if err := r.read(r.slots[g.Index][0], r.s.Cur[g.Index]); err != nil {
 			return err
 		}
 		if g.Levels > 1 {
-			if err := r.slots[g.Index][1].Read(r.s.Prev[g.Index].Bytes()); err != nil {
+			if err := r.read(r.slots[g.Index][1], r.s.Prev[g.Index]); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,8 @@ package gpurun
 import (
 	"fmt"
 
+	"tempest/internal/gpu"
+	"tempest/internal/gridio"
 	"tempest/internal/ir"
 )
 
@@ -23,9 +25,61 @@ func (r *Runner) Upload(g *ir.Grid) error {
 		if i == 1 && g.Levels > 1 {
 			src = r.s.Prev[g.Index]
 		}
-		if err := b.Write(src.Bytes()); err != nil {
+		if err := r.write(b, src); err != nil {
 			return fmt.Errorf("uploading grid %s: %w", g.Name, err)
 		}
 	}
 	return nil
+}
+
+// deviceLen is the elements of a device array holding a host array of n elements: n, or with
+// padded rows (lower.Lowered.Pitch) as many rows of the pitch.
+func (r *Runner) deviceLen(n int) int {
+	if r.low.Pitch == 0 {
+		return n
+	}
+	return n / r.row() * r.low.Pitch
+}
+
+// row is the cells of a row of the grids (the last axis).
+func (r *Runner) row() int { return r.s.Shape[len(r.s.Shape)-1] }
+
+// write fills device buffer b with host array a, padding its rows where the plan pads them.
+func (r *Runner) write(b gpu.Buffer, a *gridio.Array) error {
+	if r.low.Pitch == 0 {
+		return b.Write(a.Bytes())
+	}
+	return b.Write(padRows(a.Bytes(), r.row(), r.low.Pitch, a.Len()))
+}
+
+// read copies device buffer b into host array a, dropping the rows' padding.
+func (r *Runner) read(b gpu.Buffer, a *gridio.Array) error {
+	if r.low.Pitch == 0 {
+		return b.Read(a.Bytes())
+	}
+	dst := a.Bytes()
+	es := len(dst) / max(a.Len(), 1)
+	rows := a.Len() / r.row()
+	buf := make([]byte, rows*r.low.Pitch*es)
+	if err := b.Read(buf); err != nil {
+		return err
+	}
+	w, pw := r.row()*es, r.low.Pitch*es
+	for i := 0; i < rows; i++ {
+		copy(dst[i*w:(i+1)*w], buf[i*pw:i*pw+w])
+	}
+	return nil
+}
+
+// padRows is src, n elements in rows of row elements, with every row widened to pitch
+// elements (the padding zero).
+func padRows(src []byte, row, pitch, n int) []byte {
+	es := len(src) / max(n, 1)
+	rows := n / row
+	out := make([]byte, rows*pitch*es)
+	w, pw := row*es, pitch*es
+	for i := 0; i < rows; i++ {
+		copy(out[i*pw:i*pw+w], src[i*w:(i+1)*w])
+	}
+	return out
 }

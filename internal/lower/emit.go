@@ -45,7 +45,18 @@ const (
 	// ArgScratch is the host's per-thread scratch of a state grid: Grid (HostKernel.Block's
 	// rings of intermediate rows, HostRingCells elements).
 	ArgScratch
+	// ArgPitch is the elements from one row of the device arrays to the next (i32; Lowered.Pitch,
+	// plan.Align).
+	ArgPitch
 )
+
+// pitchName is the kernel parameter holding the row pitch (ArgPitch).
+const pitchName = "pitch"
+
+// pitchParam adds the row pitch to a kernel's parameters and launch arguments (plan.Align).
+func pitchParam(ps []kir.Param, as []Arg) ([]kir.Param, []Arg) {
+	return append(ps, kir.Param{Name: pitchName, Type: kir.I32}), append(as, Arg{Kind: ArgPitch})
+}
 
 // Arg is one kernel argument, bound by the runner at launch time.
 type Arg struct {
@@ -92,6 +103,9 @@ type Lowered struct {
 	// Wide says the kernels index elements with 64-bit integers (Wide's rule for the shape
 	// lowered for).
 	Wide bool
+	// Pitch is the elements from one row of the device arrays to the next (plan.Align,
+	// plan.RowPitch of the last axis), 0 where the arrays are dense.
+	Pitch int
 }
 
 func bufName(g *ir.Grid, r Role) string {
@@ -161,6 +175,9 @@ type emitter struct {
 	// correctly rounded for subnormal quotients too.
 	plainDiv bool
 	tmp      int // temporaries declared so far
+	// pitched says the arrays' rows are RowPitch elements apart (plan.Align): the last axis's
+	// stride is the kernel's pitch argument instead of its extent.
+	pitched bool
 }
 
 func (em *emitter) idxType() kir.Type {
@@ -347,6 +364,9 @@ func (em *emitter) linear(q []kir.Expr, layer kir.Expr) kir.Expr {
 	}
 	for a, c := range q {
 		n := kir.Id(fmt.Sprintf("n%d", a))
+		if em.pitched && a == len(q)-1 {
+			n = kir.Id(pitchName)
+		}
 		if idx == nil {
 			idx = cast(c)
 			continue

@@ -532,6 +532,9 @@ func n5dInside(p *ir.Program, pl plan.Plan, lay N5DLayout, rim []int, tileLo fun
 	if lay.VW > 1 {
 		// (The conditions are chained in this order: grouped otherwise, nvcc compiled
 		// j3d27pt's kernel slower.)
+		// A row length of a multiple of the vector keeps every row's start aligned (padded
+		// rows, plan.Align, start aligned anyway) and the edge runs, clamped to the row's
+		// end, on whole vectors.
 		n := kir.Id(fmt.Sprintf("n%d", lay.X))
 		aligned := []kir.Expr{&kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)}}
 		for _, u := range p.Updates {

@@ -697,3 +697,57 @@ func TestEvaluationOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignKernels: with align the kernels of n5d and forward-plane plans take the row pitch
+// and step rows by it (as a constant when compiled for their size), the launches pass it, and
+// Lowered.Pitch is the last axis rounded up to 32 cells; without align nothing names a pitch.
+func TestAlignKernels(t *testing.T) {
+	p, err := load.File("../../examples/an5d/star3d1r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"n5d:bx=16,by=8,bt=3,rx=2,wave=true,chunk=16", "forwardplane:bx=16,by=8,rz=2,pf=1,chunk=16"} {
+		for _, c := range []struct {
+			align, constsize bool
+			want             []string
+			pitch            int
+		}{
+			{false, false, nil, 0},
+			{true, false, []string{"int pitch,", "* pitch +"}, 64},
+			{true, true, []string{"int pitch_arg,", "const int pitch = 64;", "* pitch +"}, 64},
+		} {
+			pl, err := plan.Parse(text, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl.Align, pl.ConstSize = c.align, c.constsize
+			l, err := Lower(p, []int{40, 50, 60}, nil, pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Pitch != c.pitch {
+				t.Errorf("%s: pitch %d, want %d", pl, l.Pitch, c.pitch)
+			}
+			src := kir.Print(l.Module, kir.CUDA)
+			if !c.align && strings.Contains(src, "pitch") {
+				t.Errorf("%s: the kernels name a pitch", pl)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(src, w) {
+					t.Errorf("%s: no %q in the kernels", pl, w)
+				}
+			}
+			for _, la := range l.Launches {
+				n := 0
+				for _, a := range la.Args {
+					if a.Kind == ArgPitch {
+						n++
+					}
+				}
+				if n != map[bool]int{false: 0, true: 1}[c.align] {
+					t.Errorf("%s: launch %s passes the pitch %d times", pl, la.Kernel, n)
+				}
+			}
+		}
+	}
+}

@@ -95,6 +95,9 @@ func newN5DBuilder(p *ir.Program, shape []int, pl plan.Plan, wide bool, bt int, 
 	}
 	b := &n5dBuilder{p: p, shape: shape, pl: pl, wide: wide, bt: bt, lay: lay, R: lay.Reach[0], NC: lay.RX * lay.RY}
 	ps, args := params(p, readRoles)
+	if pl.Align {
+		ps, args = pitchParam(ps, args)
+	}
 	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
 	b.chunk = pl.ChunkOf(shape[0])
 	b.args = append(args, Arg{Kind: ArgConst, Value: int64(b.chunk)})
@@ -127,30 +130,35 @@ func (b *n5dBuilder) decl(name string, t kir.Type, init kir.Expr) kir.Expr {
 
 // newEm is an emitter for cells at coords (step: steps done before the level).
 func (b *n5dBuilder) newEm(coords []kir.Expr, step kir.Expr, out *[]kir.Stmt) *emitter {
-	return &emitter{p: b.p, wide: b.wide, fast: b.pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: out}
+	return &emitter{p: b.p, wide: b.wide, fast: b.pl.FastMath, coords: coords, step: step, lets: map[*ir.Let]string{}, out: out, pitched: b.pl.Align}
 }
 
 // constSizes declares the sizes as constants of the kernel (plan.ConstSize; the arguments
 // stay, unread), ahead of everything else: the pieces of rimcut read n0 outside the body.
 func (b *n5dBuilder) constSizes() {
 	if b.pl.ConstSize {
-		b.sizes = constSizeDecls(b.k, b.shape)
+		b.sizes = constSizeDecls(b.k, b.shape, b.pl.Align)
 	}
 }
 
-// constSizeDecls renames kernel k's size parameters n0, n1, ... to n0_arg, ... (the launch
-// still passes them, unread) and returns the declarations of n0, ... as constants of shape,
-// which go ahead of everything that reads them (plan.ConstSize).
-func constSizeDecls(k *kir.Kernel, shape []int) []kir.Stmt {
+// constSizeDecls renames kernel k's size parameters n0, n1, ... (and with pitched, its row
+// pitch) to n0_arg, ... (the launch still passes them, unread) and returns their declarations
+// as constants of shape, which go ahead of everything that reads them (plan.ConstSize).
+func constSizeDecls(k *kir.Kernel, shape []int, pitched bool) []kir.Stmt {
 	var decls []kir.Stmt
-	for a := range shape {
-		n := fmt.Sprintf("n%d", a)
+	constant := func(n string, v int) {
 		for j := range k.Params {
 			if k.Params[j].Name == n {
 				k.Params[j].Name = n + "_arg"
 			}
 		}
-		decls = append(decls, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(shape[a]), Const: true})
+		decls = append(decls, &kir.Decl{Name: n, Type: kir.I32, Init: kir.I(v), Const: true})
+	}
+	for a := range shape {
+		constant(fmt.Sprintf("n%d", a), shape[a])
+	}
+	if pitched {
+		constant(pitchName, plan.RowPitch(shape[len(shape)-1]))
 	}
 	return decls
 }

@@ -177,6 +177,14 @@ func rewritten(p *ir.Program, pl plan.Plan) *ir.Program {
 // (launches holding their Steps alone) but no kernels.
 func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bool) (*Lowered, error) {
 	wide := Wide(shape, layers)
+	pitch := 0
+	if pl.Align {
+		if pl.Strategy != plan.N5D && pl.Strategy != plan.ForwardPlane {
+			panic(fmt.Sprintf("internal error: plan %s: align on a strategy whose kernels index dense arrays", pl))
+		}
+		pitch = plan.RowPitch(shape[len(shape)-1])
+		wide = Wide(PaddedShape(shape, pitch), layers)
+	}
 	p = rewritten(p, pl)
 	s, err := loweringOf(pl)
 	if err != nil {
@@ -189,5 +197,16 @@ func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bo
 	if err := low.finish(s, p, pl, shape, wide, sizeOnly); err != nil {
 		return nil, err
 	}
+	low.Pitch = pitch
 	return low, nil
+}
+
+// PaddedShape is shape with its last axis widened to the row pitch (plan.Align; pitch 0:
+// shape itself): the extents of a padded device array.
+func PaddedShape(shape []int, pitch int) []int {
+	out := append([]int(nil), shape...)
+	if pitch > 0 {
+		out[len(out)-1] = pitch
+	}
+	return out
 }

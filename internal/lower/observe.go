@@ -154,11 +154,17 @@ func observeRoles(p *ir.Program) func(g *ir.Grid) []Role {
 // module is meant to be compiled without fast math and without contracting a*b+c into
 // fused operations (Module.Exact), so that its values equal the reference's.
 func LowerObserve(p *ir.Program, shape []int, layers []int) *Observed {
+	return LowerObservePitched(p, shape, layers, 0)
+}
+
+// LowerObservePitched is LowerObserve for device arrays whose rows are pitch elements apart
+// (Lowered.Pitch; 0: dense): the kernels then take the pitch as their last argument.
+func LowerObservePitched(p *ir.Program, shape []int, layers []int, pitch int) *Observed {
 	cells := int64(1)
 	for _, n := range shape {
 		cells *= int64(n)
 	}
-	wide := Wide(shape, layers)
+	wide := Wide(PaddedShape(shape, pitch), layers)
 	d := p.Dims()
 	W := ir.ReduceWidth
 	blocks := int((cells + int64(W) - 1) / int64(W))
@@ -169,8 +175,11 @@ func LowerObserve(p *ir.Program, shape []int, layers []int) *Observed {
 		ps, args := params(p, observeRoles(p))
 		ps = append(ps, kir.Param{Name: "partials", Type: t, Pointer: true})
 		args = append(args, Arg{Kind: ArgPartials})
+		if pitch > 0 {
+			ps, args = pitchParam(ps, args)
+		}
 		k := &kir.Kernel{Name: fmt.Sprintf("tempest_observe_%d", o.Index), Params: ps, MaxThreads: W}
-		em := &emitter{p: p, wide: wide, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+		em := &emitter{p: p, wide: wide, step: kir.Id("step0"), lets: map[*ir.Let]string{}, pitched: pitch > 0}
 		it := em.idxType()
 		gi := kir.Expr(kir.Add(kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 0}, kir.I(W)), kir.Id("tid")))
 		if wide {

@@ -75,6 +75,9 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 		name = "tempest_forwardplane"
 	}
 	ps, args := params(p, readRoles)
+	if pl.Align {
+		ps, args = pitchParam(ps, args)
+	}
 	k := &kir.Kernel{Name: name, Params: ps}
 	s := &streamer{p: p, pl: pl, forward: forward, d: p.Dims()}
 	s.rz = 1
@@ -83,7 +86,7 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 		s.rz = max(pl.RZ, 1)
 	}
 	s.geometry()
-	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}, pitched: pl.Align}
 	if forward {
 		fast := *s.em
 		fast.interior = true
@@ -102,7 +105,7 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: s.rz, Body: s.loop()})
 	k.Body = s.body
 	if forward && pl.ConstSize {
-		k.Body = append(constSizeDecls(k, shape), k.Body...)
+		k.Body = append(constSizeDecls(k, shape, pl.Align), k.Body...)
 	}
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])

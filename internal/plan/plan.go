@@ -137,6 +137,15 @@ type Plan struct {
 	// every size, refuses it. It may also cost (the loops compile differently), so it is the
 	// tuner's to choose.
 	ConstSize bool
+	// Align pads every row of the device arrays (the last axis) to a whole number of 128-byte
+	// lines (RowPitch elements), so that every row starts on a line: at AN5D's sizes (518 or
+	// 16386 cells a row) rows otherwise start at four or more offsets within a line and a
+	// warp's row load touches one sector more than it needs, and n5d's vector accesses, which
+	// need rows of a multiple of their width, never run. The kernels take the row pitch; the
+	// run packs and unpacks the rows at its uploads and downloads. One device only (the
+	// decomposition's exchanges address dense arrays), and `tempest gen`'s code takes dense
+	// arrays, so it refuses it.
+	Align bool
 	// CentreFirst writes, under fast math, every weighted sum's terms that read the centre
 	// column (offsets along the streaming axis only) before those that read in-plane
 	// neighbours (lower.orderTerms). The kernels add a sum's terms in the written order, and in
@@ -735,3 +744,8 @@ func (pl Plan) N5DLiveWarps(d int, h []int, bt int) (live [][2]int, ok bool) {
 	}
 	return live, ok
 }
+
+// RowPitch is the elements of a device array's row (its last axis, n cells) under Align: n
+// rounded up to a multiple of 32, whole 128-byte lines for 4-byte elements and pairs of them
+// for 8-byte ones.
+func RowPitch(n int) int { return (n + 31) / 32 * 32 }
