@@ -373,9 +373,8 @@ func (c *Coordinator) read(p *peer) {
 			}
 			switch {
 			case p.bye.Load():
-			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-				errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
-				c.fail(fmt.Errorf("rank %d ended without finishing the run (it crashed, was killed, or failed: see its output)", p.rank))
+			case connectionEnded(err):
+				c.fail(endedError(p.rank))
 			default:
 				c.fail(fmt.Errorf("rank %d: %w", p.rank, err))
 			}
@@ -495,10 +494,36 @@ func (c *Coordinator) send(r int, b []byte) error {
 		if e := c.Err(); e != nil {
 			return e
 		}
+		if connectionEnded(err) {
+			// The other end closed. Its reader says why: the reason rank 0 sent before it
+			// closed (a relayed link), or the end of file that says the rank ended; a write
+			// can fail before the reader has read either.
+			select {
+			case <-p.gone:
+			case <-time.After(time.Second):
+			}
+			if e := c.Err(); e != nil {
+				return e
+			}
+			c.fail(endedError(p.rank))
+			return c.Err()
+		}
 		c.fail(fmt.Errorf("sending to rank %d: %w", r, err))
 		return c.Err() // the first reason, where another came first
 	}
 	return nil
+}
+
+// connectionEnded says a read or write failed because the other end of the connection closed
+// or went away.
+func connectionEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// endedError is the reason a run fails when rank r's connection ends before the run does.
+func endedError(r int) error {
+	return fmt.Errorf("rank %d ended without finishing the run (it crashed, was killed, or failed: see its output)", r)
 }
 
 // recv waits for rank r's next message, for at most the timeout.
