@@ -49,7 +49,12 @@ func initialState(t *testing.T, example string, shape []int) (*ir.Program, *stat
 // checkSwitch runs each case with the switch off and on (set turns it on): both must agree
 // with the reference within the matrix's tolerances and bitwise with each other.
 func checkSwitch(t *testing.T, name string, set func(*plan.Plan), cases []switchCase) {
-	dev := openDevice(t, "opencl")
+	checkSwitchOn(t, "opencl", name, set, cases)
+}
+
+// checkSwitchOn is checkSwitch on a backend's device.
+func checkSwitchOn(t *testing.T, backend, name string, set func(*plan.Plan), cases []switchCase) {
+	dev := openDevice(t, backend)
 	mods := matrixModules(dev)
 	defer mods.Close()
 	for _, c := range cases {
