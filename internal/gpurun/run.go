@@ -132,10 +132,7 @@ func (in Initial) Free() {
 
 // fill gives buffer b array a's values: a device copy from init where it holds a, else an
 // upload.
-func (in Initial) fill(b gpu.Buffer, a *gridio.Array, row, pitch int) error {
-	if pitch > 0 {
-		return b.Write(padRows(a.Bytes(), row, pitch, a.Len()))
-	}
+func (in Initial) fill(b gpu.Buffer, a *gridio.Array) error {
 	if src := in[a]; src != nil && gpu.SameDevice(b, src) {
 		return gpu.CopyRange(b, 0, src, 0, int64(len(a.Bytes())))
 	}
@@ -222,7 +219,11 @@ func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 			if i == 1 && g.Levels > 1 {
 				src = s.Prev[g.Index]
 			}
-			if err := init.fill(r.slots[g.Index][i], src, s.Shape[len(s.Shape)-1], low.Pitch); err != nil {
+			fill := init.fill
+			if low.Pitch > 0 {
+				fill = r.write // the copies are dense
+			}
+			if err := fill(r.slots[g.Index][i], src); err != nil {
 				r.Close()
 				return nil, err
 			}
