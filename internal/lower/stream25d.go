@@ -61,8 +61,11 @@ type streamer struct {
 	// are copied asynchronously into rings of the dynamic shared array (asyncPlanes), the
 	// queues' heads read from there after the step's barrier (heads); dyn is the elements of
 	// the dynamic array, dynType their type.
-	async   int
-	heads   []kir.Stmt
+	async int
+	heads []kir.Stmt
+	// loads says some queue level loads its heads from global memory in the step (not from a
+	// ring): the forward plane then tests whether the block may load them without the rules.
+	loads   bool
 	dyn     int
 	dynType ir.Type
 }
@@ -278,6 +281,7 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 		s.asyncWindow(gl, g, w, h)
 		return
 	}
+	s.loads = true
 	for j := 0; j < s.rz; j++ {
 		head := queue[len(queue)-s.rz+j]
 		pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz+j))}, s.coords[1:]...)
@@ -383,7 +387,9 @@ func (s *streamer) loop() []kir.Stmt {
 		loop = append(loop, s.advance...)
 		loop = append(loop, s.fills...)
 	} else {
-		if len(s.advance) > 0 {
+		if len(s.advance) > 0 && !s.loads {
+			loop = append(loop, s.advance...) // the queues' shifts alone (async rings)
+		} else if len(s.advance) > 0 {
 			z := kir.Id("z")
 			H0, H1, H2 := s.H[0], s.H[1], s.H[2]
 			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(max(H0, s.pf*s.rz)+s.rz-1)), Y: kir.Id("n0")}),
