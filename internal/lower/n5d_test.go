@@ -751,3 +751,45 @@ func TestAlignKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardPlaneAsyncKernels: a forward plane with async rings copies 16 bytes a copy into the
+// dynamic shared array where the rows are aligned (one element otherwise), waits for the
+// copies of A steps before, keeps one barrier a step, and launches with the ring's bytes:
+// r+(A+2)*rz planes of the padded tile.
+func TestForwardPlaneAsyncKernels(t *testing.T) {
+	p, err := load.File("../../examples/an5d/star3d3r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		plan   string
+		want   []string
+		shared int
+	}{
+		// 14 rows of 72 (lead 1, 70, pad 1), 3+(2+2)*2 = 11 planes.
+		{"forwardplane:bx=64,by=8,rz=2,async=2,align=true", []string{"cp.async.cg.shared.global", ", 16; }", "cp.async.wait_group 2;"}, 14 * 72 * 11 * 4},
+		// Dense rows: one element a copy, rows of 70; 3+(1+2)*3 = 12 planes.
+		{"forwardplane:bx=64,by=8,rz=3,async=1", []string{"cp.async.ca.shared.global", ", 4; }", "cp.async.wait_group 1;"}, 14 * 70 * 12 * 4},
+	} {
+		pl, err := plan.Parse(c.plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Lower(p, []int{40, 50, 70}, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := kir.Print(l.Module, kir.CUDA)
+		for _, w := range append(c.want, "extern __shared__ float smem[];") {
+			if !strings.Contains(src, w) {
+				t.Errorf("%s: no %q in the kernel", pl, w)
+			}
+		}
+		if n := strings.Count(src, "__syncthreads();"); n != 1 {
+			t.Errorf("%s: %d barriers, want one a step", pl, n)
+		}
+		if got := l.Launches[0].Shared; got != c.shared || l.SharedBytes != c.shared {
+			t.Errorf("%s: %d bytes of dynamic shared memory (%d in all), want %d", pl, got, l.SharedBytes, c.shared)
+		}
+	}
+}
