@@ -58,28 +58,29 @@ func (r *Runner) read(b gpu.Buffer, a *gridio.Array) error {
 		return b.Read(a.Bytes())
 	}
 	dst := a.Bytes()
-	es := len(dst) / max(a.Len(), 1)
-	rows := a.Len() / r.row()
+	es, rows := len(dst)/max(a.Len(), 1), a.Len()/r.row()
 	buf := make([]byte, rows*r.low.Pitch*es)
 	if err := b.Read(buf); err != nil {
 		return err
 	}
-	w, pw := r.row()*es, r.low.Pitch*es
-	for i := 0; i < rows; i++ {
-		copy(dst[i*w:(i+1)*w], buf[i*pw:i*pw+w])
-	}
+	copyRows(dst, buf, rows, r.row(), r.low.Pitch, es)
 	return nil
 }
 
 // padRows is src, n elements in rows of row elements, with every row widened to pitch
 // elements (the padding zero).
 func padRows(src []byte, row, pitch, n int) []byte {
-	es := len(src) / max(n, 1)
-	rows := n / row
+	es, rows := len(src)/max(n, 1), n/row
 	out := make([]byte, rows*pitch*es)
-	w, pw := row*es, pitch*es
-	for i := 0; i < rows; i++ {
-		copy(out[i*pw:i*pw+w], src[i*w:(i+1)*w])
-	}
+	copyRows(out, src, rows, pitch, row, es)
 	return out
+}
+
+// copyRows copies rows of min(dstRow, srcRow) elements of es bytes from src, srcRow elements
+// apart, to dst, dstRow elements apart.
+func copyRows(dst, src []byte, rows, dstRow, srcRow, es int) {
+	w := min(dstRow, srcRow) * es
+	for i := 0; i < rows; i++ {
+		copy(dst[i*dstRow*es:i*dstRow*es+w], src[i*srcRow*es:i*srcRow*es+w])
+	}
 }

@@ -44,7 +44,7 @@ type streamer struct {
 	prime, advance, fills []kir.Stmt
 	// forward only: the queue levels' loads without boundary handling, for blocks whose
 	// columns and halos lie inside the domain at this z (fast), the widest reach per axis
-	// of the queue levels, and the ring levels' fills after them.
+	// of the queue levels that load them (H), and the ring levels' fills after them.
 	fast                              *emitter
 	fastAdvance, fastFills, ringFills []kir.Stmt
 	H                                 [3]int
@@ -612,8 +612,5 @@ func (s *streamer) asyncWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 	for j := 0; j < rz; j++ {
 		head := w.queue[2*r+j]
 		s.heads = append(s.heads, kir.Set(kir.Id(head), a.at(t, kir.Add(kir.Id("z"), kir.I(r+j)), 0, 0)))
-	}
-	if s.forward {
-		s.H = [3]int{max(s.H[0], r), max(s.H[1], h1), max(s.H[2], h2)}
 	}
 }
