@@ -44,7 +44,7 @@ type streamer struct {
 	prime, advance, fills []kir.Stmt
 	// forward only: the queue levels' loads without boundary handling, for blocks whose
 	// columns and halos lie inside the domain at this z (fast), the widest reach per axis
-	// of the queue levels that load them (H), and the ring levels' fills after them.
+	// of the queue levels, and the ring levels' fills after them.
 	fast                              *emitter
 	fastAdvance, fastFills, ringFills []kir.Stmt
 	H                                 [3]int
@@ -57,41 +57,6 @@ type streamer struct {
 	// values, the halos and the plane buffers rz planes a step, one barrier for all of them;
 	// sub is the step's plane whose terms the emitter reads now.
 	rz, sub int
-	// async (forward only, plan.Async) is how many steps ahead whole planes, tile and halo,
-	// are copied asynchronously into rings of the dynamic shared array (asyncPlanes), the
-	// queues' heads read from there after the step's barrier (heads); dyn is the elements of
-	// the dynamic array, dynType their type.
-	async int
-	heads []kir.Stmt
-	// loads says some queue level loads its heads from global memory in the step (not from a
-	// ring): the forward plane then tests whether the block may load them without the rules.
-	loads   bool
-	dyn     int
-	dynType ir.Type
-}
-
-// asyncPlanes is a register-queue level's ring of whole planes in the dynamic shared array
-// (plan.Async on the forward plane): slots planes of rows x pitch elements from element base,
-// a plane's row holding the tile's row and halo from lead elements on, so that each row's
-// copy starts on a vw-element boundary of the grid's row (vw elements a copy: 16 bytes where
-// the device arrays' rows are aligned, plan.Align, else one element).
-type asyncPlanes struct {
-	base, slots, rows, pitch, lead, vw int
-}
-
-// len is the elements of one plane's slot.
-func (a *asyncPlanes) len() int { return a.rows * a.pitch }
-
-// slot is the element offset in the dynamic array of the slot holding plane z.
-func (a *asyncPlanes) slot(z kir.Expr) kir.Expr {
-	return kir.Add(kir.I(a.base), kir.Mul(kir.Bin("%", z, kir.I(a.slots)), kir.I(a.len())))
-}
-
-// at is the element of plane z's slot at the thread's cell plus in-plane offsets dy, dx.
-func (a *asyncPlanes) at(t tileInfo, z kir.Expr, dy, dx int) kir.Expr {
-	row := kir.Add(kir.Id("l1"), kir.I(t.halo[1]+dy))
-	col := kir.Add(kir.Id("l2"), kir.I(t.halo[2]+a.lead+dx))
-	return kir.At("smem", kir.Add(a.slot(z), kir.Add(kir.Mul(row, kir.I(a.pitch)), col)))
 }
 
 // streamWindow is what a streamed grid level keeps of the planes around the current one.
@@ -100,9 +65,6 @@ type streamWindow struct {
 	ring  int      // planes kept: 2r+1 (1 for a register-queue level)
 	queue []string // a register-queue level's registers, value at z - r + k
 	rz    int
-	// copied is the level's ring of whole planes (plan.Async on the forward plane; nil
-	// otherwise).
-	copied *asyncPlanes
 }
 
 // lowerStreaming is the streaming kernel as the streamer's stages: its thread geometry, the
@@ -122,7 +84,6 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 	if forward {
 		s.pf = pl.Prefetch
 		s.rz = max(pl.RZ, 1)
-		s.async = pl.Async
 	}
 	s.geometry()
 	s.em = &emitter{p: p, wide: wide, coords: s.coords, step: kir.Id("step0"), lets: map[*ir.Let]string{}, pitched: pl.Align}
@@ -139,29 +100,20 @@ func lowerStreaming(p *ir.Program, shape []int, pl plan.Plan, wide, forward bool
 		return nil, fmt.Errorf("plan %s: its planes need %d bytes of shared memory (at most %d); choose smaller blocks", pl, s.shared, staticSharedLimit)
 	}
 	s.em.read = s.read
-	if s.dyn > 0 {
-		s.body = append(s.body, &kir.SharedBase{Name: "sbase", Idx: kir.I(0)})
-	}
 	s.body = append(s.body, s.prime...)
 	s.body = append(s.body, &kir.Decl{Name: "c0", Type: kir.I32, Init: kir.Id("zbeg")})
 	s.body = append(s.body, &kir.For{Var: "z", From: kir.Id("zbeg"), To: kir.Id("zend"), Step: s.rz, Body: s.loop()})
 	k.Body = s.body
-	launch := Launch{Kernel: k.Name, Block: s.block, Steps: 1}
-	if s.dyn > 0 {
-		k.DynShared = kir.FromIR(s.dynType)
-		launch.Shared = s.dyn * s.dynType.Size()
-	}
 	if forward && pl.ConstSize {
 		k.Body = append(constSizeDecls(k, shape, pl.Align), k.Body...)
 	}
 	k.Params = append(k.Params, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
-	launch.Args = args
 	return &Lowered{
 		Module:      &kir.Module{Kernels: []*kir.Kernel{k}, Uses64: uses64(p)},
-		Launches:    []Launch{launch},
-		SharedBytes: s.shared + launch.Shared,
+		Launches:    []Launch{{Kernel: k.Name, Block: s.block, Args: args, Steps: 1}},
+		SharedBytes: s.shared,
 	}, nil
 }
 
@@ -228,7 +180,7 @@ func (s *streamer) insideOf(coords []kir.Expr) kir.Expr {
 func (s *streamer) windows() {
 	reach, order := footprints(s.p)
 	s.wins = map[gridLevel]*streamWindow{}
-	s.dbuf = s.pf > 0 || s.async > 0 // (async: rings of whole planes, one barrier a step)
+	s.dbuf = s.pf > 0
 	for _, gl := range order {
 		if nonzero(reach[gl]) && !columnOnly(s.p, gl) {
 			s.dbuf = false
@@ -277,11 +229,6 @@ func (s *streamer) queueWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []in
 			s.fastAdvance = append(s.fastAdvance, kir.Set(kir.Id(queue[i]), kir.Id(queue[i+s.rz])))
 		}
 	}
-	if s.async > 0 && nonzero(h[1:]) {
-		s.asyncWindow(gl, g, w, h)
-		return
-	}
-	s.loads = true
 	for j := 0; j < s.rz; j++ {
 		head := queue[len(queue)-s.rz+j]
 		pos := append([]kir.Expr{kir.Add(kir.Id("z"), kir.I(w.rz+j))}, s.coords[1:]...)
@@ -356,9 +303,6 @@ func (s *streamer) read(em *emitter, l *ir.Load) kir.Expr {
 		if !nonzero(l.Off[1:]) {
 			return kir.Id(w.queue[w.rz+l.Off[0]+s.sub])
 		}
-		if w.copied != nil {
-			return w.copied.at(w.tile, kir.Add(kir.Id("z"), kir.I(s.sub)), l.Off[1], l.Off[2])
-		}
 		at := w.tile.at(local, append([]int{0}, l.Off[1:]...)).(*kir.Index)
 		if base := s.bufferBase(w.tile, s.sub); base != nil {
 			return &kir.Index{Array: at.Array, Idx: kir.Add(base, at.Idx)}
@@ -376,7 +320,7 @@ func (s *streamer) loop() []kir.Stmt {
 	pl := s.pl
 	var loop []kir.Stmt
 	loop = append(loop, kir.Set(kir.Id("c0"), kir.Id("z")))
-	if s.dbuf && s.async == 0 {
+	if s.dbuf {
 		step := kir.Expr(kir.Id("z"))
 		if s.rz > 1 {
 			step = kir.Bin("/", kir.Bin("-", kir.Id("z"), kir.Id("zbeg")), kir.I(s.rz))
@@ -387,9 +331,7 @@ func (s *streamer) loop() []kir.Stmt {
 		loop = append(loop, s.advance...)
 		loop = append(loop, s.fills...)
 	} else {
-		if len(s.advance) > 0 && !s.loads {
-			loop = append(loop, s.advance...) // the queues' shifts alone (async rings)
-		} else if len(s.advance) > 0 {
+		if len(s.advance) > 0 {
 			z := kir.Id("z")
 			H0, H1, H2 := s.H[0], s.H[1], s.H[2]
 			interior := and(and(&kir.Binary{Op: ">=", X: z, Y: kir.I(H0)}, &kir.Binary{Op: "<", X: kir.Add(z, kir.I(max(H0, s.pf*s.rz)+s.rz-1)), Y: kir.Id("n0")}),
@@ -400,7 +342,6 @@ func (s *streamer) loop() []kir.Stmt {
 		loop = append(loop, s.ringFills...)
 	}
 	loop = append(loop, &kir.Barrier{})
-	loop = append(loop, s.heads...)
 	var checked []kir.Stmt
 	for j := 0; j < s.rz; j++ {
 		s.sub = j
@@ -544,73 +485,4 @@ func planeFill(em *emitter, g *ir.Grid, level int, t tileInfo, origin []kir.Expr
 	}
 	body = append(body, kir.Set(kir.At(t.name, kir.Add(slot, kir.Id(v))), em.globalReadAt(g, level, nil, pos, nil, true)))
 	return []kir.Stmt{&kir.For{Var: v, From: kir.Id("tid"), To: kir.I(t.len), Step: threads, Body: body}}
-}
-
-// asyncWindow gives register-queue level gl, read in-plane, a ring of whole planes in the
-// dynamic shared array (plan.Async): the planes zbeg .. zbeg+r+A*rz-1 are filled before the
-// loop, and each step copies the planes z+r+A*rz .. +rz-1 asynchronously (where they lie
-// inside the domain, else through the boundary rules at once), commits them as a group and
-// waits for the group of A steps before, which holds the step's heads z+r .. z+r+rz-1; after
-// the barrier the heads come from the ring and the in-plane reads of plane z+j from its slot.
-// The ring holds r+(A+2)*rz planes: the planes a step reads, those in flight, and one step
-// more, so that the slot a step overwrites was last read two steps before, behind a barrier.
-func (s *streamer) asyncWindow(gl gridLevel, g *ir.Grid, w *streamWindow, h []int) {
-	pl, t, A, rz, r := s.pl, w.tile, s.async, s.rz, w.rz
-	if s.dyn > 0 && g.Type != s.dynType {
-		panic(fmt.Sprintf("internal error: plan %s: async rings of grids of two types passed the plan's checks", pl))
-	}
-	vw := 1
-	if pl.Align && 16%g.Type.Size() == 0 && pl.BX%(16/g.Type.Size()) == 0 {
-		vw = 16 / g.Type.Size()
-	}
-	h1, h2 := h[1], h[2]
-	lead := (vw - h2%vw) % vw
-	tw := pl.BX + 2*h2 // the tile's row, halo included
-	a := &asyncPlanes{base: s.dyn, slots: r + (A+2)*rz, rows: pl.BY + 2*h1, pitch: (lead + tw + vw - 1) / vw * vw, lead: lead, vw: vw}
-	w.copied = a
-	s.dyn += a.slots * a.len()
-	s.dynType = g.Type
-	o1, o2 := kir.Id("o1"), kir.Id("o2")
-	// general fills plane z's slot through the grid's boundary rules, thread by thread.
-	general := func(z kir.Expr, v string) []kir.Stmt {
-		i := kir.Id(v)
-		row, col := kir.Bin("/", i, kir.I(tw)), kir.Bin("%", i, kir.I(tw))
-		pos := []kir.Expr{z, kir.Add(kir.Bin("-", o1, kir.I(h1)), row), kir.Add(kir.Bin("-", o2, kir.I(h2)), col)}
-		dst := kir.At("smem", kir.Add(a.slot(z), kir.Add(kir.Mul(row, kir.I(a.pitch)), kir.Add(col, kir.I(lead)))))
-		return []kir.Stmt{&kir.For{Var: v, From: kir.Id("tid"), To: kir.I(a.rows * tw), Step: s.threads,
-			Body: []kir.Stmt{kir.Set(dst, s.em.globalReadAt(g, gl.level, nil, pos, nil, true))}}}
-	}
-	name := fmt.Sprintf("%s_%d", g.Name, gl.level)
-	pz := "pz_" + name
-	s.prime = append(s.prime, &kir.For{Var: pz, From: kir.Id("zbeg"), To: kir.Add(kir.Id("zbeg"), kir.I(r+A*rz)), Step: 1,
-		Body: general(kir.Id(pz), "i_"+name)})
-	// The step's copies: rows of pitch elements, vw a copy, from column xs = o2-h2-lead.
-	xs := kir.Bin("-", o2, kir.I(h2+lead))
-	perRow := a.pitch / vw
-	rowEnd := kir.Id("n2")
-	if pl.Align {
-		rowEnd = kir.Id(pitchName)
-	}
-	first := kir.Add(kir.Id("z"), kir.I(r+A*rz))
-	inside := and(and(&kir.Binary{Op: "<", X: kir.Add(first, kir.I(rz-1)), Y: kir.Id("n0")},
-		and(&kir.Binary{Op: ">=", X: kir.Bin("-", o1, kir.I(h1)), Y: kir.I(0)}, &kir.Binary{Op: "<=", X: kir.Add(o1, kir.I(pl.BY+h1)), Y: kir.Id("n1")})),
-		and(and(&kir.Binary{Op: ">=", X: xs, Y: kir.I(0)}, &kir.Binary{Op: "<=", X: kir.Add(o2, kir.I(pl.BX+h2)), Y: kir.Id("n2")}),
-			&kir.Binary{Op: "<=", X: kir.Add(xs, kir.I(a.pitch)), Y: rowEnd}))
-	var copies, fills []kir.Stmt
-	for j := 0; j < rz; j++ {
-		z := kir.Add(first, kir.I(j))
-		v := fmt.Sprintf("v_%s_%d", name, j)
-		i := kir.Id(v)
-		row, cv := kir.Bin("/", i, kir.I(perRow)), kir.Bin("%", i, kir.I(perRow))
-		src := s.em.linear([]kir.Expr{z, kir.Add(kir.Bin("-", o1, kir.I(h1)), row), kir.Add(xs, kir.Mul(cv, kir.I(vw)))}, nil)
-		dst := kir.Add(a.slot(z), kir.Add(kir.Mul(row, kir.I(a.pitch)), kir.Mul(cv, kir.I(vw))))
-		copies = append(copies, &kir.For{Var: v, From: kir.Id("tid"), To: kir.I(a.rows * perRow), Step: s.threads,
-			Body: []kir.Stmt{&kir.AsyncCopy{T: kir.FromIR(g.Type), Width: vw, Src: bufName(g, levelRole(gl.level)), SrcIdx: src, IdxType: s.em.idxType(), DstBase: "sbase", DstIdx: dst}}})
-		fills = append(fills, general(z, fmt.Sprintf("i_%s_%d", name, j))...)
-	}
-	s.ringFills = append(s.ringFills, &kir.If{Cond: inside, Then: copies, Else: fills}, &kir.AsyncCommit{}, &kir.AsyncWait{Pending: A})
-	for j := 0; j < rz; j++ {
-		head := w.queue[2*r+j]
-		s.heads = append(s.heads, kir.Set(kir.Id(head), a.at(t, kir.Add(kir.Id("z"), kir.I(r+j)), 0, 0)))
-	}
 }

@@ -63,10 +63,7 @@ type Plan struct {
 	// Async is how many planes ahead n5d copies its input into a ring of shared planes with
 	// asynchronous copies (cp.async, CUDA on sm_80 and later), instead of loading them into
 	// prefetch registers (0: off). The registers it frees let wider tiles and deeper temporal
-	// blocks keep their occupancy. The ring has N5DRing planes. On the forward plane it is
-	// how many steps ahead whole planes, tile and halo, are copied into rings of shared planes
-	// (16 bytes a copy where the rows are aligned, Align), the queues' heads read from there:
-	// no thread loads a halo or stores its cell into shared memory, and the copies bypass L1.
+	// blocks keep their occupancy. The ring has N5DRing planes.
 	Async int
 	// Unroll is the planes per unrolled round of n5d's plane loop: 0 (the default) or
 	// 2(2R+1) for reach R along the streaming axis, the least common multiple of the register
@@ -628,47 +625,16 @@ func inplaneCheck(pl Plan, p *ir.Program, lim Limits) error {
 	return nil
 }
 
-// forwardPlaneCheck: several planes a step (rz) need the halos loaded ahead (pf, or whole
-// planes copied ahead, async), and both need every grid level read off its plane only straight
-// along the streaming axis (each level a register queue whose planes sit in shared buffers or
-// rings of whole planes; a level read at offsets on both would keep a ring of shared planes of
-// its own, which neither takes). Async copies are CUDA's (sm_80 on), into one shared array of
-// one type.
+// forwardPlaneCheck: several planes a step (rz) need the halos loaded ahead and every grid
+// level read off its plane only straight along the streaming axis (each level a register
+// queue whose planes sit in two sets of shared buffers; a level read at offsets on both would
+// keep a ring of shared planes, which the steps of several planes do not take).
 func forwardPlaneCheck(pl Plan, p *ir.Program, lim Limits) error {
-	if pl.Async > 0 {
-		if pl.Prefetch > 0 {
-			return fmt.Errorf("plan %s: async copies whole planes ahead, halos included; give pf or async, not both", pl)
-		}
-		if lim.NoAsync {
-			return fmt.Errorf("plan %s: asynchronous copies (async=%d) are generated for CUDA only; drop async on this backend", pl, pl.Async)
-		}
-		if lim.SM > 0 && lim.SM < 80 {
-			return fmt.Errorf("plan %s: asynchronous copies (cp.async) need compute capability 8.0 or later; this device is %d.%d: drop async", pl, lim.SM/10, lim.SM%10)
-		}
-		var first *ir.Grid
-		for _, u := range p.Updates {
-			if first != nil && u.Grid.Type != first.Type {
-				return fmt.Errorf("plan %s: async keeps its planes in one shared array of one type; grids %s and %s are of two: drop async", pl, first.Name, u.Grid.Name)
-			}
-			first = u.Grid
-		}
-	}
-	var what []string
-	if pl.RZ > 1 {
-		if pl.Prefetch < 1 && pl.Async == 0 {
-			return fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded a plane ahead: add pf=1 (or async)", pl)
-		}
-		what = append(what, "rz")
-	}
-	if pl.Async > 0 {
-		what = append(what, "async")
-	}
-	if len(what) == 0 {
+	if pl.RZ <= 1 {
 		return nil
 	}
-	set, take := strings.Join(what, " and "), "take"
-	if len(what) == 1 {
-		take = "takes"
+	if pl.Prefetch < 1 {
+		return fmt.Errorf("plan %s: rz, the planes a step computes, needs the halos loaded a plane ahead: add pf=1", pl)
 	}
 	for _, u := range p.Updates {
 		bad := false
@@ -678,7 +644,7 @@ func forwardPlaneCheck(pl Plan, p *ir.Program, lim Limits) error {
 			}
 		})
 		if bad {
-			return fmt.Errorf("plan %s: %s %s stencils whose reads off the current plane lie straight along %s (a star along it); %s reads diagonally across planes: drop %s", pl, set, take, p.Axes[0], p.Name, set)
+			return fmt.Errorf("plan %s: rz takes stencils whose reads off the current plane lie straight along %s (a star along it); %s reads diagonally across planes: drop rz", pl, p.Axes[0], p.Name)
 		}
 	}
 	return nil
