@@ -117,6 +117,9 @@ type Options struct {
 	// what was measured is kept (and cached), so a second search resumes where this one
 	// stopped.
 	Budget time.Duration
+	// Dense says the plan runs on sub-domains of a split run, whose exchanges copy dense
+	// slabs: the search leaves rows unpadded (plan.Align).
+	Dense bool
 	// Start is when the budget's clock started (zero: when Tune starts): `tempest tune` starts
 	// it before it prepares the state, so that the budget bounds the command's wall time.
 	Start time.Time
@@ -830,6 +833,12 @@ func (t *tuner) neighbours(best *Candidate) {
 		v.ConstSize = true
 		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
 	}
+	// Then with its rows padded to whole lines (alignPays).
+	if b := fastest(t.res.Candidates); b != nil && alignPays(t.s.Shape, b.Plan, t.o.Dense) {
+		v := b.Plan
+		v.Align = true
+		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
+	}
 	// Then with its launches chained (plan.Chain, CUDA on sm_90 and newer; pruned elsewhere):
 	// a gain on some 2D plans and a loss on others, so it is measured (chainPays).
 	if b := fastest(t.res.Candidates); b != nil && chainPays(t.s.Prog, b.Plan) {
@@ -916,6 +925,17 @@ func otherShape(cands []*Candidate, best *Candidate, factor float64) *Candidate 
 		}
 	}
 	return nil
+}
+
+// alignPays says a search measures pl with the device arrays' rows padded to whole 128-byte
+// lines (plan.Align): plans that take it, not padded yet, on rows that are not whole lines
+// already, for a run on one device (dense: the plan runs on sub-domains, whose exchanges copy
+// dense slabs). Measured on the H200 (2026-11-29, docs/performance.md): +4% on star3d3r's and
+// star3d1r's plans, +6% on star3d3r in double, -1 to -3% on star3d2r's, star3d4r's and
+// box3d1r's: a change only a measurement decides.
+func alignPays(shape []int, pl plan.Plan, dense bool) bool {
+	n := shape[len(shape)-1]
+	return !dense && pl.Takes("align") && !pl.Align && plan.RowPitch(n) != n
 }
 
 // chainPays says a search measures pl with its launches chained (plan.Chain): 2D plans that

@@ -1078,6 +1078,29 @@ func TestChainPays(t *testing.T) {
 	}
 }
 
+// TestAlignPays: the search pads the rows of n5d and forward-plane plans on one device where
+// the rows are not whole lines already, and nowhere else.
+func TestAlignPays(t *testing.T) {
+	for _, c := range []struct {
+		file, plan string
+		shape      []int
+		dense      bool
+		want       bool
+	}{
+		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3", []int{518, 518, 518}, false, true},
+		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3", []int{518, 518, 518}, true, false},
+		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3,align=true", []int{518, 518, 518}, false, false},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 514}, false, true},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 544}, false, false},
+		{"an5d/j2d5pt.stencil", "naive:bx=32,by=8", []int{1026, 1026}, false, false},
+	} {
+		p := program(t, c.file)
+		if got := alignPays(c.shape, plans(t, p, c.plan)[0], c.dense); got != c.want {
+			t.Errorf("%s %s %v dense=%v: alignPays %v, want %v", c.file, c.plan, c.shape, c.dense, got, c.want)
+		}
+	}
+}
+
 // TestSearchTimesThePick: the search measures each contender of the space with PickRules'
 // settings, as contenders the refinement varies in place of the plans they beat (so that a
 // search ends no slower than the model's pick, and no family wins by the settings alone: on
