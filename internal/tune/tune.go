@@ -425,7 +425,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 		t.pickContenders()
 		t.refine(t.contenders())
 		t.neighbours(fastest(res.Candidates))
-		t.runnerUpWalk()
+		t.runnerUpWalk(runnerUpFactor)
 		t.spareBudget(viable)
 	}
 	for _, c := range res.Candidates {
@@ -454,10 +454,20 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 // stars' and boxes' searches (H200, 2026-11-29) ended after 12-20 s of their minute: star3d3r's
 // had timed 5 of its 26 forward-plane plans of the space (and 20 refinements of two of them).
 // n5d's space plans lack the settings the walks add (10-40% of the tuned plans' speed), so an
-// n5d search does not spend its rest on them.
+// n5d search spends its rest on walks from other families instead.
 func (t *tuner) spareBudget(viable []*Candidate) {
 	best := fastest(t.res.Candidates)
-	if t.o.Budget <= 0 || best == nil || best.Plan.Strategy == plan.N5D {
+	if t.o.Budget <= 0 || best == nil {
+		return
+	}
+	if best.Plan.Strategy == plan.N5D {
+		// n5d's space is too wide to time whole: the time left walks from the fastest plans
+		// of the families not walked yet, within spareWalkFactor of the fastest, fastest
+		// first. star3d1r's search on the H200 (2026-11-29) ended after 37 s of its 60 on
+		// 16x32 threads at bt=3, 753 GCells/s, with 16x32 threads at bt=4 25% behind: the
+		// family the suite's search had walked to 785 (docs/performance.md).
+		for t.runnerUpWalk(spareWalkFactor) {
+		}
 		return
 	}
 	for !t.spent() {
@@ -833,11 +843,14 @@ func (t *tuner) neighbours(best *Candidate) {
 		v.ConstSize = true
 		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
 	}
-	// Then with its rows padded to whole lines (alignPays).
+	// Then with its rows padded to whole lines (alignPays), and the neighbours of the padded
+	// plan where it wins: the chunks and planes a step the dense plan's walk chose need not
+	// be the padded plan's (star3d3r on the H200, 2026-11-29: the search's plan, 64x8 at rz=2,
+	// padded ran 294 GCells/s; 64x8 at rz=3 padded 299 in another call).
 	if b := fastest(t.res.Candidates); b != nil && alignPays(t.s.Shape, b.Plan, t.o.Dense) {
 		v := b.Plan
 		v.Align = true
-		t.refined(b, t.unmeasured(variant, []plan.Plan{v}))
+		t.refineShape(variant, b, []plan.Plan{v})
 	}
 	// Then with its launches chained (plan.Chain, CUDA on sm_90 and newer; pruned elsewhere):
 	// a gain on some 2D plans and a loss on others, so it is measured (chainPays).
@@ -856,20 +869,28 @@ func (t *tuner) neighbours(best *Candidate) {
 // 617 GCells/s and ended after 20 s of its 60, with 16x32 threads at bt=4 3.9% behind at the
 // start; the suite's search of the day before had walked that family to 785. The plans the
 // walk finds join the candidates; the fastest of all is the result.
-func (t *tuner) runnerUpWalk() {
+//
+// It returns whether it walked. Each family walked from, and the fastest's, is walked from
+// once (t.walked), and every such family stays out of the walk's sight.
+func (t *tuner) runnerUpWalk(factor float64) bool {
 	best := fastest(t.res.Candidates)
 	if best == nil || t.spent() {
-		return
+		return false
 	}
-	r := runnerUp(t.res.Candidates, best, runnerUpFactor)
+	if t.walked == nil {
+		t.walked = map[string]bool{}
+	}
+	t.walked[family(best.Plan)] = true
+	r := runnerUp(t.res.Candidates, best, factor, t.walked)
 	if r == nil {
-		return
+		return false
 	}
+	t.walked[family(r.Plan)] = true
 	t.logf("walking from %s, the fastest plan of another family (%.1f%% behind)", r.Plan, (r.SecondsPerStep/best.SecondsPerStep-1)*100)
-	all, fam := t.res.Candidates, family(best.Plan)
+	all := t.res.Candidates
 	var view []*Candidate
 	for _, c := range all {
-		if family(c.Plan) == fam {
+		if f := family(c.Plan); t.walked[f] && f != family(r.Plan) {
 			t.hidden = append(t.hidden, c)
 		} else {
 			view = append(view, c)
@@ -889,18 +910,23 @@ func (t *tuner) runnerUpWalk() {
 	}
 	t.hidden = nil
 	t.res.Candidates = beforePruned(all, added)
+	return true
 }
+
+// spareWalkFactor bounds how far behind the fastest plan a family walked from with a
+// search's time left may be (spareBudget).
+const spareWalkFactor = 1.35
 
 // runnerUpFactor bounds how far behind the fastest plan the runner-up may be (runnerUpWalk):
 // the contenders' 10%.
 const runnerUpFactor = 1.1
 
-// runnerUp is the fastest measured plan of another family than best's within factor of the
-// fastest, or nil.
-func runnerUp(cands []*Candidate, best *Candidate, factor float64) *Candidate {
+// runnerUp is the fastest measured plan of another family than best's, and of none walked
+// from, within factor of the fastest, or nil.
+func runnerUp(cands []*Candidate, best *Candidate, factor float64, walked map[string]bool) *Candidate {
 	fam := family(best.Plan)
 	for _, c := range near(cands, factor) {
-		if family(c.Plan) != fam {
+		if f := family(c.Plan); f != fam && !walked[f] {
 			return c
 		}
 	}
@@ -1478,8 +1504,9 @@ type tuner struct {
 	initial     gpurun.Initial
 	initialMade bool
 	// hidden are the candidates runnerUpWalk keeps out of the walk's sight: not walked
-	// from, not measured again.
+	// from, not measured again; walked, the families walked from so far.
 	hidden []*Candidate
+	walked map[string]bool
 	// superseded are the plans of the space whose variant with the pick's settings ran
 	// faster (pickRules): not refined themselves.
 	superseded map[*Candidate]bool

@@ -1166,7 +1166,7 @@ func TestRunnerUpWalk(t *testing.T) {
 		t.Fatalf("after the first walk the fastest is %s, want a 32x32 plan", b.Plan)
 	}
 	n := len(timedOf())
-	tu.runnerUpWalk()
+	tu.runnerUpWalk(runnerUpFactor)
 	if len(timedOf()) == n {
 		t.Fatal("the walk from the runner-up timed nothing")
 	}
@@ -1194,9 +1194,53 @@ func TestRunnerUpWalk(t *testing.T) {
 	d := tu2.variants()(base[1])
 	tu2.measure([]*Candidate{c, d})
 	tu2.res.Candidates = []*Candidate{c, d}
-	tu2.runnerUpWalk()
+	tu2.runnerUpWalk(runnerUpFactor)
 	if len(timed2()) != 2 {
 		t.Errorf("with no other family within 10%% the walk timed %v", timed2()[2:])
+	}
+}
+
+// TestSpareWalks: with time left, an n5d search walks from the families it has not walked
+// yet, within spareWalkFactor of the fastest, and keeps a family whose settings carry it past
+// the fastest; with no budget it walks from none.
+func TestSpareWalks(t *testing.T) {
+	p := program(t, "an5d/star3d1r.stencil")
+	base := plans(t, p, "n5d:bx=16,by=32,bt=3,rx=2,chunk=128,fastmath=true", "n5d:bx=16,by=32,bt=4,rx=2,chunk=128,fastmath=true",
+		"n5d:bx=32,by=32,bt=2,chunk=128,fastmath=true")
+	timeOf := func(pl plan.Plan) float64 {
+		switch {
+		case pl.BT == 4 && pl.Edges:
+			return 0.17e-3
+		case pl.BT == 4:
+			return 0.24e-3
+		case pl.BT == 3:
+			return 0.19e-3
+		}
+		return 0.5e-3 // beyond spareWalkFactor: never walked
+	}
+	run := func(budget time.Duration) (*tuner, []string) {
+		tu, timedOf := madeUpTuner(p, true, timeOf)
+		tu.since = func(time.Time) time.Duration { return 0 }
+		tu.o.Budget = budget
+		measuredSpace(tu, base)
+		tu.walked = map[string]bool{family(base[0]): true}
+		tu.spareBudget(nil)
+		return tu, timedOf()
+	}
+	tu, timed := run(time.Hour)
+	if b := fastest(tu.res.Candidates).Plan; b.BT != 4 || !b.Edges {
+		t.Errorf("fastest %s, want a bt=4 plan with the edge tiles", b)
+	}
+	for _, s := range timed {
+		if strings.Contains(s, "bt=2") && s != base[2].String() {
+			t.Errorf("timed %s, of a family beyond spareWalkFactor", s)
+		}
+	}
+	if !tu.walked[family(base[1])] || tu.walked[family(base[2])] {
+		t.Errorf("walked %v, want bt=4's family and not 32x32's", tu.walked)
+	}
+	if _, timed := run(0); len(timed) != len(base) {
+		t.Errorf("with no budget, %d plans timed; want the space's %d", len(timed), len(base))
 	}
 }
 
