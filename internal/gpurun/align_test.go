@@ -34,4 +34,12 @@ var alignCases = []switchCase{
 	{"an5d/star3d3r", "forwardplane:bx=8,by=4,rz=3,pf=1,chunk=7", []int{20, 17, 29}},
 	{"an5d/star3d2r", "forwardplane:bx=8,by=8,rz=2,pf=1,chunk=9,constsize=true", []int{22, 19, 37}},
 	{"an5d/j3d27pt", "forwardplane:bx=16,by=2,chunk=5", []int{18, 13, 21}},
+	// Rows of a length no multiple of the vector: padded, the blocks inside and the edge
+	// loop take their vectors (the runs past the row's end in the padding); dense, every
+	// block the checked scalar loop.
+	{"an5d/j2d5pt", "n5d:bx=16,rx=2,bt=3,wave=true,pf=2,rimblocks=true,edges=true,chunk=8", []int{45, 71}},
+	{"an5d/star2d1r", "n5d:bx=8,rx=4,bt=3,wave=true,edges=true,edgesfirst=true,chunk=7", []int{33, 74}},
+	{"an5d/box2d2r", "n5d:bx=8,rx=2,bt=2,wave=true,async=3,edges=true,chunk=6", []int{37, 43}},
+	{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,edges=true,shrink=true,chunk=5", []int{30, 14, 23}},
+	{"an5d/box3d1r", "n5d:bx=4,by=8,rx=2,ry=2,bt=2,wave=true,edges=true,constsize=true,chunk=5", []int{30, 14, 25}},
 }

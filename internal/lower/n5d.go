@@ -532,11 +532,15 @@ func n5dInside(p *ir.Program, pl plan.Plan, lay N5DLayout, rim []int, tileLo fun
 	if lay.VW > 1 {
 		// (The conditions are chained in this order: grouped otherwise, nvcc compiled
 		// j3d27pt's kernel slower.)
-		// A row length of a multiple of the vector keeps every row's start aligned (padded
-		// rows, plan.Align, start aligned anyway) and the edge runs, clamped to the row's
-		// end, on whole vectors.
-		n := kir.Id(fmt.Sprintf("n%d", lay.X))
-		aligned := []kir.Expr{&kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)}}
+		// A row length of a multiple of the vector keeps every row's start aligned and the
+		// edge runs, clamped to the row's end, on whole vectors. Padded rows (plan.Align)
+		// start aligned at any length, and their edge runs clamp to the pitch (edgeRuns):
+		// a grid of an odd row length runs its vectors too.
+		var aligned []kir.Expr
+		if !pl.Align {
+			n := kir.Id(fmt.Sprintf("n%d", lay.X))
+			aligned = append(aligned, &kir.Binary{Op: "==", X: kir.Bin("%", n, kir.I(pl.N5DAlign())), Y: kir.I(0)})
+		}
 		for _, u := range p.Updates {
 			for _, role := range []Role{In0, Out0} {
 				aligned = append(aligned, &kir.Aligned{Ptr: bufName(u.Grid, role), Bytes: lay.VW * u.Grid.Type.Size()})

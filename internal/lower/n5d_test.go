@@ -706,7 +706,7 @@ func TestAlignKernels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, text := range []string{"n5d:bx=16,by=8,bt=3,rx=2,wave=true,chunk=16", "forwardplane:bx=16,by=8,rz=2,pf=1,chunk=16"} {
+	for _, text := range []string{"n5d:bx=16,by=8,bt=3,rx=2,wave=true,edges=true,chunk=16", "forwardplane:bx=16,by=8,rz=2,pf=1,chunk=16"} {
 		for _, c := range []struct {
 			align, constsize bool
 			want             []string
@@ -731,6 +731,17 @@ func TestAlignKernels(t *testing.T) {
 			src := kir.Print(l.Module, kir.CUDA)
 			if !c.align && strings.Contains(src, "pitch") {
 				t.Errorf("%s: the kernels name a pitch", pl)
+			}
+			// n5d's vectors ask dense rows for a length of a multiple of the vector, and
+			// padded rows for nothing: their edge runs clamp to the pitch.
+			if pl.Strategy == plan.N5D {
+				rowTest, clampN := strings.Contains(src, "n2 % 2 == 0"), strings.Contains(src, "n2 - 2);")
+				if rowTest == c.align || clampN == c.align {
+					t.Errorf("%s: the row length's test %v, edge runs clamped to n2 %v; want both %v", pl, rowTest, clampN, !c.align)
+				}
+				if c.align && !strings.Contains(src, "pitch - 2);") {
+					t.Errorf("%s: the edge runs are not clamped to the pitch", pl)
+				}
 			}
 			for _, w := range c.want {
 				if !strings.Contains(src, w) {

@@ -661,7 +661,9 @@ func (b *n5dBuilder) asyncRing() error {
 }
 
 // edgeRuns declares the clamped position of each aligned run of VW cells along x for the edge
-// loop (runOf).
+// loop (runOf). Padded rows (plan.Align) clamp to the pitch: a run past an odd row's end then
+// reads and writes the row's padding, which holds no cell (the cells of such a run outside the
+// domain take the rim's select, and nothing inside reads them).
 func (b *n5dBuilder) edgeRuns() {
 	b.runCol = map[int]kir.Expr{}
 	X, VW := b.lay.X, b.lay.VW
@@ -669,6 +671,9 @@ func (b *n5dBuilder) edgeRuns() {
 		return
 	}
 	n := kir.Id(fmt.Sprintf("n%d", X))
+	if b.pl.Align {
+		n = kir.Id(pitchName)
+	}
 	for i := 0; i < b.lay.RX; i += VW {
 		hi := kir.Bin("-", n, kir.I(VW))
 		b.runCol[i] = b.decl(fmt.Sprintf("cv%d_%d", X, i), kir.I32, kir.Min(kir.Max(b.col[X][i], kir.I(0)), hi))

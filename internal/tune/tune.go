@@ -226,6 +226,11 @@ func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
 	plans := o.Candidates
 	if plans == nil {
 		plans = Enumerate(p, s.Shape, o.Strategies, o.FastMath)
+		for i := range plans {
+			if !o.Dense && oddRows(s.Shape, plans[i]) {
+				plans[i].Align = true
+			}
+		}
 	} else {
 		plans = slices.Clone(plans)
 		for i := range plans {
@@ -962,6 +967,16 @@ func otherShape(cands []*Candidate, best *Candidate, factor float64) *Candidate 
 func alignPays(shape []int, pl plan.Plan, dense bool) bool {
 	n := shape[len(shape)-1]
 	return !dense && pl.Takes("align") && !pl.Align && plan.RowPitch(n) != n
+}
+
+// oddRows says an n5d plan's vectors meet dense rows of a length no multiple of the vector,
+// where every block takes the checked scalar loop: j2d5pt's tuned plan on the H200 ran at 1,515
+// GCells/s at 16386x16417 against 2,397 at 16386x16416, star3d1r's at 628 at 514x514x545
+// against 783 at 514x514x544 (2026-11-29). With rows padded to whole lines (plan.Align) the
+// vectors run at any length, so the space's plans pad such rows on one device (Options.Dense:
+// not for sub-domains).
+func oddRows(shape []int, pl plan.Plan) bool {
+	return pl.Strategy == plan.N5D && pl.N5DAlign() > 1 && shape[len(shape)-1]%pl.N5DAlign() != 0
 }
 
 // chainPays says a search measures pl with its launches chained (plan.Chain): 2D plans that

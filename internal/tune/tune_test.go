@@ -1101,6 +1101,40 @@ func TestAlignPays(t *testing.T) {
 	}
 }
 
+// TestOddRowsPadded: on rows of a length no multiple of n5d's vector the space's n5d plans pad
+// their rows (the vectors then run), on one device only; rows of a multiple stay dense.
+func TestOddRowsPadded(t *testing.T) {
+	p := program(t, "an5d/j2d5pt.stencil")
+	for _, c := range []struct {
+		shape []int
+		dense bool
+		want  bool
+	}{
+		{[]int{130, 131}, false, true},
+		{[]int{130, 131}, true, false},
+		{[]int{130, 132}, false, false},
+	} {
+		cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, c.shape), Options{Profile: probe.Estimate(h100Props), Dense: c.dense, Strategies: []string{plan.N5D}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vec := 0
+		for _, cd := range cands {
+			if cd.Plan.N5DAlign() > 1 {
+				vec++
+				if cd.Plan.Align != c.want {
+					t.Errorf("%v dense=%v: %s, want align %v", c.shape, c.dense, cd.Plan, c.want)
+				}
+			} else if cd.Plan.Align {
+				t.Errorf("%v: %s pads the rows of a plan without vectors", c.shape, cd.Plan)
+			}
+		}
+		if vec == 0 {
+			t.Fatalf("%v: no plan with vectors in the space", c.shape)
+		}
+	}
+}
+
 // TestSearchTimesThePick: the search measures each contender of the space with PickRules'
 // settings, as contenders the refinement varies in place of the plans they beat (so that a
 // search ends no slower than the model's pick, and no family wins by the settings alone: on
