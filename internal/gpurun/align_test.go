@@ -42,4 +42,9 @@ var alignCases = []switchCase{
 	{"an5d/box2d2r", "n5d:bx=8,rx=2,bt=2,wave=true,async=3,edges=true,chunk=6", []int{37, 43}},
 	{"an5d/star3d1r", "n5d:bx=4,by=8,rx=2,bt=2,wave=true,pf=3,edges=true,shrink=true,chunk=5", []int{30, 14, 23}},
 	{"an5d/box3d1r", "n5d:bx=4,by=8,rx=2,ry=2,bt=2,wave=true,edges=true,constsize=true,chunk=5", []int{30, 14, 25}},
+	// The in-plane method's vector fills: at a row length of a multiple of vec and not.
+	{"an5d/box3d2r", "inplane:bx=8,by=4,load=2,rx=2,ry=2,vec=4,chunk=6", []int{17, 21, 32}},
+	{"an5d/box3d2r", "inplane:bx=8,by=4,load=2,rx=2,ry=2,vec=4,chunk=6", []int{17, 21, 35}},
+	{"an5d/box3d1r", "inplane:bx=8,by=4,load=1,vec=2,chunk=5", []int{13, 18, 27}},
+	{"an5d/star3d2r", "inplane:bx=16,by=4,load=0,rx=1,ry=2,vec=4,chunk=7", []int{15, 19, 37}},
 }

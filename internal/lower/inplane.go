@@ -135,6 +135,9 @@ func lowerInPlane(p *ir.Program, shape []int, pl plan.Plan, wide bool) (*Lowered
 	loop = append(loop, b.storeAndShift()...)
 	b.body = append(b.body, &kir.For{Var: "pz", From: kir.Bin("-", kir.Id("zbeg"), kir.I(rz)), To: kir.Add(kir.Id("zend"), kir.I(rz)), Step: 1, Body: loop})
 	ps, args := params(p, readRoles)
+	if pl.Align {
+		ps, args = pitchParam(ps, args)
+	}
 	ps = append(ps, kir.Param{Name: "chunk", Type: kir.I32})
 	chunk := pl.ChunkOf(shape[0])
 	args = append(args, Arg{Kind: ArgConst, Value: int64(chunk)})
@@ -226,7 +229,7 @@ func newInPlaneBuilder(p *ir.Program, pl plan.Plan, wide bool, parts []map[int]i
 		&kir.Decl{Name: "zbeg", Type: kir.I32, Init: kir.Mul(&kir.Builtin{D: kir.BlockIdx, Axis: 2}, kir.Id("chunk"))},
 		&kir.Decl{Name: "zend", Type: kir.I32, Init: &kir.Call{Fn: "min", T: kir.I32, Args: []kir.Expr{kir.Add(kir.Id("zbeg"), kir.Id("chunk")), kir.Id("n0")}}},
 	}
-	b.em = &emitter{p: p, wide: wide, coords: []kir.Expr{kir.Id("zo"), nil, nil}, step: kir.Id("step0"), lets: map[*ir.Let]string{}}
+	b.em = &emitter{p: p, wide: wide, coords: []kir.Expr{kir.Id("zo"), nil, nil}, step: kir.Id("step0"), lets: map[*ir.Let]string{}, pitched: pl.Align}
 	fast := *b.em
 	fast.interior = true
 	b.fast = &fast
@@ -280,17 +283,22 @@ func (b *inPlaneBuilder) planes() {
 	}
 }
 
-// vecOK says the vector path may run: rows start at multiples of vec (n2 is), the block's
-// origin column is one (always so when vec divides TX) and every buffer the fills read is
-// aligned to a vector. It is decided once per block, at run time, so that no size, tile or
-// allocator can make a vector load misaligned. Without shared planes nothing is loaded as
-// vectors and there is nothing to decide (nil).
+// vecOK says the vector path may run: rows start at multiples of vec (n2 is, or the rows are
+// padded, plan.Align: a unit past the row's end then reads the row's padding, up to the
+// aligned column at or after n2, at most the pitch), the block's origin column is one (always
+// so when vec divides TX) and every buffer the fills read is aligned to a vector. It is
+// decided once per block, at run time, so that no size, tile or allocator can make a vector
+// load misaligned. Without shared planes nothing is loaded as vectors and there is nothing to
+// decide (nil).
 func (b *inPlaneBuilder) vecOK() kir.Expr {
 	vec := b.pl.Vec
 	if vec <= 1 || len(b.tiles) == 0 {
 		return nil
 	}
-	var ok kir.Expr = &kir.Binary{Op: "==", X: kir.Bin("%", kir.Id("n2"), kir.I(vec)), Y: kir.I(0)}
+	var ok kir.Expr = &kir.BoolLit{V: true}
+	if !b.pl.Align {
+		ok = &kir.Binary{Op: "==", X: kir.Bin("%", kir.Id("n2"), kir.I(vec)), Y: kir.I(0)}
+	}
 	if b.TX%vec != 0 {
 		ok = and(ok, &kir.Binary{Op: "==", X: kir.Bin("%", inPlaneO2, kir.I(vec)), Y: kir.I(0)})
 	}

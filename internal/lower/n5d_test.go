@@ -762,3 +762,34 @@ func TestAlignKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignInPlaneKernels: the in-plane method's vector fills ask dense rows for a length of a
+// multiple of vec and padded rows (plan.Align) for nothing, whose kernel indexes rows by the
+// pitch it takes.
+func TestAlignInPlaneKernels(t *testing.T) {
+	p, err := load.File("../../examples/an5d/box3d2r.stencil", load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, align := range []bool{false, true} {
+		pl, err := plan.Parse("inplane:bx=8,by=4,load=2,rx=2,ry=2,vec=4,chunk=6", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.Align = align
+		l, err := Lower(p, []int{17, 21, 35}, nil, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := kir.Print(l.Module, kir.CUDA)
+		if got := strings.Contains(src, "n2 % 4 == 0"); got == align {
+			t.Errorf("align=%v: the row length's test %v, want %v", align, got, !align)
+		}
+		if got := strings.Contains(src, "* pitch +"); got != align {
+			t.Errorf("align=%v: rows indexed by the pitch %v", align, got)
+		}
+		if want := map[bool]int{false: 0, true: 64}[align]; l.Pitch != want {
+			t.Errorf("align=%v: pitch %d, want %d", align, l.Pitch, want)
+		}
+	}
+}

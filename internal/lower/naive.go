@@ -179,7 +179,7 @@ func lowerAs(p *ir.Program, shape []int, layers []int, pl plan.Plan, sizeOnly bo
 	wide := Wide(shape, layers)
 	pitch := 0
 	if pl.Align {
-		if pl.Strategy != plan.N5D && pl.Strategy != plan.ForwardPlane {
+		if pl.Strategy != plan.N5D && pl.Strategy != plan.ForwardPlane && pl.Strategy != plan.InPlane {
 			panic(fmt.Sprintf("internal error: plan %s: align on a strategy whose kernels index dense arrays", pl))
 		}
 		pitch = plan.RowPitch(shape[len(shape)-1])

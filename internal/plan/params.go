@@ -109,7 +109,7 @@ var Params = []param{
 	{key: "shrink", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Shrink }},
 	{key: "ascend", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Ascend }},
 	{key: "constsize", parse: []string{N5D, ForwardPlane}, flag: func(p *Plan) *bool { return &p.ConstSize }},
-	{key: "align", parse: []string{N5D, ForwardPlane}, flag: func(p *Plan) *bool { return &p.Align }},
+	{key: "align", parse: []string{N5D, ForwardPlane, InPlane}, flag: func(p *Plan) *bool { return &p.Align }},
 	{key: "chain", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Chain }},
 	{key: "ranges", parse: n5dOnly, flag: func(p *Plan) *bool { return &p.Ranges }},
 	{key: "load", parse: inplaneOnly, num: func(p *Plan) *int { return &p.Load }, show: func(Plan) bool { return true },

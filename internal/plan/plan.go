@@ -140,8 +140,9 @@ type Plan struct {
 	// Align pads every row of the device arrays (the last axis) to a whole number of 128-byte
 	// lines (RowPitch elements), so that every row starts on a line: at AN5D's sizes (518 or
 	// 16386 cells a row) rows otherwise start at four or more offsets within a line and a
-	// warp's row load touches one sector more than it needs, and n5d's vector accesses, which
-	// need rows of a multiple of their width, never run. The kernels take the row pitch; the
+	// warp's row load touches one sector more than it needs, and at a row length no multiple
+	// of their width n5d's and the in-plane method's vector accesses never run (n5d, forwardplane
+	// and inplane take it). The kernels take the row pitch; the
 	// run packs and unpacks the rows at its uploads and downloads. One device only (the
 	// decomposition's exchanges address dense arrays), and `tempest gen`'s code takes dense
 	// arrays, so it refuses it.

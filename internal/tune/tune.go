@@ -969,14 +969,22 @@ func alignPays(shape []int, pl plan.Plan, dense bool) bool {
 	return !dense && pl.Takes("align") && !pl.Align && plan.RowPitch(n) != n
 }
 
-// oddRows says an n5d plan's vectors meet dense rows of a length no multiple of the vector,
-// where every block takes the checked scalar loop: j2d5pt's tuned plan on the H200 ran at 1,515
+// oddRows says an n5d or in-plane plan's vectors meet dense rows of a length no multiple of the
+// vector, where every n5d block takes the checked scalar loop (and every in-plane block its
+// scalar fills): j2d5pt's tuned plan on the H200 ran at 1,515
 // GCells/s at 16386x16417 against 2,397 at 16386x16416, star3d1r's at 628 at 514x514x545
 // against 783 at 514x514x544 (2026-11-29). With rows padded to whole lines (plan.Align) the
 // vectors run at any length, so the space's plans pad such rows on one device (Options.Dense:
 // not for sub-domains).
 func oddRows(shape []int, pl plan.Plan) bool {
-	return pl.Strategy == plan.N5D && pl.N5DAlign() > 1 && shape[len(shape)-1]%pl.N5DAlign() != 0
+	n := shape[len(shape)-1]
+	switch pl.Strategy {
+	case plan.N5D:
+		return pl.N5DAlign() > 1 && n%pl.N5DAlign() != 0
+	case plan.InPlane:
+		return pl.Vec > 1 && n%pl.Vec != 0
+	}
+	return false
 }
 
 // chainPays says a search measures pl with its launches chained (plan.Chain): 2D plans that
