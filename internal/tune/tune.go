@@ -963,28 +963,25 @@ func otherShape(cands []*Candidate, best *Candidate, factor float64) *Candidate 
 // already, for a run on one device (dense: the plan runs on sub-domains, whose exchanges copy
 // dense slabs). Measured on the H200 (2026-11-29, docs/performance.md): +4% on star3d3r's and
 // star3d1r's plans, +6% on star3d3r in double, -1 to -3% on star3d2r's, star3d4r's and
-// box3d1r's: a change only a measurement decides.
+// box3d1r's; at odd row lengths the in-plane method's -8% (box3d2r) to +1.5% (box3d3r): a
+// change only a measurement decides.
 func alignPays(shape []int, pl plan.Plan, dense bool) bool {
 	n := shape[len(shape)-1]
 	return !dense && pl.Takes("align") && !pl.Align && plan.RowPitch(n) != n
 }
 
-// oddRows says an n5d or in-plane plan's vectors meet dense rows of a length no multiple of the
-// vector, where every n5d block takes the checked scalar loop (and every in-plane block its
-// scalar fills): j2d5pt's tuned plan on the H200 ran at 1,515
+// oddRows says an n5d plan's vectors meet dense rows of a length no multiple of the vector,
+// where every block takes the checked scalar loop: j2d5pt's tuned plan on the H200 ran at 1,515
 // GCells/s at 16386x16417 against 2,397 at 16386x16416, star3d1r's at 628 at 514x514x545
 // against 783 at 514x514x544 (2026-11-29). With rows padded to whole lines (plan.Align) the
 // vectors run at any length, so the space's plans pad such rows on one device (Options.Dense:
 // not for sub-domains).
+//
+// The in-plane method's scalar fills cost it little at such lengths, and its padded rows lost
+// there too (box3d2r 516x516x545: 163.6 GCells/s dense, 150.9 padded; box3d3r 518x518x545:
+// 95.1 and 96.5), so its plans stay dense; the search's end measures them padded (alignPays).
 func oddRows(shape []int, pl plan.Plan) bool {
-	n := shape[len(shape)-1]
-	switch pl.Strategy {
-	case plan.N5D:
-		return pl.N5DAlign() > 1 && n%pl.N5DAlign() != 0
-	case plan.InPlane:
-		return pl.Vec > 1 && n%pl.Vec != 0
-	}
-	return false
+	return pl.Strategy == plan.N5D && pl.N5DAlign() > 1 && shape[len(shape)-1]%pl.N5DAlign() != 0
 }
 
 // chainPays says a search measures pl with its launches chained (plan.Chain): 2D plans that

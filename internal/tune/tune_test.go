@@ -1093,6 +1093,7 @@ func TestAlignPays(t *testing.T) {
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 514}, false, true},
 		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 544}, false, false},
 		{"an5d/j2d5pt.stencil", "naive:bx=32,by=8", []int{1026, 1026}, false, false},
+		{"an5d/box3d2r.stencil", "inplane:bx=32,by=8,load=2,rx=2,ry=2,vec=2", []int{516, 516, 517}, false, true},
 	} {
 		p := program(t, c.file)
 		if got := alignPays(c.shape, plans(t, p, c.plan)[0], c.dense); got != c.want {
