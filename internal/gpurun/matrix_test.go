@@ -257,9 +257,13 @@ func planVariants(p *ir.Program, cuda bool) []plan.Plan {
 				// phased loops at depth three, a prefetch as deep as the round, chunks cut
 				// at the rim (the short chunks make every block one to three pieces) and the
 				// edge loop (2D shapes reach it; TestN5DEdgesOpenCL runs 3D); first order
-				// only (CI time).
+				// only (CI time). Its rows padded to whole lines (plan.Align, which the
+				// model's pick and the search take at row lengths no multiple of the
+				// vector): the awkward shapes' odd rows run their vectors, the edge runs
+				// clamped to the pitch.
 				sr := alt
 				sr.Unroll, sr.Phased, sr.Prefetch, sr.BT, sr.RimCut, sr.RimBlocks, sr.Edges = 3, true, 3, 3, true, false, lower.N5DEdges(p, alt)
+				sr.Align = true
 				if sr.FitBT(p) == nil && sr.BT == 3 {
 					out = append(out, sr)
 				}
