@@ -430,7 +430,7 @@ func Tune(dev gpu.Device, s *state.State, o Options) (*Result, error) {
 		t.pickContenders()
 		t.refine(t.contenders())
 		t.neighbours(fastest(res.Candidates))
-		t.runnerUpWalk(runnerUpFactor)
+		t.runnerUpWalk(runnerUpFactor, false)
 		t.spareBudget(viable)
 	}
 	for _, c := range res.Candidates {
@@ -467,11 +467,11 @@ func (t *tuner) spareBudget(viable []*Candidate) {
 	}
 	if best.Plan.Strategy == plan.N5D {
 		// n5d's space is too wide to time whole: the time left walks from the fastest plans
-		// of the families not walked yet, within spareWalkFactor of the fastest, fastest
-		// first. star3d1r's search on the H200 (2026-11-29) ended after 37 s of its 60 on
+		// of the families not walked yet, within spareWalkFactor of the fastest, those of a
+		// temporal depth not walked first, fastest first. star3d1r's search on the H200 (2026-11-29) ended after 37 s of its 60 on
 		// 16x32 threads at bt=3, 753 GCells/s, with 16x32 threads at bt=4 25% behind: the
 		// family the suite's search had walked to 785 (docs/performance.md).
-		for t.runnerUpWalk(spareWalkFactor) {
+		for t.runnerUpWalk(spareWalkFactor, true) {
 		}
 		return
 	}
@@ -877,7 +877,13 @@ func (t *tuner) neighbours(best *Candidate) {
 //
 // It returns whether it walked. Each family walked from, and the fastest's, is walked from
 // once (t.walked), and every such family stays out of the walk's sight.
-func (t *tuner) runnerUpWalk(factor float64) bool {
+//
+// newDepth (the rest of the budget's walks) takes first the fastest family of a temporal depth
+// no family walked from has: families of one depth and tile share their ceiling, and the
+// structural choice a walk can still change is the depth. star3d1r's search on the H200
+// (2026-11-29) spent its rest on 32x32 threads at bt=3, the tile of the 16x32 two-cell threads
+// it had walked, while 16x32 at bt=4 (the suite's 785 GCells/s) stayed unwalked.
+func (t *tuner) runnerUpWalk(factor float64, newDepth bool) bool {
 	best := fastest(t.res.Candidates)
 	if best == nil || t.spent() {
 		return false
@@ -885,12 +891,21 @@ func (t *tuner) runnerUpWalk(factor float64) bool {
 	if t.walked == nil {
 		t.walked = map[string]bool{}
 	}
-	t.walked[family(best.Plan)] = true
-	r := runnerUp(t.res.Candidates, best, factor, t.walked)
+	if t.walkedBT == nil {
+		t.walkedBT = map[int]bool{}
+	}
+	t.walked[family(best.Plan)], t.walkedBT[best.Plan.BT] = true, true
+	var r *Candidate
+	if newDepth {
+		r = runnerUp(t.res.Candidates, best, factor, t.walked, t.walkedBT)
+	}
+	if r == nil {
+		r = runnerUp(t.res.Candidates, best, factor, t.walked, nil)
+	}
 	if r == nil {
 		return false
 	}
-	t.walked[family(r.Plan)] = true
+	t.walked[family(r.Plan)], t.walkedBT[r.Plan.BT] = true, true
 	t.logf("walking from %s, the fastest plan of another family (%.1f%% behind)", r.Plan, (r.SecondsPerStep/best.SecondsPerStep-1)*100)
 	all := t.res.Candidates
 	var view []*Candidate
@@ -926,12 +941,12 @@ const spareWalkFactor = 1.35
 // the contenders' 10%.
 const runnerUpFactor = 1.1
 
-// runnerUp is the fastest measured plan of another family than best's, and of none walked
-// from, within factor of the fastest, or nil.
-func runnerUp(cands []*Candidate, best *Candidate, factor float64, walked map[string]bool) *Candidate {
+// runnerUp is the fastest measured plan of another family than best's, of none walked from
+// and of a temporal depth not in depths (nil: any), within factor of the fastest, or nil.
+func runnerUp(cands []*Candidate, best *Candidate, factor float64, walked map[string]bool, depths map[int]bool) *Candidate {
 	fam := family(best.Plan)
 	for _, c := range near(cands, factor) {
-		if f := family(c.Plan); f != fam && !walked[f] {
+		if f := family(c.Plan); f != fam && !walked[f] && !depths[c.Plan.BT] {
 			return c
 		}
 	}
@@ -1527,6 +1542,8 @@ type tuner struct {
 	// from, not measured again; walked, the families walked from so far.
 	hidden []*Candidate
 	walked map[string]bool
+	// walkedBT are the temporal depths of the families walked from (runnerUpWalk).
+	walkedBT map[int]bool
 	// superseded are the plans of the space whose variant with the pick's settings ran
 	// faster (pickRules): not refined themselves.
 	superseded map[*Candidate]bool

@@ -1201,7 +1201,7 @@ func TestRunnerUpWalk(t *testing.T) {
 		t.Fatalf("after the first walk the fastest is %s, want a 32x32 plan", b.Plan)
 	}
 	n := len(timedOf())
-	tu.runnerUpWalk(runnerUpFactor)
+	tu.runnerUpWalk(runnerUpFactor, false)
 	if len(timedOf()) == n {
 		t.Fatal("the walk from the runner-up timed nothing")
 	}
@@ -1229,25 +1229,28 @@ func TestRunnerUpWalk(t *testing.T) {
 	d := tu2.variants()(base[1])
 	tu2.measure([]*Candidate{c, d})
 	tu2.res.Candidates = []*Candidate{c, d}
-	tu2.runnerUpWalk(runnerUpFactor)
+	tu2.runnerUpWalk(runnerUpFactor, false)
 	if len(timed2()) != 2 {
 		t.Errorf("with no other family within 10%% the walk timed %v", timed2()[2:])
 	}
 }
 
 // TestSpareWalks: with time left, an n5d search walks from the families it has not walked
-// yet, within spareWalkFactor of the fastest, and keeps a family whose settings carry it past
-// the fastest; with no budget it walks from none.
+// yet, within spareWalkFactor of the fastest, one of a temporal depth not walked first (32x32
+// threads at bt=3 are faster than 16x32 at bt=4 at the start, and walked after them), and
+// keeps a family whose settings carry it past the fastest; with no budget it walks from none.
 func TestSpareWalks(t *testing.T) {
 	p := program(t, "an5d/star3d1r.stencil")
 	base := plans(t, p, "n5d:bx=16,by=32,bt=3,rx=2,chunk=128,fastmath=true", "n5d:bx=16,by=32,bt=4,rx=2,chunk=128,fastmath=true",
-		"n5d:bx=32,by=32,bt=2,chunk=128,fastmath=true")
+		"n5d:bx=32,by=32,bt=2,chunk=128,fastmath=true", "n5d:bx=32,by=32,bt=3,chunk=128,fastmath=true")
 	timeOf := func(pl plan.Plan) float64 {
 		switch {
 		case pl.BT == 4 && pl.Edges:
 			return 0.17e-3
 		case pl.BT == 4:
 			return 0.24e-3
+		case pl.BT == 3 && pl.RX == 1:
+			return 0.21e-3
 		case pl.BT == 3:
 			return 0.19e-3
 		}
@@ -1271,8 +1274,21 @@ func TestSpareWalks(t *testing.T) {
 			t.Errorf("timed %s, of a family beyond spareWalkFactor", s)
 		}
 	}
-	if !tu.walked[family(base[1])] || tu.walked[family(base[2])] {
-		t.Errorf("walked %v, want bt=4's family and not 32x32's", tu.walked)
+	if !tu.walked[family(base[1])] || tu.walked[family(base[2])] || !tu.walked[family(base[3])] {
+		t.Errorf("walked %v, want bt=4's family and 32x32's at bt=3, not at bt=2", tu.walked)
+	}
+	first := func(pred func(string) bool) int {
+		for i, s := range timed[len(base):] {
+			if pred(s) {
+				return i
+			}
+		}
+		return len(timed)
+	}
+	deeper := first(func(s string) bool { return strings.Contains(s, "bt=4") })
+	wide3 := first(func(s string) bool { return strings.Contains(s, "bx=32,by=32,bt=3") })
+	if deeper >= wide3 {
+		t.Errorf("the walks timed 32x32 threads at bt=3 (plan %d) before bt=4 (plan %d): want the other depth first", wide3, deeper)
 	}
 	if _, timed := run(0); len(timed) != len(base) {
 		t.Errorf("with no budget, %d plans timed; want the space's %d", len(timed), len(base))
