@@ -468,9 +468,10 @@ func (t *tuner) spareBudget(viable []*Candidate) {
 	if best.Plan.Strategy == plan.N5D {
 		// n5d's space is too wide to time whole: the time left walks from the fastest plans
 		// of the families not walked yet, within spareWalkFactor of the fastest, those of a
-		// temporal depth not walked first, fastest first. star3d1r's search on the H200 (2026-11-29) ended after 37 s of its 60 on
-		// 16x32 threads at bt=3, 753 GCells/s, with 16x32 threads at bt=4 25% behind: the
-		// family the suite's search had walked to 785 (docs/performance.md).
+		// temporal depth not walked first, fastest first. star3d1r's search on the H200
+		// (2026-11-29) ended after 37 s of its 60 on 16x32 threads at bt=3, 753 GCells/s,
+		// with 16x32 threads at bt=4 25% behind; walked from, that family reached 873
+		// (32x32 threads, chunk 424) within the same minute (docs/performance.md).
 		for t.runnerUpWalk(spareWalkFactor, true) {
 		}
 		return
