@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"tempest/internal/decomp"
+	"tempest/internal/gpu"
 	"tempest/internal/load"
 	"tempest/internal/plan"
+	"tempest/internal/tune"
 )
 
 // TestRunSplit runs `tempest run` split into sub-domains on the CPU engine, in one process and
@@ -276,5 +278,61 @@ func TestRangedPlanDrops(t *testing.T) {
 		if got := dropped(pl, part); got != c.want || !part.Ranges || part.RimCut || part.Chain || part.RimBlocks != pl.RimBlocks {
 			t.Errorf("%s: ranged as %s, reported %q, want %q", c.plan, part, got, c.want)
 		}
+	}
+}
+
+// TestRunSplitCachedAlign: a cached plan that pads its rows (align, one device) runs split on
+// dense rows, with a note, and writes what one device writes; a plan the user gives with align
+// is refused with the reason.
+func TestRunSplitCachedAlign(t *testing.T) {
+	needOpenCL(t)
+	t.Setenv("TEMPEST_CACHE_DIR", t.TempDir())
+	file, size := "../../examples/an5d/j2d5pt.stencil", "130x67"
+	dev, err := gpu.Open("opencl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := dev.Props()
+	dev.Close()
+	pr, err := Prepare(RunOptions{File: file, Size: size}, 1.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := tune.OpenCache("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := "n5d:bx=16,by=1,bt=2,rx=2,edges=true,align=true,chunk=16"
+	if err := cache.Put(tune.KeyFor(pr.Prog, pr.State.Shape, props, Version, false),
+		tune.Record{Plan: cached, Status: tune.Measured, SecondsPerStep: 1e-3, Shape: pr.State.Shape, When: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	whole := RunOptions{File: file, Size: size, Steps: 9, Backend: "opencl", Quiet: true, Out: filepath.Join(dir, "whole.npy")}
+	res, err := Run(whole, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Plan, "align=true") {
+		t.Fatalf("one device ran %s, want the cached %s", res.Plan, cached)
+	}
+	split := whole
+	split.Multi, split.Out = MultiOptions{Subdomains: 2}, filepath.Join(dir, "split.npy")
+	var log bytes.Buffer
+	res, err = Run(split, io.Discard, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Plan, "align") || !strings.Contains(log.String(), "pads its rows (align) for one device; the parts run it on dense rows") {
+		t.Errorf("split run's plan %s; log:\n%s", res.Plan, log.String())
+	}
+	a, _ := os.ReadFile(whole.Out)
+	if b, _ := os.ReadFile(split.Out); len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("the split run wrote other values than one device")
+	}
+	given := split
+	given.Plan = cached
+	if _, err := Run(given, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "drop align to split the grid") {
+		t.Errorf("--plan %s --subdomains 2: %v, want align refused", cached, err)
 	}
 }
