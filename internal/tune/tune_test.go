@@ -433,7 +433,7 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 			}
 			// The refinement's prefetch variants (the neighbours' round and chunk variants
 			// of the best follow them).
-			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Chunk == res.SpaceBest.Plan.Chunk && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Unclamped && !c.Plan.Edges && !c.Plan.EdgesFirst && !c.Plan.Ascend && !c.Plan.ConstSize {
+			if c.Plan.BX == res.SpaceBest.Plan.BX && c.Plan.BT == res.SpaceBest.Plan.BT && c.Plan.Chunk == res.SpaceBest.Plan.Chunk && c.Plan.Unroll == 0 && !c.Plan.Phased && !c.Plan.RimCut && !c.Plan.RimBlocks && !c.Plan.Unclamped && !c.Plan.Edges && !c.Plan.EdgesFirst && !c.Plan.Ascend && !c.Plan.ConstSize && !c.Plan.Align {
 				refined = append(refined, c.Plan.String())
 			}
 		}
@@ -470,7 +470,8 @@ func TestRefineTriesVariantsOfTheBest(t *testing.T) {
 // TestNeighboursTryChunksAndScalarAccesses: the refinement ends with the fastest plan's stream
 // chunk a quarter shorter and longer (multiples of 16) and, for an n5d plan whose threads
 // hold pairs of cells, with scalar global accesses (vec=1), phased loops, chunks cut at the rim
-// and short rounds; last, the best plan compiled for the run's size (constsize).
+// and short rounds; last, the best plan compiled for the run's size (constsize) and with its rows
+// padded (align).
 func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 	dev := openDevice(t)
 	p := program(t, "an5d/j2d5pt.stencil")
@@ -489,6 +490,8 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			t.Errorf("variant %s: %s", c.Plan, c.Status)
 		}
 		switch {
+		case c.Plan.Align: // the walk's end: rows of 70 are no whole lines (and the padded plan's neighbours)
+			seen["align"] = true
 		case c.Plan.Chunk%16 != 0: // only fineChunks leaves the 16-plane grid (on a constsize best too)
 			seen["fine chunk"] = true
 		case c.Plan.ConstSize: // compiledSwitches and the last step, on the best plan
@@ -509,7 +512,7 @@ func TestNeighboursTryChunksAndScalarAccesses(t *testing.T) {
 			seen["edgesfirst"] = true
 		}
 	}
-	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut", "edges", "edgesfirst", "fine chunk", "constsize"} {
+	for _, want := range []string{"chunk=48", "chunk=80", "vec=1", "phased", "unroll=3", "rimcut", "edges", "edgesfirst", "fine chunk", "constsize", "align"} {
 		if !seen[want] {
 			t.Errorf("no measured variant with %s among %d candidates", want, len(res.Candidates))
 		}
