@@ -682,7 +682,8 @@ func (b *n5dBuilder) edgeRuns() {
 
 // runOf is the clamped position of the aligned run of VW cells that starts at cell i (edge
 // loop): a run lies wholly inside or wholly outside the domain (rows of a multiple of VW
-// cells), so the clamped run is in the domain and aligned.
+// cells), so the clamped run is in the domain and aligned; in padded rows (plan.Align) a run
+// may reach past the row's end into its padding, and the clamped run is in the row's pitch.
 func (b *n5dBuilder) runOf(i int) []kir.Expr {
 	pos := b.cellOf(b.ccol, i)
 	pos[b.lay.X] = b.runCol[b.cx(i)]
