@@ -890,28 +890,26 @@ func (t *tuner) runnerUpWalk(factor float64, newDepth bool) bool {
 		return false
 	}
 	if t.walked == nil {
-		t.walked = map[string]bool{}
+		t.walked = map[string]int{}
 	}
-	if t.walkedBT == nil {
-		t.walkedBT = map[int]bool{}
-	}
-	t.walked[family(best.Plan)], t.walkedBT[best.Plan.BT] = true, true
+	t.walked[family(best.Plan)] = best.Plan.BT
 	var r *Candidate
 	if newDepth {
-		r = runnerUp(t.res.Candidates, best, factor, t.walked, t.walkedBT)
+		r = runnerUp(t.res.Candidates, best, factor, t.walked, true)
 	}
 	if r == nil {
-		r = runnerUp(t.res.Candidates, best, factor, t.walked, nil)
+		r = runnerUp(t.res.Candidates, best, factor, t.walked, false)
 	}
 	if r == nil {
 		return false
 	}
-	t.walked[family(r.Plan)], t.walkedBT[r.Plan.BT] = true, true
+	t.walked[family(r.Plan)] = r.Plan.BT
 	t.logf("walking from %s, the fastest plan of another family (%.1f%% behind)", r.Plan, (r.SecondsPerStep/best.SecondsPerStep-1)*100)
 	all := t.res.Candidates
 	var view []*Candidate
 	for _, c := range all {
-		if f := family(c.Plan); t.walked[f] && f != family(r.Plan) {
+		f := family(c.Plan)
+		if _, ok := t.walked[f]; ok && f != family(r.Plan) {
 			t.hidden = append(t.hidden, c)
 		} else {
 			view = append(view, c)
@@ -942,16 +940,29 @@ const spareWalkFactor = 1.35
 // the contenders' 10%.
 const runnerUpFactor = 1.1
 
-// runnerUp is the fastest measured plan of another family than best's, of none walked from
-// and of a temporal depth not in depths (nil: any), within factor of the fastest, or nil.
-func runnerUp(cands []*Candidate, best *Candidate, factor float64, walked map[string]bool, depths map[int]bool) *Candidate {
+// runnerUp is the fastest measured plan of another family than best's and of none walked from
+// (walked: a family's temporal depth), with newDepth of a depth no walked family has, within
+// factor of the fastest, or nil.
+func runnerUp(cands []*Candidate, best *Candidate, factor float64, walked map[string]int, newDepth bool) *Candidate {
 	fam := family(best.Plan)
 	for _, c := range near(cands, factor) {
-		if f := family(c.Plan); f != fam && !walked[f] && !depths[c.Plan.BT] {
-			return c
+		f := family(c.Plan)
+		if _, done := walked[f]; f == fam || done || newDepth && depthWalked(walked, c.Plan.BT) {
+			continue
 		}
+		return c
 	}
 	return nil
+}
+
+// depthWalked says a family of temporal depth bt has been walked from.
+func depthWalked(walked map[string]int, bt int) bool {
+	for _, d := range walked {
+		if d == bt {
+			return true
+		}
+	}
+	return false
 }
 
 // family is what a walk from a plan does not vary early: the strategy, the block, the
@@ -1540,11 +1551,11 @@ type tuner struct {
 	initial     gpurun.Initial
 	initialMade bool
 	// hidden are the candidates runnerUpWalk keeps out of the walk's sight: not walked
-	// from, not measured again; walked, the families walked from so far.
+	// from, not measured again; walked, the families walked from so far and their
+	// temporal depths.
 	hidden []*Candidate
-	walked map[string]bool
-	// walkedBT are the temporal depths of the families walked from (runnerUpWalk).
-	walkedBT map[int]bool
+	walked map[string]int
+
 	// superseded are the plans of the space whose variant with the pick's settings ran
 	// faster (pickRules): not refined themselves.
 	superseded map[*Candidate]bool

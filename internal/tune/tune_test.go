@@ -1264,7 +1264,7 @@ func TestSpareWalks(t *testing.T) {
 		tu.since = func(time.Time) time.Duration { return 0 }
 		tu.o.Budget = budget
 		measuredSpace(tu, base)
-		tu.walked = map[string]bool{family(base[0]): true}
+		tu.walked = map[string]int{family(base[0]): base[0].BT}
 		tu.spareBudget(nil)
 		return tu, timedOf()
 	}
@@ -1277,7 +1277,8 @@ func TestSpareWalks(t *testing.T) {
 			t.Errorf("timed %s, of a family beyond spareWalkFactor", s)
 		}
 	}
-	if !tu.walked[family(base[1])] || tu.walked[family(base[2])] || !tu.walked[family(base[3])] {
+	walked := func(pl plan.Plan) bool { _, ok := tu.walked[family(pl)]; return ok }
+	if !walked(base[1]) || walked(base[2]) || !walked(base[3]) {
 		t.Errorf("walked %v, want bt=4's family and 32x32's at bt=3, not at bt=2", tu.walked)
 	}
 	first := func(pred func(string) bool) int {
