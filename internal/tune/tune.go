@@ -226,10 +226,14 @@ func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
 	plans := o.Candidates
 	if plans == nil {
 		plans = Enumerate(p, s.Shape, o.Strategies, o.FastMath)
+		padded := 0
 		for i := range plans {
 			if !o.Dense && oddRows(s.Shape, plans[i]) {
-				plans[i].Align = true
+				plans[i].Align, padded = true, padded+1
 			}
+		}
+		if n := s.Shape[len(s.Shape)-1]; padded > 0 && o.Log != nil {
+			fmt.Fprintf(o.Log, "rows of %d cells are no multiple of n5d's vectors: %d n5d plans pad them to %d (align)\n", n, padded, plan.RowPitch(n))
 		}
 	} else {
 		plans = slices.Clone(plans)

@@ -1118,9 +1118,13 @@ func TestOddRowsPadded(t *testing.T) {
 		{[]int{130, 131}, true, false},
 		{[]int{130, 132}, false, false},
 	} {
-		cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, c.shape), Options{Profile: probe.Estimate(h100Props), Dense: c.dense, Strategies: []string{plan.N5D}})
+		var log strings.Builder
+		cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, c.shape), Options{Profile: probe.Estimate(h100Props), Dense: c.dense, Strategies: []string{plan.N5D}, Log: &log})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if said := strings.Contains(log.String(), "n5d plans pad them to 160 (align)"); said != c.want {
+			t.Errorf("%v dense=%v: the log says the rows are padded %v, want %v: %q", c.shape, c.dense, said, c.want, log.String())
 		}
 		vec := 0
 		for _, cd := range cands {
