@@ -91,14 +91,16 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 		for _, lv := range levels {
 			sc := cp
 			sc.FromRow = row
-			b, err := readRegion(sp, lv, sc.Region(sp.State(), lv.Grid, true))
+			b, err := readRegion(sp, lv, sc.BufRegion(sp, lv.Grid, true))
 			if err != nil {
 				return err
 			}
 			out = append(out, b...)
 		}
 	}
-	size := func(cp Copy, lv Level) int { return int(cp.Bytes(p.State(), lv.Grid)) }
+	// The slabs travel as their buffers hold them, padded rows and all (plan.Align): every
+	// part of a run pads alike where a pad lies inside a slab, so rank 0's part sizes them.
+	size := func(cp Copy, lv Level) int { return int(cp.BufRegion(p, lv.Grid, true).Bytes()) }
 	var in []byte
 	if c.Rank != 0 {
 		if err := c.send(0, out); err != nil {
@@ -150,7 +152,7 @@ func (c *Coordinator) Exchange(parts []Part, copies []Copy, levels []Level) erro
 			}
 			sc := cp
 			sc.ToRow = row
-			if err := writeRegion(sp, lv, sc.Region(sp.State(), lv.Grid, false), in[:n]); err != nil {
+			if err := writeRegion(sp, lv, sc.BufRegion(sp, lv.Grid, false), in[:n]); err != nil {
 				return err
 			}
 			in = in[n:]

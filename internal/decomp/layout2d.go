@@ -215,15 +215,6 @@ func (l *Layout) Phases() [][]Copy {
 	return ph
 }
 
-// Bytes is the size of the copy's cells of grid gi, s any part's state (parts differ only
-// along the split axes).
-func (c Copy) Bytes(s *state.State, gi int) int64 {
-	if c.Cols == 0 {
-		return int64(c.Rows) * rowBytes(s, gi)
-	}
-	return int64(c.Rows) * int64(c.Cols) * cellBytes(s, gi)
-}
-
 // String prints a copy as its fields, the column window after a bar when it has one.
 func (c Copy) String() string {
 	if c.Cols == 0 {
@@ -232,28 +223,32 @@ func (c Copy) String() string {
 	return fmt.Sprintf("{%d %d %d %d %d | %d %d %d}", c.From, c.FromRow, c.To, c.ToRow, c.Rows, c.FromCol, c.ToCol, c.Cols)
 }
 
-// cellBytes is the size of one cell of Axis1 of grid gi: every axis after it, whole.
-func cellBytes(s *state.State, gi int) int64 {
-	n := int64(s.Prog.Grids[gi].Type.Size())
-	for _, d := range s.Shape[min(Axis1+1, len(s.Shape)):] {
-		n *= int64(d)
-	}
-	return n
-}
-
 // Region is the copy's window in bytes of grid gi's array in part state s: at the source
 // (from) or at the target. Whole rows (no column window, or a window as wide as the part)
 // are one contiguous run.
 func (c Copy) Region(s *state.State, gi int, from bool) gpu.Rect {
+	return c.region(s.Shape, int64(s.Prog.Grids[gi].Type.Size()), from)
+}
+
+// BufRegion is Region in part p's buffers (bufShape: rows padded when its plan pads them).
+func (c Copy) BufRegion(p Part, gi int, from bool) gpu.Rect {
+	return c.region(bufShape(p), int64(p.State().Prog.Grids[gi].Type.Size()), from)
+}
+
+// region is Region in arrays of the given shape and element size.
+func (c Copy) region(shape []int, size int64, from bool) gpu.Rect {
 	row, col := c.ToRow, c.ToCol
 	if from {
 		row, col = c.FromRow, c.FromCol
 	}
-	rb := rowBytes(s, gi)
-	if c.Cols == 0 || (len(s.Shape) > Axis1 && c.Cols == s.Shape[Axis1]) {
+	rb := int64(rowElems(shape)) * size
+	if c.Cols == 0 || (len(shape) > Axis1 && c.Cols == shape[Axis1]) {
 		return gpu.Rect{Off: int64(row) * rb, Pitch: int64(c.Rows) * rb, Width: int64(c.Rows) * rb, Height: 1}
 	}
-	cb := cellBytes(s, gi)
+	cb := size
+	for _, d := range shape[min(Axis1+1, len(shape)):] {
+		cb *= int64(d)
+	}
 	return gpu.Rect{Off: int64(row)*rb + int64(col)*cb, Pitch: rb, Width: int64(c.Cols) * cb, Height: int64(c.Rows)}
 }
 
@@ -322,7 +317,7 @@ func splittableAlong(p *ir.Program, a int) error {
 // one process: a strided device copy (through host memory between devices), or row-segment
 // copies between host parts.
 func copyRegion(dst, src Part, c Copy, lv Level) error {
-	sr, dr := c.Region(src.State(), lv.Grid, true), c.Region(dst.State(), lv.Grid, false)
+	sr, dr := c.BufRegion(src, lv.Grid, true), c.BufRegion(dst, lv.Grid, false)
 	sb, db := src.Buffer(lv.Grid, lv.Level), dst.Buffer(lv.Grid, lv.Level)
 	switch {
 	case sb != nil && db != nil:

@@ -131,13 +131,14 @@ func (t *NCCL) postPart(i int, p Part, copies []Copy, levels []Level, send func(
 	var ops []gpu.P2P
 	for _, c := range copies {
 		for _, lv := range levels {
-			rb := rowBytes(p.State(), lv.Grid)
 			if c.From == i {
 				sp, row := slab(p, c.FromRow, c.Rows)
+				rb := bufRowBytes(sp, lv.Grid)
 				ops = append(ops, gpu.P2P{Send: true, Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.To})
 			}
 			if c.To == i {
 				sp, row := slab(p, c.ToRow, c.Rows)
+				rb := bufRowBytes(sp, lv.Grid)
 				ops = append(ops, gpu.P2P{Buf: sp.Buffer(lv.Grid, lv.Level), Off: int64(row) * rb, Bytes: int64(c.Rows) * rb, Peer: c.From})
 			}
 		}

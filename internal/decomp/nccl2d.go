@@ -48,7 +48,7 @@ func (t *NCCL) exchangeRegions(parts []Part, copies []Copy, levels []Level) erro
 					if (send && c.From != i) || (!send && c.To != i) {
 						continue
 					}
-					s := staged{send: send, buf: buf, region: c.Region(p.State(), lv.Grid, send), peer: c.From, at: -1}
+					s := staged{send: send, buf: buf, region: c.BufRegion(p, lv.Grid, send), peer: c.From, at: -1}
 					if send {
 						s.peer = c.To
 					}

@@ -210,6 +210,14 @@ func (b *banded) Buffer(grid, level int) gpu.Buffer {
 	panic("internal error: a banded part's rows live in its sub-parts; resolve them with slab")
 }
 
+// Pitch is the sub-parts' row pitch: one plan on rows of one length pads them alike.
+func (b *banded) Pitch() int {
+	if p, ok := b.subs[0].(pitched); ok {
+		return p.Pitch()
+	}
+	return 0
+}
+
 func (b *banded) Depth() int {
 	d := 1
 	for _, p := range b.subs {

@@ -1,7 +1,6 @@
 package decomp
 
 import (
-	"fmt"
 
 	"tempest/internal/cpu"
 	"tempest/internal/gpu"
@@ -88,9 +87,27 @@ func rowElems(shape []int) int {
 	return n
 }
 
-// rowBytes is the size of one row of the split axis of grid gi.
-func rowBytes(s *state.State, gi int) int64 {
-	return int64(rowElems(s.Shape) * s.Prog.Grids[gi].Type.Size())
+// pitched is a part whose buffers' rows (the last axis) may be padded: Pitch is the elements
+// from one row to the next, 0 when rows are dense.
+type pitched interface{ Pitch() int }
+
+// bufShape is the shape of part p's arrays as its buffers hold them: the last axis widened to
+// the row pitch when the part's plan pads rows (plan.Align). Halo copies address the buffers
+// through it; the part's State stays dense.
+func bufShape(p Part) []int {
+	s := p.State().Shape
+	pp, ok := p.(pitched)
+	if !ok || pp.Pitch() == 0 {
+		return s
+	}
+	out := append([]int(nil), s...)
+	out[len(out)-1] = pp.Pitch()
+	return out
+}
+
+// bufRowBytes is the size of one row of the split axis of grid gi in part p's buffers.
+func bufRowBytes(p Part, gi int) int64 {
+	return int64(rowElems(bufShape(p)) * p.State().Prog.Grids[gi].Type.Size())
 }
 
 func copyRows(dst *gridio.Array, dr int, src *gridio.Array, sr, rows, elems int) {
@@ -125,10 +142,6 @@ type devicePart struct {
 // NewDevicePart compiles the plan for part state s on dev (modules from cache when not nil)
 // and uploads s.
 func NewDevicePart(dev gpu.Device, s *state.State, pl plan.Plan, cache *gpurun.Modules) (Part, error) {
-	if pl.Align {
-		// The exchanges copy slabs of dense arrays.
-		return nil, fmt.Errorf("plan %s: align (rows padded to 128-byte lines) runs on one device; drop align to split the grid", pl)
-	}
 	r, err := gpurun.PrepareWith(dev, s, pl, cache)
 	if err != nil {
 		return nil, err
@@ -142,6 +155,7 @@ func (d *devicePart) State() *state.State               { return d.s }
 func (d *devicePart) Run(n int) error                   { return d.r.Run(n) }
 func (d *devicePart) Buffer(grid, level int) gpu.Buffer { return d.r.Level(grid, level) }
 func (d *devicePart) Depth() int                        { return d.r.Depth() }
+func (d *devicePart) Pitch() int                        { return d.r.Pitch() }
 func (d *devicePart) Sync() error                       { return d.r.Download() }
 func (d *devicePart) Close()                            { d.r.Close() }
 

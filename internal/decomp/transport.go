@@ -80,7 +80,10 @@ func (Local) Exchange(parts []Part, copies []Copy, levels []Level) error {
 					return fmt.Errorf("halo exchange %d -> %d: %w", c.From, c.To, err)
 				}
 			case sb != nil && db != nil:
-				rb := rowBytes(src.State(), lv.Grid)
+				rb := bufRowBytes(src, lv.Grid)
+				if drb := bufRowBytes(dst, lv.Grid); drb != rb {
+					panic(fmt.Sprintf("internal error: halo rows of %d bytes copied to rows of %d", rb, drb))
+				}
 				if err := gpu.CopyRange(db, int64(c.ToRow)*rb, sb, int64(c.FromRow)*rb, int64(c.Rows)*rb); err != nil {
 					return fmt.Errorf("halo exchange %d -> %d: %w", c.From, c.To, err)
 				}

@@ -492,13 +492,6 @@ func (mr *multiRun) choosePlan(o RunOptions, pr *Prepared, dev gpu.Device, parts
 		if pl, err = parsePlan(name, pr.Prog, o.FastMath); err != nil {
 			return pl, 0, 0, fmt.Errorf("--plan: %w", err)
 		}
-		if o.Plan == "" && pl.Align {
-			// A plan from the cache or the model tuned for one device may pad its rows
-			// (plan.Align); the parts' exchanges copy dense slabs, so they run it on dense
-			// rows. A plan the user gives with align is refused (NewDevicePart).
-			fmt.Fprintf(stderr, "note: plan %s pads its rows (align) for one device; the parts run it on dense rows (the exchanges copy dense slabs)\n", pl)
-			pl.Align = false
-		}
 		if depth, err = decomp.PlanDepth(pr.State, pl); err != nil {
 			return pl, 0, 0, err
 		}

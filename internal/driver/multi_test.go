@@ -281,9 +281,8 @@ func TestRangedPlanDrops(t *testing.T) {
 	}
 }
 
-// TestRunSplitCachedAlign: a cached plan that pads its rows (align, one device) runs split on
-// dense rows, with a note, and writes what one device writes; a plan the user gives with align
-// is refused with the reason.
+// TestRunSplitCachedAlign: a cached plan that pads its rows (align) runs split with its rows
+// padded and writes what one device writes; so does the plan given with --plan.
 func TestRunSplitCachedAlign(t *testing.T) {
 	needOpenCL(t)
 	t.Setenv("TEMPEST_CACHE_DIR", t.TempDir())
@@ -318,21 +317,19 @@ func TestRunSplitCachedAlign(t *testing.T) {
 	}
 	split := whole
 	split.Multi, split.Out = MultiOptions{Subdomains: 2}, filepath.Join(dir, "split.npy")
-	var log bytes.Buffer
-	res, err = Run(split, io.Discard, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(res.Plan, "align") || !strings.Contains(log.String(), "pads its rows (align) for one device; the parts run it on dense rows") {
-		t.Errorf("split run's plan %s; log:\n%s", res.Plan, log.String())
-	}
-	a, _ := os.ReadFile(whole.Out)
-	if b, _ := os.ReadFile(split.Out); len(a) == 0 || !bytes.Equal(a, b) {
-		t.Error("the split run wrote other values than one device")
-	}
 	given := split
-	given.Plan = cached
-	if _, err := Run(given, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "drop align to split the grid") {
-		t.Errorf("--plan %s --subdomains 2: %v, want align refused", cached, err)
+	given.Plan, given.Out = cached, filepath.Join(dir, "given.npy")
+	a, _ := os.ReadFile(whole.Out)
+	for _, o := range []RunOptions{split, given} {
+		res, err = Run(o, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Plan, "align=true") {
+			t.Errorf("split run's plan %s, want %s", res.Plan, cached)
+		}
+		if b, _ := os.ReadFile(o.Out); len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("the split run (--plan %q) wrote other values than one device", o.Plan)
+		}
 	}
 }

@@ -98,7 +98,7 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := tune.Options{Mode: mode, K: o.K, Beta: o.Beta, Seed: o.Seed, Steps: o.Steps, Reps: o.Reps, Strategies: o.Strategies,
-		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log, NoRefine: o.NoRefine, Budget: o.Budget, Start: began, Dense: o.Parts > 1}
+		FastMath: o.FastMath, Profile: prof, Cache: cache, Version: Version, Log: log, NoRefine: o.NoRefine, Budget: o.Budget, Start: began}
 	if !o.Quiet {
 		opt.Progress = stderr
 	}

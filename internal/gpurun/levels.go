@@ -15,3 +15,7 @@ func (r *Runner) Level(grid, level int) gpu.Buffer {
 
 // Device is the device the runner launches on.
 func (r *Runner) Device() gpu.Device { return r.dev }
+
+// Pitch is the elements from one row (the last axis) of the device buffers to the next when
+// the plan pads rows (plan.Align), 0 when rows are dense.
+func (r *Runner) Pitch() int { return r.low.Pitch }

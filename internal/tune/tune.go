@@ -117,9 +117,6 @@ type Options struct {
 	// what was measured is kept (and cached), so a second search resumes where this one
 	// stopped.
 	Budget time.Duration
-	// Dense says the plan runs on sub-domains of a split run, whose exchanges copy dense
-	// slabs: the search leaves rows unpadded (plan.Align).
-	Dense bool
 	// Start is when the budget's clock started (zero: when Tune starts): `tempest tune` starts
 	// it before it prepares the state, so that the budget bounds the command's wall time.
 	Start time.Time
@@ -228,7 +225,7 @@ func Rank(dev gpu.Device, s *state.State, o Options) ([]*Candidate, error) {
 		plans = Enumerate(p, s.Shape, o.Strategies, o.FastMath)
 		padded := 0
 		for i := range plans {
-			if !o.Dense && oddRows(s.Shape, plans[i]) {
+			if oddRows(s.Shape, plans[i]) {
 				plans[i].Align, padded = true, padded+1
 			}
 		}
@@ -857,7 +854,7 @@ func (t *tuner) neighbours(best *Candidate) {
 	// plan where it wins: the chunks and planes a step the dense plan's walk chose need not
 	// be the padded plan's (star3d3r on the H200, 2026-11-29: the search's plan, 64x8 at rz=2,
 	// padded ran 294 GCells/s; 64x8 at rz=3 padded 299 in another call).
-	if b := fastest(t.res.Candidates); b != nil && alignPays(t.s.Shape, b.Plan, t.o.Dense) {
+	if b := fastest(t.res.Candidates); b != nil && alignPays(t.s.Shape, b.Plan) {
 		v := b.Plan
 		v.Align = true
 		t.refineShape(variant, b, []plan.Plan{v})
@@ -991,22 +988,21 @@ func otherShape(cands []*Candidate, best *Candidate, factor float64) *Candidate 
 
 // alignPays says a search measures pl with the device arrays' rows padded to whole 128-byte
 // lines (plan.Align): plans that take it, not padded yet, on rows that are not whole lines
-// already, for a run on one device (dense: the plan runs on sub-domains, whose exchanges copy
-// dense slabs). Measured on the H200 (2026-11-29, docs/performance.md): +4% on star3d3r's and
+// already. Measured on the H200 (2026-11-29, docs/performance.md): +4% on star3d3r's and
 // star3d1r's plans, +6% on star3d3r in double, -1 to -3% on star3d2r's, star3d4r's and
 // box3d1r's; at odd row lengths the in-plane method's -8% (box3d2r) to +1.5% (box3d3r): a
 // change only a measurement decides.
-func alignPays(shape []int, pl plan.Plan, dense bool) bool {
+func alignPays(shape []int, pl plan.Plan) bool {
 	n := shape[len(shape)-1]
-	return !dense && pl.Takes("align") && !pl.Align && plan.RowPitch(n) != n
+	return pl.Takes("align") && !pl.Align && plan.RowPitch(n) != n
 }
 
 // oddRows says an n5d plan's vectors meet dense rows of a length no multiple of the vector,
 // where every block takes the checked scalar loop: j2d5pt's tuned plan on the H200 ran at 1,515
 // GCells/s at 16386x16417 against 2,397 at 16386x16416, star3d1r's at 628 at 514x514x545
 // against 783 at 514x514x544 (2026-11-29). With rows padded to whole lines (plan.Align) the
-// vectors run at any length, so the space's plans pad such rows on one device (Options.Dense:
-// not for sub-domains).
+// vectors run at any length, so the space's plans pad such rows (split runs' sub-domains too:
+// their halo copies address the padded rows).
 //
 // The in-plane method's scalar fills cost it little at such lengths, and its padded rows lost
 // there too (box3d2r 516x516x545: 163.6 GCells/s dense, 150.9 padded; box3d3r 518x518x545:

@@ -1081,57 +1081,53 @@ func TestChainPays(t *testing.T) {
 	}
 }
 
-// TestAlignPays: the search pads the rows of n5d and forward-plane plans on one device where
+// TestAlignPays: the search pads the rows of n5d and forward-plane plans where
 // the rows are not whole lines already, and nowhere else.
 func TestAlignPays(t *testing.T) {
 	for _, c := range []struct {
 		file, plan string
 		shape      []int
-		dense      bool
 		want       bool
 	}{
-		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3", []int{518, 518, 518}, false, true},
-		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3", []int{518, 518, 518}, true, false},
-		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3,align=true", []int{518, 518, 518}, false, false},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 514}, false, true},
-		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 544}, false, false},
-		{"an5d/j2d5pt.stencil", "naive:bx=32,by=8", []int{1026, 1026}, false, false},
-		{"an5d/box3d2r.stencil", "inplane:bx=32,by=8,load=2,rx=2,ry=2,vec=2", []int{516, 516, 517}, false, true},
+		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3", []int{518, 518, 518}, true},
+		{"an5d/star3d3r.stencil", "forwardplane:bx=64,by=8,rz=3,align=true", []int{518, 518, 518}, false},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 514}, true},
+		{"an5d/star3d1r.stencil", "n5d:bx=16,by=32,bt=4,rx=2", []int{514, 514, 544}, false},
+		{"an5d/j2d5pt.stencil", "naive:bx=32,by=8", []int{1026, 1026}, false},
+		{"an5d/box3d2r.stencil", "inplane:bx=32,by=8,load=2,rx=2,ry=2,vec=2", []int{516, 516, 517}, true},
 	} {
 		p := program(t, c.file)
-		if got := alignPays(c.shape, plans(t, p, c.plan)[0], c.dense); got != c.want {
-			t.Errorf("%s %s %v dense=%v: alignPays %v, want %v", c.file, c.plan, c.shape, c.dense, got, c.want)
+		if got := alignPays(c.shape, plans(t, p, c.plan)[0]); got != c.want {
+			t.Errorf("%s %s %v: alignPays %v, want %v", c.file, c.plan, c.shape, got, c.want)
 		}
 	}
 }
 
 // TestOddRowsPadded: on rows of a length no multiple of n5d's vector the space's n5d plans pad
-// their rows (the vectors then run), on one device only; rows of a multiple stay dense.
+// their rows (the vectors then run); rows of a multiple stay dense.
 func TestOddRowsPadded(t *testing.T) {
 	p := program(t, "an5d/j2d5pt.stencil")
 	for _, c := range []struct {
 		shape []int
-		dense bool
 		want  bool
 	}{
-		{[]int{130, 131}, false, true},
-		{[]int{130, 131}, true, false},
-		{[]int{130, 132}, false, false},
+		{[]int{130, 131}, true},
+		{[]int{130, 132}, false},
 	} {
 		var log strings.Builder
-		cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, c.shape), Options{Profile: probe.Estimate(h100Props), Dense: c.dense, Strategies: []string{plan.N5D}, Log: &log})
+		cands, err := Rank(fakeDevice{props: h100Props}, shapeless(p, c.shape), Options{Profile: probe.Estimate(h100Props), Strategies: []string{plan.N5D}, Log: &log})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if said := strings.Contains(log.String(), "n5d plans pad them to 160 (align)"); said != c.want {
-			t.Errorf("%v dense=%v: the log says the rows are padded %v, want %v: %q", c.shape, c.dense, said, c.want, log.String())
+			t.Errorf("%v: the log says the rows are padded %v, want %v: %q", c.shape, said, c.want, log.String())
 		}
 		vec := 0
 		for _, cd := range cands {
 			if cd.Plan.N5DAlign() > 1 {
 				vec++
 				if cd.Plan.Align != c.want {
-					t.Errorf("%v dense=%v: %s, want align %v", c.shape, c.dense, cd.Plan, c.want)
+					t.Errorf("%v: %s, want align %v", c.shape, cd.Plan, c.want)
 				}
 			} else if cd.Plan.Align {
 				t.Errorf("%v: %s pads the rows of a plan without vectors", c.shape, cd.Plan)
