@@ -1,7 +1,6 @@
 package decomp
 
 import (
-
 	"tempest/internal/cpu"
 	"tempest/internal/gpu"
 	"tempest/internal/gpurun"
