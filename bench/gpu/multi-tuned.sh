@@ -29,6 +29,7 @@ if on tune; then
 		"j2d5pt 16386x16386 4" "star3d1r 514x514x514 4"; do
 		set -- $job
 		[[ " ${STENCILS:-j2d5pt star3d1r} " == *" $1 "* ]] || continue
+		[[ $3 == 1 || " ${GPUS:-2 4} " == *" $3 "* ]] || continue
 		g=$((i % ngpu)); i=$((i + 1))
 		(s=$(date +%s); CUDA_VISIBLE_DEVICES=$g "$T" tune examples/an5d/$1.stencil --size $2 --gpus $3 --fastmath --quiet \
 			--budget ${TUNE_BUDGET:-60s} >"$OUT/tune-$1-$3.log" 2>&1

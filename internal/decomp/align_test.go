@@ -20,8 +20,17 @@ func TestAlignSplitOpenCL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	testAlignSplit(t, dev, []string{"-cl-opt-disable"})
+}
+
+// TestAlignSplitCUDA is TestAlignSplitOpenCL on a CUDA device (device-to-device and 2D copies).
+func TestAlignSplitCUDA(t *testing.T) {
+	testAlignSplit(t, openOrSkip(t, "cuda"), nil)
+}
+
+func testAlignSplit(t *testing.T, dev gpu.Device, extra []string) {
 	cache := gpurun.NewModules(dev)
-	cache.Extra = []string{"-cl-opt-disable"}
+	cache.Extra = extra
 	defer cache.Close()
 	const steps = 11
 	device := func(pl plan.Plan) func(int, *state.State) (Part, error) {

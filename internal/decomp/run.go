@@ -2,6 +2,7 @@ package decomp
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -259,6 +260,26 @@ func (d *Domain) Gather(g *state.State) error {
 		g.Steps = p.State().Steps
 	}
 	return nil
+}
+
+// Devices lists the devices the parts of this process run on, each once, in part order; nil
+// when a part runs on the CPU engine. A run timed on them (events on each device, the longest
+// from start to end) is timed as a single device's run is, exchanges and waits included.
+func (d *Domain) Devices() []gpu.Device {
+	var out []gpu.Device
+	for _, p := range d.Parts {
+		if p == nil {
+			continue
+		}
+		dp, ok := Interior(p).(*devicePart)
+		if !ok {
+			return nil
+		}
+		if dev := dp.Device(); !slices.Contains(out, dev) {
+			out = append(out, dev)
+		}
+	}
+	return out
 }
 
 // Close frees the parts and the transport.

@@ -727,7 +727,7 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 	}
 	prof, profReport := splitProfile(d, m, stdout)
 	defer profReport()
-	sp := &splitStepper{d: d, s: s, coord: mr.coord, depth: depth, prof: prof}
+	sp := &splitStepper{d: d, s: s, coord: mr.coord, depth: depth, prof: prof, devs: d.Devices()}
 	loop := &loop{eng: sp, s: s, target: o.Steps}
 	if mr.coord != nil {
 		loop.agree = agreeOver(mr.coord)
@@ -764,7 +764,11 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		fmt.Fprintf(stdout, "rank %d done at step %d; rank 0 reports and writes the outputs\n", m.Rank, s.Steps)
 		return res, nil
 	}
-	fmt.Fprintf(stdout, "time %.3f s (wall clock, exchanges included), %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
+	clock := "the devices' time, exchanges included"
+	if sp.devs == nil {
+		clock = "wall clock, exchanges included"
+	}
+	fmt.Fprintf(stdout, "time %.3f s (%s), %.3f GCells/s, %.2f GFLOP/s (%d FLOP/cell)\n", res.Seconds, clock, res.GCellsPerS, res.GFLOPPerS, pr.Summary.FLOPs)
 	if sp, ok := predictSplitRun(pr, ratePlan, dev, m, l, period, steps, overlap); ok && res.GCellsPerS > 0 {
 		fmt.Fprintln(stdout, sp.line(cells, res.GCellsPerS))
 	}

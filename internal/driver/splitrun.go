@@ -7,6 +7,7 @@ import (
 
 	"tempest/internal/cpu"
 	"tempest/internal/decomp"
+	"tempest/internal/gpu"
 	"tempest/internal/gridio"
 	"tempest/internal/state"
 )
@@ -31,19 +32,35 @@ type splitStepper struct {
 	// grids whose .prev an observable reads; nil after a plain Advance.
 	before []*gridio.Array
 	prof   *decomp.Profile // TEMPEST_SPLIT_PROFILE; nil otherwise
+	// devs are the devices of this process's parts (Domain.Devices), nil for CPU engine parts:
+	// a chunk's time is then the longest of theirs from an event before its first launch to
+	// one after its last, as a single device's chunks are timed (gpurun's Timed), so that the
+	// host's turn between chunks counts in neither; CPU engine parts take the wall clock.
+	devs []gpu.Device
 }
 
-// Advance runs n steps on every part and waits for them: the wall time, exchanges included.
+// Advance runs n steps on every part and waits for them: the devices' time (devs), exchanges
+// included, or the wall time.
 func (sp *splitStepper) Advance(n int) (float64, error) {
 	t := time.Now()
 	sp.before = nil
 	if n == 0 {
 		return 0, nil
 	}
+	starts, err := record(sp.devs)
+	defer free(starts)
+	if err != nil {
+		return 0, err
+	}
 	if err := sp.d.Run(n); err != nil {
 		return 0, err
 	}
 	sp.dirty = true
+	ends, err := record(sp.devs)
+	defer free(ends)
+	if err != nil {
+		return 0, err
+	}
 	for i, p := range sp.d.Parts {
 		if p != nil {
 			if err := p.Wait(); err != nil {
@@ -52,10 +69,42 @@ func (sp *splitStepper) Advance(n int) (float64, error) {
 		}
 	}
 	secs := time.Since(t).Seconds()
+	if len(ends) > 0 {
+		secs = 0
+		for i, end := range ends {
+			ms, err := end.ElapsedMs(starts[i])
+			if err != nil {
+				return 0, err
+			}
+			secs = max(secs, ms/1e3)
+		}
+	}
 	if err := sp.prof.Collect(); err != nil {
 		return 0, fmt.Errorf("reading the split profile: %w", err)
 	}
 	return secs, nil
+}
+
+// record records a new event on each device, in order.
+func record(devs []gpu.Device) ([]gpu.Event, error) {
+	var evs []gpu.Event
+	for _, d := range devs {
+		ev, err := d.NewEvent()
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+		if err := ev.Record(); err != nil {
+			return evs, err
+		}
+	}
+	return evs, nil
+}
+
+func free(evs []gpu.Event) {
+	for _, ev := range evs {
+		ev.Free()
+	}
 }
 
 // Sync gathers the parts' owned rows into the global state (on rank 0 in a multi-process run),
