@@ -183,6 +183,18 @@ func (g gpuStepper) Observe() ([]float64, error) { return g.r.Observe() }
 // chunks costs nothing measurable, short enough that a signal is answered at once.
 const chunkTarget = 200 * time.Millisecond
 
+// grow is how many times longer the chunk after one of n steps that took took (of at most
+// chunk steps) should be: toward chunkTarget at the rate this one ran, at least twice and at
+// most 16 times as long, since a short chunk's time is mostly the host's round trip. A split
+// run's first chunks (a temporal block each) cost the host's posting of a period apiece, so
+// fewer of them count (star3d1r on two GPUs: 9 chunks in 1000 steps doubling, 4 growing so).
+func grow(chunk, n int, took time.Duration) int {
+	if took <= 0 {
+		return 16
+	}
+	return min(16, max(2, int(float64(chunkTarget)*float64(n)/float64(took)/float64(chunk))))
+}
+
 // ErrInterrupted is returned (wrapped, with how to resume) when a signal ended a run.
 var ErrInterrupted = errors.New("interrupted")
 
@@ -359,7 +371,7 @@ func (l *loop) run() (float64, error) {
 			}
 			switch took := time.Since(wall); {
 			case took < chunkTarget/2 && chunk < 1<<30:
-				chunk *= 2
+				chunk *= grow(chunk, n, took)
 			case took > 2*chunkTarget && chunk > g:
 				chunk = max(g, chunk/2/g*g)
 			}

@@ -200,7 +200,7 @@ func TestLoopStops(t *testing.T) {
 		{"two", 1, 0, 12, []int{4, 6}, 0, 0, "e0@0 e1@0 e0@4 e0@8 e1@6 e0@12 e1@12 end@12"},
 		{"rounded", 8, 0, 50, []int{20}, 0, 0, "e0@0 e0@24 e0@48 end@50"},
 		{"resumed", 4, 6, 20, []int{8}, 0, 0, "e0@8 e0@16 end@20"},
-		{"interrupted", 1, 0, 1000, []int{500}, 3, 0, "e0@0 stop@7"},
+		{"interrupted", 1, 0, 1000, []int{500}, 3, 0, "e0@0 stop@273"}, // chunks of 1, 16 and 256 steps (grow)
 		{"ended", 1, 0, 100, []int{10}, 0, 30, "e0@0 e0@10 e0@20 e0@30 end@30"},
 		{"ended at the end", 1, 0, 30, []int{10}, 0, 30, "e0@0 e0@10 e0@20 e0@30 end@30"},
 	} {

@@ -266,7 +266,7 @@ func TestSplitRanks(t *testing.T) {
 func TestLoopAgree(t *testing.T) {
 	for _, c := range []struct {
 		name       string
-		stopRank   int // the rank a signal reaches after 3 chunks; -1: none
+		stopRank   int // the rank a signal reaches after its first chunk; -1: none
 		endAt      int // rank 0's event ends the run here; 0: never
 		wantEnd    int
 		wantStop   bool
@@ -314,7 +314,7 @@ func TestLoopAgree(t *testing.T) {
 					}}}
 					if r == c.stopRank {
 						// Signals come at wall-clock moments, each rank between its own chunks.
-						l.stop = func() bool { return len(rr.f.chunks) >= 3 }
+						l.stop = func() bool { return len(rr.f.chunks) >= 1 }
 					}
 					l.onStop = func(p *Point) error {
 						rr.stopAt = p.Step
