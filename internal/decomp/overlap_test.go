@@ -235,7 +235,12 @@ func testDeviceOverlap(t *testing.T, dev gpu.Device, extra []string, only map[st
 		}
 		p := mustProgram(t, pr.name, pr.src)
 		deep := "pyramid:ph=2"
-		if p.Grids[0].BC[0].Kind == ir.Fixed {
+		switch {
+		case p.Grids[0].BC[0].Kind == ir.Fixed && p.Dims() == 1:
+			// n5d streams along the slowest axis of a 2D or 3D grid: 1D takes the pyramid's
+			// register tile, as in testDeviceBitwise.
+			deep = "pyramid:bx=16,ph=3,rx=4"
+		case p.Grids[0].BC[0].Kind == ir.Fixed:
 			deep = "n5d:bt=4"
 		}
 		pl, err := plan.Parse(deep, p)
