@@ -654,6 +654,14 @@ func (c fakeComm) Exchange(ops []gpu.P2P) error { return c.h.exchange(c.rank, op
 // band over the exchanged rows before Wait would get other bits.
 func (c fakeComm) Start(ops []gpu.P2P) error { return c.h.exchange(c.rank, ops, true) }
 
+// StartAfter launches first's kernels, then starts the transfers: one queue keeps them in order.
+func (c fakeComm) StartAfter(ops []gpu.P2P, first func() error) error {
+	if err := first(); err != nil {
+		return err
+	}
+	return c.Start(ops)
+}
+
 func (c fakeComm) Wait() error {
 	h := c.h
 	h.mu.Lock()
@@ -873,26 +881,82 @@ func lonePart(t *testing.T) (*Domain, *fakeHub, *NCCL) {
 // periods: bitwise the plan on the whole domain.
 func TestRangedPeriods(t *testing.T) {
 	dev := openOrSkip(t, "opencl")
-	cache := gpurun.NewModules(dev)
-	cache.Extra = []string{"-cl-opt-disable"}
-	defer cache.Close()
+	testRanged(t, []gpu.Device{dev}, []string{"-cl-opt-disable"}, rangedCases(t), func(parts int) Transport { return fakeNCCL(parts) })
+}
+
+// TestRangedPeriodsNCCL is TestRangedPeriods through real NCCL, a rank per CUDA device, on two
+// GPUs (it skips with fewer): the planes sent run on the communicator's stream beside the
+// launch's other planes on the kernels' stream.
+func TestRangedPeriodsNCCL(t *testing.T) {
+	first := openOrSkip(t, "cuda")
+	n, err := gpu.LoadNCCL()
+	if err != nil {
+		if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("TEMPEST_REQUIRE_NCCL") != "1" {
+			t.Skipf("NCCL unavailable: %v", err)
+		}
+		t.Fatal(err)
+	}
+	second, err := gpu.OpenOrdinal("cuda", 1)
+	if err != nil {
+		t.Skip("one CUDA device: NCCL needs a device per rank")
+	}
+	t.Cleanup(func() { second.Close() })
+	devs := []gpu.Device{first, second}
+	var two []rangedCase
+	for _, c := range rangedCases(t) {
+		if c.parts == 2 {
+			c.calls = []int{9, 8}
+			two = append(two, c)
+		}
+	}
+	testRanged(t, devs, nil, two, func(parts int) Transport {
+		id, err := n.UniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewNCCL(n, id, devs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	})
+}
+
+type rangedCase struct {
+	p             *ir.Program
+	shape         []int
+	plan          string
+	parts, period int
+	calls         []int
+}
+
+func rangedCases(t *testing.T) []rangedCase {
 	star3d, err := load.File("../../examples/an5d/star3d1r.stencil", load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fixed := mustProgram(t, "fixed_r2", progs[1].src)
-	for _, c := range []struct {
-		p             *ir.Program
-		shape         []int
-		plan          string
-		parts, period int
-		calls         []int
-	}{
+	return []rangedCase{
 		{fixed, []int{61, 23}, "n5d:bx=16,bt=2,wave=true,rimblocks=true,chunk=5", 3, 4, []int{13}},
 		{fixed, []int{61, 23}, "n5d:bx=16,bt=2,wave=true,chunk=7", 2, 2, []int{4, 5, 2}},
 		{star3d, []int{40, 12, 14}, "n5d:bx=8,by=8,rx=2,bt=3,wave=true,pf=3,chunk=4", 3, 6, []int{6, 7}},
 		{star3d, []int{40, 12, 14}, "n5d:bx=4,by=8,rx=2,bt=2,wave=true,edges=true,edgesfirst=true,chunk=5", 4, 2, []int{9}},
-	} {
+		{star3d, []int{40, 12, 14}, "n5d:bx=8,by=8,rx=2,bt=3,wave=true,rimblocks=true,align=true,chunk=4", 2, 6, []int{13}},
+	}
+}
+
+// testRanged runs each case whole on devs[0] and split, part i on devs[i%len(devs)], halos
+// through transport, with the sent planes through the transport (StartPartAfter) and before it
+// (SerialSent): bitwise the same.
+func testRanged(t *testing.T, devs []gpu.Device, extra []string, cases []rangedCase, transport func(parts int) Transport) {
+	caches := map[gpu.Device]*gpurun.Modules{}
+	for _, dev := range devs {
+		c := gpurun.NewModules(dev)
+		c.Extra = extra
+		defer c.Close()
+		caches[dev] = c
+	}
+	for _, c := range cases {
 		steps := 0
 		for _, n := range c.calls {
 			steps += n
@@ -912,40 +976,46 @@ func TestRangedPeriods(t *testing.T) {
 				return s
 			}
 			want := start()
-			oneDevice(t, dev, want, pl, cache, steps)
+			oneDevice(t, devs[0], want, pl, caches[devs[0]], steps)
 			rpl, err := RangedPlan(pl)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr := fakeNCCL(c.parts)
-			g := start()
-			l, err := NewLayout(c.p, g.Shape, c.parts, c.period)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, rpl, cache) }, tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			for i, p := range d.Parts {
-				if _, ok := d.rangedPart(p); !ok {
-					t.Fatalf("part %d does not run over ranges of planes", i)
-				}
-			}
-			if err := d.Connect(); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range c.calls {
-				if err := d.Run(n); err != nil {
+			for _, serial := range []bool{false, true} {
+				g := start()
+				l, err := NewLayout(c.p, g.Shape, c.parts, c.period)
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := d.Gather(g); err != nil {
-				t.Fatal(err)
-			}
-			if err := sameBits(want, g); err != nil {
-				t.Error(err)
+				d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) {
+					dev := devs[i%len(devs)]
+					return NewDevicePart(dev, s, rpl, caches[dev])
+				}, transport(c.parts))
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.SerialSent = serial
+				for i, p := range d.Parts {
+					if _, ok := d.rangedPart(p); !ok {
+						t.Fatalf("part %d does not run over ranges of planes", i)
+					}
+				}
+				err = d.Connect()
+				for _, n := range c.calls {
+					if err == nil {
+						err = d.Run(n)
+					}
+				}
+				if err == nil {
+					err = d.Gather(g)
+				}
+				d.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sameBits(want, g); err != nil {
+					t.Errorf("serial %v: %v", serial, err)
+				}
 			}
 		})
 	}

@@ -26,6 +26,9 @@ type NCCL struct {
 type Comm interface {
 	Exchange(ops []gpu.P2P) error
 	Start(ops []gpu.P2P) error
+	// StartAfter is Start with first's launches (the kernels computing what ops send) ahead
+	// of the transfers on their stream, beside the launches that follow (gpu.NCCLComm).
+	StartAfter(ops []gpu.P2P, first func() error) error
 	Wait() error
 	Close() error
 	// Abort gives the communicator up from any goroutine: transfers waiting for a rank that
@@ -97,6 +100,21 @@ func (t *NCCL) StartPart(i int, parts []Part, copies []Copy, levels []Level) (Pe
 		return nil, fmt.Errorf("internal error: part %d has no NCCL communicator", i)
 	}
 	if err := t.postPart(i, parts[i], copies, levels, Comm.Start); err != nil {
+		return nil, fmt.Errorf("halo exchange: %w", err)
+	}
+	one := make([]Part, len(parts))
+	one[i] = parts[i]
+	return ncclPending{t, one}, nil
+}
+
+// StartPartAfter implements RowsStarter: StartPart with first's launches on the transfers'
+// stream ahead of them.
+func (t *NCCL) StartPartAfter(i int, parts []Part, copies []Copy, levels []Level, first func() error) (Pending, error) {
+	if t.Comms[i] == nil {
+		return nil, fmt.Errorf("internal error: part %d has no NCCL communicator", i)
+	}
+	after := func(c Comm, ops []gpu.P2P) error { return c.StartAfter(ops, first) }
+	if err := t.postPart(i, parts[i], copies, levels, after); err != nil {
 		return nil, fmt.Errorf("halo exchange: %w", err)
 	}
 	one := make([]Part, len(parts))

@@ -82,7 +82,8 @@ func sent(copies []Copy, i, lo, hi int) (first, rest [][2]int) {
 }
 
 // rangedPeriod runs segment sg of part i over ranges of planes. With early, the segment ends a
-// period and an exchange follows: its last launch computes the rows sent first, the exchange
+// period and an exchange follows: its last launch computes the rows sent first (on the
+// transfers' stream, ahead of them, where the transport takes them: RowsStarter), the exchange
 // starts, and the launch's other rows follow; the exchange is returned to be waited for before
 // the next segment.
 func (d *Domain) rangedPeriod(pt PartStarter, i int, dp *devicePart, sg segment, early bool) (Pending, error) {
@@ -102,13 +103,24 @@ func (d *Domain) rangedPeriod(pt PartStarter, i int, dp *devicePart, sg segment,
 			continue
 		}
 		first, rest := sent(d.phases[0], i, lo, hi)
-		for _, rg := range first {
-			if err := r.LaunchRows(k, rg[0], rg[1]); err != nil {
-				return nil, err
+		r.Advance(k) // the exchange sends the level this launch writes
+		launchFirst := func() error {
+			for _, rg := range first {
+				if err := r.LaunchRowsPast(k, rg[0], rg[1]); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-		r.Advance(k)
-		pending, err := pt.StartPart(i, d.Parts, d.phases[0], d.levels)
+		var pending Pending
+		var err error
+		if rs, ok := pt.(RowsStarter); ok && !d.SerialSent {
+			// The sent planes on the transfers' stream, ahead of them: the rest of the
+			// launch fills the device beside them instead of after their thin launches.
+			pending, err = rs.StartPartAfter(i, d.Parts, d.phases[0], d.levels, launchFirst)
+		} else if err = launchFirst(); err == nil {
+			pending, err = pt.StartPart(i, d.Parts, d.phases[0], d.levels)
+		}
 		if err != nil {
 			return nil, err
 		}

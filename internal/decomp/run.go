@@ -26,6 +26,10 @@ type Domain struct {
 	// hold Period-since steps of valid rows.
 	since int
 	prof  *Profile // nil unless EnableProfile
+	// SerialSent makes ranged periods launch the planes they send on the device's own
+	// stream before the exchange starts, as they did before the transfers' stream took
+	// them (RowsStarter); for measuring one against the other (TEMPEST_RANGES_SERIAL).
+	SerialSent bool
 }
 
 // NewDomain checks the parts against the layout: every exchange period must be a multiple of

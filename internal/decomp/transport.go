@@ -32,6 +32,13 @@ type PartStarter interface {
 	StartPart(i int, parts []Part, copies []Copy, levels []Level) (Pending, error)
 }
 
+// RowsStarter is a PartStarter that can launch the kernels computing what a part sends on the
+// transfers' own stream, ahead of them (NCCL): the part's launches after it then run beside
+// those kernels and the transfers, and wait for them only at the Pending's Wait.
+type RowsStarter interface {
+	StartPartAfter(i int, parts []Part, copies []Copy, levels []Level, first func() error) (Pending, error)
+}
+
 // Pending is a started exchange.
 type Pending interface {
 	// Wait orders the parts' later runs after the exchange (on a device it need not block).

@@ -697,6 +697,9 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		return nil, err
 	}
 	defer d.Close()
+	// A diagnostic for measuring: ranged periods launch the planes they send before the
+	// exchange, on the kernels' stream, as before the transfers' stream took them.
+	d.SerialSent = os.Getenv("TEMPEST_RANGES_SERIAL") == "1"
 	where := fmt.Sprintf("%d sub-domains", parts)
 	switch {
 	case m.GPUs > 0:

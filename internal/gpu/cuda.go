@@ -187,6 +187,10 @@ type cudaDevice struct {
 	dev   int32
 	ctx   uintptr
 	props Props
+	// stream is where launches go: 0 (the legacy default stream) but while a communicator's
+	// StartAfter runs the launches its transfers send (NCCLComm.StartAfter). Read and written
+	// on the executor only.
+	stream uintptr
 
 	closeOnce sync.Once
 	closeErr  error
@@ -646,12 +650,13 @@ func (k *cudaKernel) launch(grid, block [3]int, sharedBytes int, chained bool, a
 			pp = unsafe.Pointer(&params[0])
 		}
 		if cfg != nil {
+			cfg.hStream = k.m.d.stream
 			return a.check(a.cuLaunchKernelEx(unsafe.Pointer(cfg), k.fn, pp, nil), "cuLaunchKernelEx")
 		}
 		res := a.cuLaunchKernel(k.fn,
 			uint32(grid[0]), uint32(grid[1]), uint32(grid[2]),
 			uint32(block[0]), uint32(block[1]), uint32(block[2]),
-			uint32(sharedBytes), 0, pp, nil)
+			uint32(sharedBytes), k.m.d.stream, pp, nil)
 		return a.check(res, "cuLaunchKernel")
 	})
 	// The driver copies the parameter values during the launch call.

@@ -395,6 +395,42 @@ func (c *NCCLComm) Wait() error {
 	return nil
 }
 
+// StartAfter is Start with the launches first makes (kernels writing what the transfers send)
+// on the communicator's stream ahead of the transfers: they wait for the device's earlier
+// work, as the transfers do, and the kernels launched after StartAfter returns run beside
+// them, ordered after them only by Wait. first runs on the device's thread.
+func (c *NCCLComm) StartAfter(ops []P2P, first func() error) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	if c.side == nil {
+		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrClosed)
+	}
+	list, err := c.resolve(ops)
+	if err != nil {
+		return err
+	}
+	err = c.d.ex.do(func() error {
+		if err := c.side.follow(); err != nil {
+			return err
+		}
+		c.d.stream = c.side.stream
+		err := first()
+		c.d.stream = 0
+		if err != nil {
+			return err
+		}
+		if err := c.post(list, c.side.stream); err != nil {
+			return err
+		}
+		return c.side.end()
+	})
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", c.Rank, err)
+	}
+	return nil
+}
+
 // Close destroys the communicator.
 func (c *NCCLComm) Close() error {
 	if c.comm == 0 {
