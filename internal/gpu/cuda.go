@@ -48,41 +48,44 @@ const (
 type cudaAPI struct {
 	lib *dylib
 
-	cuInit                     func(flags uint32) int32
-	cuDriverGetVersion         func(v *int32) int32
-	cuDeviceGetCount           func(n *int32) int32
-	cuDeviceGet                func(dev *int32, ordinal int32) int32
-	cuDeviceGetName            func(name *byte, n int32, dev int32) int32
-	cuDeviceGetAttribute       func(v *int32, attr int32, dev int32) int32
-	cuDeviceTotalMem           func(bytes *uintptr, dev int32) int32
-	cuDevicePrimaryCtxRetain   func(ctx *uintptr, dev int32) int32
-	cuDevicePrimaryCtxRelease  func(dev int32) int32
-	cuCtxSetCurrent            func(ctx uintptr) int32
-	cuCtxSynchronize           func() int32
-	cuCtxSynchronizeV2         func(ctx uintptr) int32 // CUDA 13: cuCtxSynchronize_v2(CUcontext)
-	cuMemAlloc                 func(dptr *uint64, bytes uintptr) int32
-	cuMemFree                  func(dptr uint64) int32
-	cuMemcpyHtoD               func(dst uint64, src unsafe.Pointer, n uintptr) int32
-	cuMemcpyDtoH               func(dst unsafe.Pointer, src uint64, n uintptr) int32
-	cuMemcpyDtoD               func(dst, src uint64, n uintptr) int32
-	cuModuleLoadData           func(mod *uintptr, image unsafe.Pointer) int32
-	cuModuleGetFunction        func(fn *uintptr, mod uintptr, name string) int32
-	cuModuleUnload             func(mod uintptr) int32
-	cuLaunchKernel             func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
-	cuLaunchKernelEx           func(config unsafe.Pointer, f uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32 // optional: CUDA 12 and newer
-	cuFuncGetAttribute         func(v *int32, attr int32, f uintptr) int32
-	cuFuncSetAttribute         func(f uintptr, attr int32, v int32) int32
-	cuEventCreate              func(ev *uintptr, flags uint32) int32
-	cuEventRecord              func(ev uintptr, stream uintptr) int32
-	cuEventSynchronize         func(ev uintptr) int32
-	cuEventDestroy             func(ev uintptr) int32
-	cuEventElapsedTime         func(ms *float32, start, end uintptr) int32
-	cuStreamCreate             func(stream *uintptr, flags uint32) int32
-	cuStreamDestroy            func(stream uintptr) int32
-	cuStreamWaitEvent          func(stream, ev uintptr, flags uint32) int32
-	cuOccupancyMaxActiveBlocks func(n *int32, f uintptr, blockSize int32, dynShared uintptr) int32
-	cuGetErrorName             func(res int32, s **byte) int32
-	cuGetErrorString           func(res int32, s **byte) int32
+	cuInit                    func(flags uint32) int32
+	cuDriverGetVersion        func(v *int32) int32
+	cuDeviceGetCount          func(n *int32) int32
+	cuDeviceGet               func(dev *int32, ordinal int32) int32
+	cuDeviceGetName           func(name *byte, n int32, dev int32) int32
+	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) int32
+	cuDeviceTotalMem          func(bytes *uintptr, dev int32) int32
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) int32
+	cuDevicePrimaryCtxRelease func(dev int32) int32
+	cuCtxSetCurrent           func(ctx uintptr) int32
+	cuCtxSynchronize          func() int32
+	cuCtxSynchronizeV2        func(ctx uintptr) int32 // CUDA 13: cuCtxSynchronize_v2(CUcontext)
+	cuMemAlloc                func(dptr *uint64, bytes uintptr) int32
+	cuMemFree                 func(dptr uint64) int32
+	cuMemcpyHtoD              func(dst uint64, src unsafe.Pointer, n uintptr) int32
+	cuMemcpyDtoH              func(dst unsafe.Pointer, src uint64, n uintptr) int32
+	cuMemcpyDtoD              func(dst, src uint64, n uintptr) int32
+	cuModuleLoadData          func(mod *uintptr, image unsafe.Pointer) int32
+	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name string) int32
+	cuModuleUnload            func(mod uintptr) int32
+	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
+	cuLaunchKernelEx          func(config unsafe.Pointer, f uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32 // optional: CUDA 12 and newer
+	cuFuncGetAttribute        func(v *int32, attr int32, f uintptr) int32
+	cuFuncSetAttribute        func(f uintptr, attr int32, v int32) int32
+	cuEventCreate             func(ev *uintptr, flags uint32) int32
+	cuEventRecord             func(ev uintptr, stream uintptr) int32
+	cuEventSynchronize        func(ev uintptr) int32
+	cuEventDestroy            func(ev uintptr) int32
+	cuEventElapsedTime        func(ms *float32, start, end uintptr) int32
+	cuStreamCreate            func(stream *uintptr, flags uint32) int32
+	// optional: the side stream's priority (stream.go)
+	cuStreamCreateWithPriority  func(stream *uintptr, flags uint32, priority int32) int32
+	cuCtxGetStreamPriorityRange func(least, greatest *int32) int32
+	cuStreamDestroy             func(stream uintptr) int32
+	cuStreamWaitEvent           func(stream, ev uintptr, flags uint32) int32
+	cuOccupancyMaxActiveBlocks  func(n *int32, f uintptr, blockSize int32, dynShared uintptr) int32
+	cuGetErrorName              func(res int32, s **byte) int32
+	cuGetErrorString            func(res int32, s **byte) int32
 
 	cuMemcpy2D func(p unsafe.Pointer) int32 // optional: region copies (copy2d.go)
 }
@@ -120,6 +123,8 @@ func loadCUDA() (*cudaAPI, error) {
 	b.fn(&a.cuModuleUnload, "cuModuleUnload")
 	b.fn(&a.cuLaunchKernel, "cuLaunchKernel")
 	b.optional(&a.cuLaunchKernelEx, "cuLaunchKernelEx")
+	b.optional(&a.cuStreamCreateWithPriority, "cuStreamCreateWithPriority")
+	b.optional(&a.cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange")
 	b.fn(&a.cuFuncGetAttribute, "cuFuncGetAttribute")
 	b.fn(&a.cuFuncSetAttribute, "cuFuncSetAttribute")
 	b.fn(&a.cuEventCreate, "cuEventCreate")

@@ -11,11 +11,19 @@ type sideStream struct {
 	stream, ready, fin uintptr
 }
 
-// newSideStream creates the stream and its events (on the executor).
+// newSideStream creates the stream and its events (on the executor). The stream takes the
+// context's greatest priority where the driver has one: the kernels it runs (what an exchange
+// sends, NCCL's transfers) are blocks the device's kernels on stream 0 wait for, so its blocks
+// go first when both have some ready.
 func (d *cudaDevice) newSideStream() (*sideStream, error) {
 	a := d.api
 	s := &sideStream{d: d}
-	if err := a.check(a.cuStreamCreate(&s.stream, cuStreamNonBlocking), "cuStreamCreate(CU_STREAM_NON_BLOCKING)"); err != nil {
+	var least, greatest int32
+	if a.cuStreamCreateWithPriority != nil && a.cuCtxGetStreamPriorityRange != nil && a.cuCtxGetStreamPriorityRange(&least, &greatest) == 0 {
+		if err := a.check(a.cuStreamCreateWithPriority(&s.stream, cuStreamNonBlocking, greatest), "cuStreamCreateWithPriority(CU_STREAM_NON_BLOCKING, %d)", greatest); err != nil {
+			return nil, err
+		}
+	} else if err := a.check(a.cuStreamCreate(&s.stream, cuStreamNonBlocking), "cuStreamCreate(CU_STREAM_NON_BLOCKING)"); err != nil {
 		return nil, err
 	}
 	for _, ev := range []*uintptr{&s.ready, &s.fin} {
