@@ -888,6 +888,24 @@ func TestRangedPeriods(t *testing.T) {
 // GPUs (it skips with fewer): the planes sent run on the communicator's stream beside the
 // launch's other planes on the kernels' stream.
 func TestRangedPeriodsNCCL(t *testing.T) {
+	n, devs := ncclDevices(t, 2)
+	if len(devs) < 2 {
+		t.Skip("one CUDA device: NCCL needs a device per rank")
+	}
+	devs = devs[:2]
+	var two []rangedCase
+	for _, c := range rangedCases(t) {
+		if c.parts == 2 {
+			c.calls = []int{9, 8}
+			two = append(two, c)
+		}
+	}
+	testRanged(t, devs, nil, two, func(int) Transport { return ncclTransport(t, n, devs) })
+}
+
+// ncclDevices loads NCCL and opens up to max CUDA devices (skipping without CUDA or NCCL;
+// TEMPEST_REQUIRE_NCCL=1 makes a missing NCCL fail).
+func ncclDevices(t *testing.T, max int) (*gpu.NCCL, []gpu.Device) {
 	first := openOrSkip(t, "cuda")
 	n, err := gpu.LoadNCCL()
 	if err != nil {
@@ -896,30 +914,29 @@ func TestRangedPeriodsNCCL(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	second, err := gpu.OpenOrdinal("cuda", 1)
+	devs := []gpu.Device{first}
+	for i := 1; i < max; i++ {
+		d, err := gpu.OpenOrdinal("cuda", i)
+		if err != nil {
+			break
+		}
+		t.Cleanup(func() { d.Close() })
+		devs = append(devs, d)
+	}
+	return n, devs
+}
+
+// ncclTransport joins a fresh communicator with a rank on each of devs.
+func ncclTransport(t *testing.T, n *gpu.NCCL, devs []gpu.Device) *NCCL {
+	id, err := n.UniqueID()
 	if err != nil {
-		t.Skip("one CUDA device: NCCL needs a device per rank")
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { second.Close() })
-	devs := []gpu.Device{first, second}
-	var two []rangedCase
-	for _, c := range rangedCases(t) {
-		if c.parts == 2 {
-			c.calls = []int{9, 8}
-			two = append(two, c)
-		}
+	tr, err := NewNCCL(n, id, devs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	testRanged(t, devs, nil, two, func(parts int) Transport {
-		id, err := n.UniqueID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := NewNCCL(n, id, devs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
-	})
+	return tr
 }
 
 type rangedCase struct {

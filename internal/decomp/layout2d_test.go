@@ -1,9 +1,7 @@
 package decomp
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -343,23 +341,7 @@ func TestGridNCCLStaging(t *testing.T) {
 // part itself), 2x2 on four; columns through staging buffers (cuMemcpy2D). It skips without
 // CUDA, NCCL or a second device.
 func TestGridNCCL(t *testing.T) {
-	first := openOrSkip(t, "cuda")
-	n, err := gpu.LoadNCCL()
-	if err != nil {
-		if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("TEMPEST_REQUIRE_NCCL") != "1" {
-			t.Skipf("NCCL unavailable: %v", err)
-		}
-		t.Fatal(err)
-	}
-	devs := []gpu.Device{first}
-	for i := 1; i < 4; i++ {
-		d, err := gpu.OpenOrdinal("cuda", i)
-		if err != nil {
-			break
-		}
-		t.Cleanup(func() { d.Close() })
-		devs = append(devs, d)
-	}
+	n, devs := ncclDevices(t, 4)
 	if len(devs) < 2 {
 		t.Skip("one CUDA device: NCCL needs a device per rank")
 	}
@@ -374,17 +356,7 @@ func TestGridNCCL(t *testing.T) {
 		if c.rows*c.cs != len(devs) {
 			continue
 		}
-		testGridDevice(t, devs, nil, []gridCase{c}, func(parts int) Transport {
-			id, err := n.UniqueID()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := NewNCCL(n, id, devs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tr
-		})
+		testGridDevice(t, devs, nil, []gridCase{c}, func(int) Transport { return ncclTransport(t, n, devs) })
 	}
 }
 

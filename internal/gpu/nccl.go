@@ -357,31 +357,7 @@ func (c *NCCLComm) Exchange(ops []P2P) error {
 // Start posts the transfers as Exchange does, but on the communicator's own non-blocking
 // stream: they follow the launches before them and overlap the launches after them, until
 // Wait. The buffers' ranges must stay untouched by kernels until then.
-func (c *NCCLComm) Start(ops []P2P) error {
-	if err := c.live(); err != nil {
-		return err
-	}
-	if c.side == nil {
-		return fmt.Errorf("nccl: rank %d: %w", c.Rank, ErrClosed)
-	}
-	list, err := c.resolve(ops)
-	if err != nil {
-		return err
-	}
-	err = c.d.ex.do(func() error {
-		if err := c.side.follow(); err != nil {
-			return err
-		}
-		if err := c.post(list, c.side.stream); err != nil {
-			return err
-		}
-		return c.side.end()
-	})
-	if err != nil {
-		return fmt.Errorf("rank %d: %w", c.Rank, err)
-	}
-	return nil
-}
+func (c *NCCLComm) Start(ops []P2P) error { return c.StartAfter(ops, nil) }
 
 // Wait makes the launches after it wait for the transfers of the last Start; it does not
 // block the caller.
@@ -395,10 +371,10 @@ func (c *NCCLComm) Wait() error {
 	return nil
 }
 
-// StartAfter is Start with the launches first makes (kernels writing what the transfers send)
-// on the communicator's stream ahead of the transfers: they wait for the device's earlier
-// work, as the transfers do, and the kernels launched after StartAfter returns run beside
-// them, ordered after them only by Wait. first runs on the device's thread.
+// StartAfter is Start with the launches first makes (kernels writing what the transfers send;
+// nil: none) on the communicator's stream ahead of the transfers: they wait for the device's
+// earlier work, as the transfers do, and the kernels launched after StartAfter returns run
+// beside them, ordered after them only by Wait. first runs on the device's thread.
 func (c *NCCLComm) StartAfter(ops []P2P, first func() error) error {
 	if err := c.live(); err != nil {
 		return err
@@ -414,11 +390,13 @@ func (c *NCCLComm) StartAfter(ops []P2P, first func() error) error {
 		if err := c.side.follow(); err != nil {
 			return err
 		}
-		c.d.stream = c.side.stream
-		err := first()
-		c.d.stream = 0
-		if err != nil {
-			return err
+		if first != nil {
+			c.d.stream = c.side.stream
+			err := first()
+			c.d.stream = 0
+			if err != nil {
+				return err
+			}
 		}
 		if err := c.post(list, c.side.stream); err != nil {
 			return err
