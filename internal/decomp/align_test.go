@@ -75,15 +75,7 @@ func testAlignSplit(t *testing.T, dev gpu.Device, extra []string) {
 				if c.overlap && countBanded(d) == 0 {
 					t.Fatalf("%d parts: no part has bands", parts)
 				}
-				err = d.Run(steps)
-				if err == nil {
-					err = d.Gather(g)
-				}
-				d.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := sameBits(want, g); err != nil {
+				if err := runGather(t, d, g, want, steps); err != nil {
 					t.Errorf("%d sub-domains: %v", parts, err)
 				}
 			}

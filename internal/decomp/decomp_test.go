@@ -1017,23 +1017,34 @@ func testRanged(t *testing.T, devs []gpu.Device, extra []string, cases []rangedC
 						t.Fatalf("part %d does not run over ranges of planes", i)
 					}
 				}
-				err = d.Connect()
-				for _, n := range c.calls {
-					if err == nil {
-						err = d.Run(n)
-					}
-				}
-				if err == nil {
-					err = d.Gather(g)
-				}
-				d.Close()
-				if err != nil {
+				if err := d.Connect(); err != nil {
+					d.Close()
 					t.Fatal(err)
 				}
-				if err := sameBits(want, g); err != nil {
+				if err := runGather(t, d, g, want, c.calls...); err != nil {
 					t.Errorf("serial %v: %v", serial, err)
 				}
 			}
 		})
 	}
+}
+
+// runGather runs the domain's calls, gathers into g and closes the domain (a failure is
+// fatal), and says where g differs from want.
+func runGather(t *testing.T, d *Domain, g, want *state.State, calls ...int) error {
+	t.Helper()
+	var err error
+	for _, n := range calls {
+		if err == nil {
+			err = d.Run(n)
+		}
+	}
+	if err == nil {
+		err = d.Gather(g)
+	}
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sameBits(want, g)
 }
