@@ -966,13 +966,7 @@ func rangedCases(t *testing.T) []rangedCase {
 // through transport, with the sent planes through the transport (StartPartAfter) and before it
 // (SerialSent): bitwise the same.
 func testRanged(t *testing.T, devs []gpu.Device, extra []string, cases []rangedCase, transport func(parts int) Transport) {
-	caches := map[gpu.Device]*gpurun.Modules{}
-	for _, dev := range devs {
-		c := gpurun.NewModules(dev)
-		c.Extra = extra
-		defer c.Close()
-		caches[dev] = c
-	}
+	onDevs := newRoundRobin(t, devs, extra)
 	for _, c := range cases {
 		steps := 0
 		for _, n := range c.calls {
@@ -993,7 +987,7 @@ func testRanged(t *testing.T, devs []gpu.Device, extra []string, cases []rangedC
 				return s
 			}
 			want := start()
-			oneDevice(t, devs[0], want, pl, caches[devs[0]], steps)
+			oneDevice(t, devs[0], want, pl, onDevs.caches[devs[0]], steps)
 			rpl, err := RangedPlan(pl)
 			if err != nil {
 				t.Fatal(err)
@@ -1004,10 +998,7 @@ func testRanged(t *testing.T, devs []gpu.Device, extra []string, cases []rangedC
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) {
-					dev := devs[i%len(devs)]
-					return NewDevicePart(dev, s, rpl, caches[dev])
-				}, transport(c.parts))
+				d, err := Split(g, l, All, onDevs.parts(rpl), transport(c.parts))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -136,17 +136,37 @@ func progSource(t *testing.T, name string) *ir.Program {
 	return nil
 }
 
+// roundRobin builds part i on devs[i%len(devs)], each device with a module cache of its own.
+type roundRobin struct {
+	devs   []gpu.Device
+	caches map[gpu.Device]*gpurun.Modules
+}
+
+// newRoundRobin makes the caches (compiler options extra), closed when the test ends.
+func newRoundRobin(t *testing.T, devs []gpu.Device, extra []string) roundRobin {
+	rr := roundRobin{devs: devs, caches: map[gpu.Device]*gpurun.Modules{}}
+	for _, dev := range devs {
+		c := gpurun.NewModules(dev)
+		c.Extra = extra
+		t.Cleanup(func() { c.Close() })
+		rr.caches[dev] = c
+	}
+	return rr
+}
+
+// parts builds the parts of plan pl.
+func (rr roundRobin) parts(pl plan.Plan) func(int, *state.State) (Part, error) {
+	return func(i int, s *state.State) (Part, error) {
+		dev := rr.devs[i%len(rr.devs)]
+		return NewDevicePart(dev, s, pl, rr.caches[dev])
+	}
+}
+
 // testGridDevice runs each case on devs[0] whole and split, part i on devs[i%len(devs)],
 // halos through transport, and requires equal bits; steps (11) are not a multiple of the
 // period.
 func testGridDevice(t *testing.T, devs []gpu.Device, extra []string, cases []gridCase, transport func(parts int) Transport) {
-	caches := map[gpu.Device]*gpurun.Modules{}
-	for _, dev := range devs {
-		c := gpurun.NewModules(dev)
-		c.Extra = extra
-		defer c.Close()
-		caches[dev] = c
-	}
+	onDevs := newRoundRobin(t, devs, extra)
 	const steps = 11
 	for _, c := range cases {
 		p := progSource(t, c.prog)
@@ -156,7 +176,7 @@ func testGridDevice(t *testing.T, devs []gpu.Device, extra []string, cases []gri
 		}
 		t.Run(fmt.Sprintf("%s/%s/%dx%d_e%d", c.prog, c.plan, c.rows, c.cs, c.period), func(t *testing.T) {
 			want := initialShape(t, p, gridShape(p))
-			r, err := gpurun.PrepareWith(devs[0], want, pl, caches[devs[0]])
+			r, err := gpurun.PrepareWith(devs[0], want, pl, onDevs.caches[devs[0]])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,10 +199,7 @@ func testGridDevice(t *testing.T, devs []gpu.Device, extra []string, cases []gri
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := Split(g, l, All, func(i int, s *state.State) (Part, error) {
-				dev := devs[i%len(devs)]
-				return NewDevicePart(dev, s, pl, caches[dev])
-			}, transport(l.Parts))
+			d, err := Split(g, l, All, onDevs.parts(pl), transport(l.Parts))
 			if err != nil {
 				t.Fatal(err)
 			}
