@@ -670,36 +670,18 @@ func (mr *multiRun) run(o RunOptions, stdout, stderr io.Writer) (*Result, error)
 		mine = func(i int) bool { return i == m.Rank }
 	}
 	overlap, why := m.overlapFor(t)
-	split := decomp.Split
-	if overlap {
-		split = decomp.SplitOverlapped
-	}
 	ratePlan := pl // the plan whose tuned rate prices the split model's compute
 	if pl, err = partPlan(m, pl, dev); err != nil {
 		t.Close()
 		return nil, err
 	}
 	res.Plan = pl.String()
-	d, err := split(s, l, mine, func(i int, ps *state.State) (decomp.Part, error) {
-		dv := mr.devs[i]
-		if dv == nil {
-			return decomp.NewHostPart(ps), nil
-		}
-		c := mr.caches[dv]
-		if c == nil {
-			c = gpurun.NewModules(dv)
-			mr.caches[dv] = c
-		}
-		return decomp.NewDevicePart(dv, ps, pl, c)
-	}, t)
+	d, err := mr.split(s, l, mine, pl, t, overlap)
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
 	defer d.Close()
-	// A diagnostic for measuring: ranged periods launch the planes they send before the
-	// exchange, on the kernels' stream, as before the transfers' stream took them.
-	d.SerialSent = os.Getenv("TEMPEST_RANGES_SERIAL") == "1"
 	where := fmt.Sprintf("%d sub-domains", parts)
 	switch {
 	case m.GPUs > 0:
@@ -826,6 +808,34 @@ func (mr *multiRun) start(d *decomp.Domain) error {
 		}
 	}
 	return nil
+}
+
+// split builds the domain: this process's parts of layout l on their devices (the CPU engine
+// where a part has none) with plan pl, halos through t, bands where overlap says.
+func (mr *multiRun) split(s *state.State, l *decomp.Layout, mine func(int) bool, pl plan.Plan, t decomp.Transport, overlap bool) (*decomp.Domain, error) {
+	split := decomp.Split
+	if overlap {
+		split = decomp.SplitOverlapped
+	}
+	d, err := split(s, l, mine, func(i int, ps *state.State) (decomp.Part, error) {
+		dv := mr.devs[i]
+		if dv == nil {
+			return decomp.NewHostPart(ps), nil
+		}
+		c := mr.caches[dv]
+		if c == nil {
+			c = gpurun.NewModules(dv)
+			mr.caches[dv] = c
+		}
+		return decomp.NewDevicePart(dv, ps, pl, c)
+	}, t)
+	if err != nil {
+		return nil, err
+	}
+	// A diagnostic for measuring: ranged periods launch the planes they send before the
+	// exchange, on the kernels' stream, as before the transfers' stream took them.
+	d.SerialSent = os.Getenv("TEMPEST_RANGES_SERIAL") == "1"
+	return d, nil
 }
 
 // splitProfile starts the diagnostic TEMPEST_SPLIT_PROFILE asks for: where a split run's
