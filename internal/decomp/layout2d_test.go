@@ -251,18 +251,22 @@ func TestGridRelayRanks(t *testing.T) {
 			testGridRelay(t, progSource(t, c.prog), c.rows, c.cols, host, false)
 		})
 	}
-	t.Run("box_fixed/opencl/2x2", func(t *testing.T) {
-		dev := openOrSkip(t, "opencl")
-		cache := gpurun.NewModules(dev)
-		cache.Extra = []string{"-cl-opt-disable"}
-		defer cache.Close()
-		p := progSource(t, "box_fixed")
-		pl, err := plan.Parse("naive", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		testGridRelay(t, p, 2, 2, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, true)
-	})
+	// On devices, also with rows padded (align): the columns' parts differ in width, so their
+	// padded rows hold other numbers of bytes than their cells.
+	for _, planText := range []string{"naive", "n5d:bt=2,align=true"} {
+		t.Run("box_fixed/opencl/2x2/"+planText, func(t *testing.T) {
+			dev := openOrSkip(t, "opencl")
+			cache := gpurun.NewModules(dev)
+			cache.Extra = []string{"-cl-opt-disable"}
+			defer cache.Close()
+			p := progSource(t, "box_fixed")
+			pl, err := plan.Parse(planText, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testGridRelay(t, p, 2, 2, func(i int, s *state.State) (Part, error) { return NewDevicePart(dev, s, pl, cache) }, true)
+		})
+	}
 }
 
 // testGridRelay runs p on a rows x cols grid of relayed ranks with parts from build (period
