@@ -319,22 +319,9 @@ func TestCUDABitwise(t *testing.T) {
 // exchange their halos with themselves through ncclSend/ncclRecv; results are bitwise those
 // of the plain run. Skips without CUDA or NCCL (TEMPEST_REQUIRE_NCCL=1 makes that fail).
 func TestNCCLOneRank(t *testing.T) {
-	dev := openOrSkip(t, "cuda")
-	n, err := gpu.LoadNCCL()
-	if err != nil {
-		if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("TEMPEST_REQUIRE_NCCL") != "1" {
-			t.Skipf("NCCL unavailable: %v", err)
-		}
-		t.Fatal(err)
-	}
-	id, err := n.UniqueID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := NewNCCL(n, id, []gpu.Device{dev})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, devs := ncclDevices(t, 1)
+	dev := devs[0]
+	tr := ncclTransport(t, n, devs)
 	defer tr.Close()
 	testDeviceBitwise(t, dev, nil, []int{1}, 1, nil, func([]Part) Transport { return tr })
 }

@@ -1,9 +1,7 @@
 package decomp
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -201,22 +199,9 @@ func TestCUDAOverlapBitwise(t *testing.T) {
 // while the interior runs on stream 0. Bitwise the plain run. Skips without CUDA or NCCL
 // (TEMPEST_REQUIRE_NCCL=1 makes that fail).
 func TestNCCLOverlapOneRank(t *testing.T) {
-	dev := openOrSkip(t, "cuda")
-	n, err := gpu.LoadNCCL()
-	if err != nil {
-		if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("TEMPEST_REQUIRE_NCCL") != "1" {
-			t.Skipf("NCCL unavailable: %v", err)
-		}
-		t.Fatal(err)
-	}
-	id, err := n.UniqueID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := NewNCCL(n, id, []gpu.Device{dev})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, devs := ncclDevices(t, 1)
+	dev := devs[0]
+	tr := ncclTransport(t, n, devs)
 	defer tr.Close()
 	testDeviceOverlap(t, dev, nil, nil, []int{1}, func([]Part) Transport { return tr })
 }
