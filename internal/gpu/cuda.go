@@ -623,7 +623,7 @@ func (k *cudaKernel) launch(grid, block [3]int, sharedBytes int, chained bool, a
 		return fail(err)
 	}
 	if n := block[0] * block[1] * block[2]; n > k.attrs.MaxThreadsPerBlock {
-		return fail(fmt.Errorf("%d threads per block, kernel allows %d", n, k.attrs.MaxThreadsPerBlock))
+		return fail(fmt.Errorf("%d threads per block, kernel allows %d%s", n, k.attrs.MaxThreadsPerBlock, regsHint(k.attrs, k.m.d.props.RegsPerBlock, n)))
 	}
 	a := k.m.d.api
 	if chained && a.cuLaunchKernelEx == nil {

@@ -141,6 +141,16 @@ type KernelAttrs struct {
 	Regs, LocalBytes, StaticShared, MaxThreadsPerBlock int
 }
 
+// regsHint says why a kernel refuses a block of n threads when its registers are the cause,
+// and what a plan can do about it: a launch that fails this way is a plan the lowering took
+// but the compiler made too register-hungry, and the plan's maxregs caps what it may use.
+func regsHint(a KernelAttrs, regsPerBlock, n int) string {
+	if a.Regs <= 0 || regsPerBlock <= 0 || a.Regs*n <= regsPerBlock {
+		return ""
+	}
+	return fmt.Sprintf(" (its %d registers a thread leave too few for %d threads: add maxregs=%d to the plan or take a smaller block)", a.Regs, n, regsPerBlock/n/8*8)
+}
+
 // Event marks a point in the device's queue.
 type Event interface {
 	Record() error

@@ -604,3 +604,22 @@ func TestOpenCLTimingModes(t *testing.T) {
 		})
 	}
 }
+
+// TestRegsHint: a launch refused for its block size names the register cap that would let the
+// block fit only when the kernel's registers are why it does not.
+func TestRegsHint(t *testing.T) {
+	for _, c := range []struct {
+		regs, perBlock, n int
+		want              string
+	}{
+		{151, 65536, 512, " (its 151 registers a thread leave too few for 512 threads: add maxregs=128 to the plan or take a smaller block)"},
+		{96, 65536, 1024, " (its 96 registers a thread leave too few for 1024 threads: add maxregs=64 to the plan or take a smaller block)"},
+		{128, 65536, 512, ""}, // fits: the refusal has another cause
+		{0, 65536, 1024, ""},  // registers unknown (OpenCL)
+		{200, 0, 512, ""},     // register file unknown
+	} {
+		if got := regsHint(KernelAttrs{Regs: c.regs}, c.perBlock, c.n); got != c.want {
+			t.Errorf("regsHint(%d regs, %d a block, %d threads) = %q, want %q", c.regs, c.perBlock, c.n, got, c.want)
+		}
+	}
+}
