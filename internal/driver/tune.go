@@ -135,8 +135,8 @@ func Tune(o TuneOptions, stdout, stderr io.Writer) error {
 	if sb := res.SpaceBest; sb != nil && sb != b {
 		fmt.Fprintf(stdout, "refined from %s (%.1f GCells/s): %.1f%% faster\n", sb.Plan, cells/sb.SecondsPerStep/1e9, (sb.SecondsPerStep/b.SecondsPerStep-1)*100)
 	}
-	fmt.Fprintf(stdout, "%d measured, %d failed, %d pruned, %d from the cache; up to %d steps per timed run; %.1f s\n",
-		res.Measured, res.Failed, res.Pruned, res.Resumed, res.Steps, res.Elapsed.Seconds())
+	fmt.Fprintf(stdout, "%d measured, %d failed, %d pruned, %d from the cache; up to %d steps per timed run; %.1f s (%.1f s timing, %.1f s waiting for compilations)\n",
+		res.Measured, res.Failed, res.Pruned, res.Resumed, res.Steps, res.Elapsed.Seconds(), res.Timing.Seconds(), res.Waited.Seconds())
 	if res.Skipped > 0 {
 		fmt.Fprintf(stdout, "the time budget (--budget %v) was spent with %d candidates untimed: run again to go on from the cache, or give a longer budget (0: none)\n", o.Budget, res.Skipped)
 	}

@@ -54,7 +54,7 @@ func (r *Runner) observerFor() (*observer, error) {
 	var mod gpu.Module
 	var err error
 	if r.cache != nil {
-		mod, err = r.cache.compile(p.Name+" (observables)", o.Source, exactOptions(r.dev))
+		mod, err = r.cache.compile(p.Name+" (observables)", o.Source, nil, exactOptions(r.dev))
 		o.shared = true
 	} else {
 		mod, err = r.dev.Compile(p.Name+" (observables)", o.Source, exactOptions(r.dev))

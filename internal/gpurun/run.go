@@ -69,18 +69,25 @@ func (c *Modules) Close() {
 	c.m = map[string]gpu.Module{}
 }
 
-func (c *Modules) compile(name, src string, opt gpu.CompileOptions) (gpu.Module, error) {
+// compile returns the module of source src (m printed, or nil: src compiled as it is).
+func (c *Modules) compile(name, src string, m *kir.Module, opt gpu.CompileOptions) (gpu.Module, error) {
 	opt.Extra = append(opt.Extra[:len(opt.Extra):len(opt.Extra)], c.Extra...)
 	key := fmt.Sprintf("%v\x00%s", opt, src)
-	if m, ok := c.m[key]; ok {
-		return m, nil
+	if mod, ok := c.m[key]; ok {
+		return mod, nil
 	}
-	m, err := c.dev.Compile(name, src, opt)
+	var mod gpu.Module
+	var err error
+	if m != nil {
+		mod, err = Compile(c.dev, name, m, opt)
+	} else {
+		mod, err = c.dev.Compile(name, src, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
-	c.m[key] = m
-	return m, nil
+	c.m[key] = mod
+	return mod, nil
 }
 
 // New compiles the kernels and uploads the state.
@@ -143,27 +150,40 @@ func (in Initial) fill(b gpu.Buffer, a *gridio.Array) error {
 func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.CompileOptions, name string, cache *Modules, init Initial) (*Runner, error) {
 	r := &Runner{dev: dev, s: s, low: low, kernels: map[string]gpu.Kernel{}, Attrs: map[string]gpu.KernelAttrs{}}
 	r.Source = kir.Print(low.Module, Dialect(dev))
-	var mod gpu.Module
 	var err error
 	if cache != nil && cache.dev == dev {
-		mod, err = cache.compile(name, r.Source, opt)
+		r.mod, err = cache.compile(name, r.Source, low.Module, opt)
 		r.sharedMod = true
 		r.cache = cache
 	} else {
-		mod, err = dev.Compile(name, r.Source, opt)
+		r.mod, err = Compile(dev, name, low.Module, opt)
 	}
 	if err != nil {
 		return nil, err
 	}
-	r.mod = mod
+	return r.start(init)
+}
+
+// NewCompiled is NewFrom with low's module compiled beforehand (by Compile): a tuner compiles
+// candidates while it times others. The runner owns mod from then on, and frees it if it fails.
+func NewCompiled(dev gpu.Device, s *state.State, low *lower.Lowered, mod gpu.Module, init Initial) (*Runner, error) {
+	r := &Runner{dev: dev, s: s, low: low, kernels: map[string]gpu.Kernel{}, Attrs: map[string]gpu.KernelAttrs{}, mod: mod}
+	r.Source = kir.Print(low.Module, Dialect(dev))
+	return r.start(init)
+}
+
+// start finds the module's kernels and fills the grids' buffers (from init's copies where it
+// holds them).
+func (r *Runner) start(init Initial) (*Runner, error) {
+	dev, s, low := r.dev, r.s, r.low
 	for _, k := range low.Module.Kernels {
-		kk, err := mod.Kernel(k.Name)
-		if err != nil {
+		if Pending(r.mod, k.Name) {
+			continue // compiled when first launched (CompileDeep)
+		}
+		if _, err := r.kernel(k.Name); err != nil {
 			r.Close()
 			return nil, err
 		}
-		r.kernels[k.Name] = kk
-		r.Attrs[k.Name] = kk.Attrs()
 	}
 	multi := false
 	flags := 0
@@ -176,7 +196,12 @@ func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 		}
 	}
 	if flags > 0 {
-		if _, ok := r.kernels[low.Launches[0].Kernel].(gpu.ChainedKernel); !ok {
+		k, err := r.kernel(low.Launches[0].Kernel)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		if _, ok := k.(gpu.ChainedKernel); !ok {
 			r.Close()
 			return nil, fmt.Errorf("chained launches (chain=true): the %s backend has none; drop chain from the plan", dev.Props().Backend)
 		}
@@ -230,6 +255,21 @@ func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 		}
 	}
 	return r, nil
+}
+
+// kernel is the module's kernel name, found (and, if the module left it for later, compiled)
+// on first use.
+func (r *Runner) kernel(name string) (gpu.Kernel, error) {
+	if k, ok := r.kernels[name]; ok {
+		return k, nil
+	}
+	k, err := r.mod.Kernel(name)
+	if err != nil {
+		return nil, err
+	}
+	r.kernels[name] = k
+	r.Attrs[name] = k.Attrs()
+	return k, nil
 }
 
 // Close frees device resources.
@@ -370,7 +410,10 @@ func chained(ls []lower.Launch) []bool {
 // launch enqueues one launch and moves the buffers and the step count past it; chained says it
 // directly follows a launch of the same chained kernel (Run).
 func (r *Runner) launch(l lower.Launch, chained bool) error {
-	k := r.kernels[l.Kernel]
+	k, err := r.kernel(l.Kernel)
+	if err != nil {
+		return err
+	}
 	var wait uint32
 	if l.Chain {
 		r.epoch++
@@ -381,7 +424,6 @@ func (r *Runner) launch(l lower.Launch, chained bool) error {
 			wait = r.epoch - 1
 		}
 	}
-	var err error
 	if chained {
 		err = k.(gpu.ChainedKernel).LaunchChained(l.Grid, l.Block, l.Shared, r.bind(l, wait)...)
 	} else {
@@ -455,7 +497,10 @@ func (r *Runner) LaunchRows(k, lo, hi int) error {
 	l.Grid[dim] = lower.N5DRangeChunks(r.s.Shape[0], lo, hi, chunk, l.Rim)
 	r.rows = [2]int{lo, hi}
 	defer func() { r.rows = [2]int{} }()
-	k0 := r.kernels[l.Kernel]
+	k0, err := r.kernel(l.Kernel)
+	if err != nil {
+		return err
+	}
 	if err := k0.Launch(l.Grid, l.Block, l.Shared, r.bind(l, 0)...); err != nil {
 		return fmt.Errorf("launching %s over planes %d to %d (grid %v, block %v): %w", l.Kernel, lo, hi-1, l.Grid, l.Block, err)
 	}

@@ -35,7 +35,6 @@ import (
 	"tempest/internal/gpurun"
 	"tempest/internal/gridio"
 	"tempest/internal/ir"
-	"tempest/internal/kir"
 	"tempest/internal/lower"
 	"tempest/internal/model"
 	"tempest/internal/plan"
@@ -164,6 +163,10 @@ type Result struct {
 	// Skipped counts the candidates the search would have timed after its Budget was spent.
 	Skipped      int
 	Calibrations []*model.PyramidCal
+	// Waited is the part of Elapsed the search spent waiting for a candidate's compilation
+	// with nothing to time, and Timing the part spent setting up and timing candidates:
+	// where a search's minute goes, and so what a faster search must shorten.
+	Waited, Timing time.Duration
 }
 
 // Selected are the candidates measured or failed, in rank order.
@@ -1762,28 +1765,13 @@ func (t *tuner) calibrate(viable []*Candidate) {
 // compiled is a candidate's compiled module, or why it has none.
 type compiled struct {
 	mod gpu.Module
-	src string
 	err error
 	// blocks is how many blocks of the module's first kernel reside on a multiprocessor (0:
 	// the device does not say).
 	blocks int
-}
-
-// preDevice hands gpurun a module compiled beforehand, so that compilation runs in parallel
-// while uploads and launches stay serialised on the measuring goroutine.
-type preDevice struct {
-	gpu.Device
-	src string
-	mod gpu.Module
-}
-
-func (d *preDevice) Compile(name, src string, opt gpu.CompileOptions) (gpu.Module, error) {
-	if d.mod != nil && src == d.src {
-		m := d.mod
-		d.mod = nil
-		return m, nil
-	}
-	return d.Device.Compile(name, src, opt)
+	// lowered, built and checked are how long the lowering, the backend's
+	// compilation and the kernels' checks took: the search's log says where its waits go.
+	lowered, built, checked time.Duration
 }
 
 // compile builds a candidate and checks its registers against the device.
@@ -1802,16 +1790,23 @@ func (t *tuner) compile(c *Candidate) (cm compiled) {
 		}
 		c.low = low
 	}
-	src := kir.Print(c.low.Module, gpurun.Dialect(t.dev))
 	name := fmt.Sprintf("%s (%s)", t.s.Prog.Name, c.Plan)
-	mod, err := t.dev.Compile(name, src, gpu.CompileOptions{FastMath: c.Plan.FastMath, MaxRegs: c.Plan.MaxRegs})
+	lowered := time.Since(began)
+	// The kernels of the shallower launches are compiled only if a timed run launches them:
+	// its steps are whole numbers of the deepest launches (time).
+	mod, err := gpurun.CompileDeep(t.dev, name, c.low, gpu.CompileOptions{FastMath: c.Plan.FastMath, MaxRegs: c.Plan.MaxRegs})
 	if err != nil {
 		return compiled{err: fmt.Errorf("compile: %s", firstLine(err.Error()))}
 	}
+	built := time.Since(began) - lowered
+	defer func() { cm.lowered, cm.built, cm.checked = lowered, built, time.Since(began)-lowered-built }()
 	props := t.dev.Props()
 	threads := c.Plan.Threads()
 	blocks := 0
 	for i, k := range c.low.Module.Kernels {
+		if gpurun.Pending(mod, k.Name) {
+			continue
+		}
 		kk, err := mod.Kernel(k.Name)
 		if err != nil {
 			mod.Close()
@@ -1835,7 +1830,7 @@ func (t *tuner) compile(c *Candidate) (cm compiled) {
 			blocks = gpu.ResidentBlocks(props, threads, launchShared(c.low, k.Name)+a.StaticShared, a.Regs)
 		}
 	}
-	return compiled{mod: mod, src: src, blocks: blocks}
+	return compiled{mod: mod, blocks: blocks}
 }
 
 // launchShared is the dynamic shared memory of low's first launch of kernel name.
@@ -1924,16 +1919,23 @@ func (t *tuner) measure(cands []*Candidate) {
 			return
 		}
 		done := t.timing()
+		w := time.Now()
 		cm := <-ready[i]
+		timed := time.Now()
 		if cm.err == nil {
 			cm.err = t.time(c, cm)
+		}
+		if t.res != nil {
+			t.res.Waited += timed.Sub(w)
+			t.res.Timing += time.Since(timed)
 		}
 		if cm.err != nil {
 			c.Status, c.Reason = Failed, cm.err.Error()
 			t.logf("  %-40s failed: %s", c.Plan, firstLine(c.Reason))
 		} else {
 			c.Status = Measured
-			t.logf("  %-40s %10.4f ms/step (predicted %.4f, %s)", c.Plan, c.SecondsPerStep*1e3, c.Predicted*1e3, c.Pred.Bottleneck)
+			t.logf("  %-40s %10.4f ms/step (predicted %.4f, %s; waited %.2f s: lowered %.2f, compiled %.2f, checked %.2f)", c.Plan, c.SecondsPerStep*1e3, c.Predicted*1e3, c.Pred.Bottleneck,
+				timed.Sub(w).Seconds(), cm.lowered.Seconds(), cm.built.Seconds(), cm.checked.Seconds())
 		}
 		c.low = nil // measured: its module is no longer needed
 		done()
@@ -1963,11 +1965,9 @@ func (t *tuner) time(c *Candidate, cm compiled) (err error) {
 		}
 	}()
 	st := *t.s // a copy of the state: its own step counter, the arrays shared and only read
-	dev := &preDevice{Device: t.dev, src: cm.src, mod: cm.mod}
-	r, err := gpurun.NewFrom(dev, &st, c.low, gpu.CompileOptions{FastMath: c.Plan.FastMath, MaxRegs: c.Plan.MaxRegs}, fmt.Sprintf("%s (%s)", t.s.Prog.Name, c.Plan), nil, t.initialCopies())
-	if dev.mod != nil {
-		dev.mod.Close() // not taken: New failed before compiling
-	}
+	// The module was compiled while other candidates were timed (measure); the runner takes it
+	// over, so that uploads and launches stay on the measuring goroutine.
+	r, err := gpurun.NewCompiled(t.dev, &st, c.low, cm.mod, t.initialCopies())
 	if err != nil {
 		return err
 	}
