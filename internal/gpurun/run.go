@@ -22,9 +22,8 @@ type Runner struct {
 	mod     gpu.Module
 	kernels map[string]gpu.Kernel
 	// slots holds each grid's buffers: [0] current, [1] previous, [2] next, [3] next previous.
-	slots  [][4]gpu.Buffer
-	Source string // the generated kernel source
-	Attrs  map[string]gpu.KernelAttrs
+	slots [][4]gpu.Buffer
+	Attrs map[string]gpu.KernelAttrs
 	// sharedMod says the module belongs to a Modules cache, not to this runner.
 	sharedMod bool
 	obs       *observer // observable kernels, compiled on first use
@@ -149,10 +148,9 @@ func (in Initial) fill(b gpu.Buffer, a *gridio.Array) error {
 // NewFrom is NewWith filling the grids' buffers from init's device copies where it holds them.
 func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.CompileOptions, name string, cache *Modules, init Initial) (*Runner, error) {
 	r := &Runner{dev: dev, s: s, low: low, kernels: map[string]gpu.Kernel{}, Attrs: map[string]gpu.KernelAttrs{}}
-	r.Source = kir.Print(low.Module, Dialect(dev))
 	var err error
 	if cache != nil && cache.dev == dev {
-		r.mod, err = cache.compile(name, r.Source, low.Module, opt)
+		r.mod, err = cache.compile(name, kir.Print(low.Module, Dialect(dev)), low.Module, opt)
 		r.sharedMod = true
 		r.cache = cache
 	} else {
@@ -168,7 +166,6 @@ func NewFrom(dev gpu.Device, s *state.State, low *lower.Lowered, opt gpu.Compile
 // candidates while it times others. The runner owns mod from then on, and frees it if it fails.
 func NewCompiled(dev gpu.Device, s *state.State, low *lower.Lowered, mod gpu.Module, init Initial) (*Runner, error) {
 	r := &Runner{dev: dev, s: s, low: low, kernels: map[string]gpu.Kernel{}, Attrs: map[string]gpu.KernelAttrs{}, mod: mod}
-	r.Source = kir.Print(low.Module, Dialect(dev))
 	return r.start(init)
 }
 
