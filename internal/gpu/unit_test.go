@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -251,4 +252,35 @@ func BenchmarkExecutorBatched(b *testing.B) {
 		}
 		return nil
 	})
+}
+
+// TestBackground: f runs on a thread of lower priority, and the caller's threads keep theirs.
+func TestBackground(t *testing.T) {
+	before, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Skipf("getpriority: %v", err)
+	}
+	if 20-before >= backgroundNice {
+		t.Skipf("the test runs at nice %d already", 20-before)
+	}
+	var inside int
+	var insideErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Background(func() { inside, insideErr = syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid()) })
+	}()
+	<-done
+	if insideErr != nil {
+		t.Fatal(insideErr)
+	}
+	// Linux's getpriority returns 20 - nice: a lower value is a lower priority.
+	if inside >= before {
+		t.Errorf("priority inside Background %d, want below the caller's %d", inside, before)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if now, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid()); now != before {
+		t.Errorf("a thread of the caller has priority %d after Background, want %d", now, before)
+	}
 }

@@ -58,8 +58,10 @@ func compileParts(dev gpu.Device, name string, m *kir.Module, opt gpu.CompileOpt
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			src := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}, Uses64: m.Uses64, Exact: m.Exact}, d)
-			mods[i], errs[i] = dev.Compile(j.partName(k.Name), src, opt)
+			gpu.Background(func() {
+				src := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}, Uses64: m.Uses64, Exact: m.Exact}, d)
+				mods[i], errs[i] = dev.Compile(j.partName(k.Name), src, opt)
+			})
 		}()
 	}
 	wg.Wait()

@@ -1883,9 +1883,11 @@ func (t *tuner) measure(cands []*Candidate) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				ready[i] <- t.compile(todo[i])
-			}
+			gpu.Background(func() { // the timed runs keep the cores they need
+				for i := range next {
+					ready[i] <- t.compile(todo[i])
+				}
+			})
 		}()
 	}
 	go func() {
