@@ -197,6 +197,8 @@ type tuneJSON struct {
 	Mode       tune.Mode       `json:"mode"`
 	Steps      int             `json:"stepsPerRun"`
 	Seconds    float64         `json:"tuningSeconds"`
+	Timing     float64         `json:"timingSeconds"`  // of Seconds: setting up and timing candidates
+	Waited     float64         `json:"waitingSeconds"` // of Seconds: waiting for compilations
 	Best       string          `json:"best"`
 	SpaceBest  string          `json:"spaceBest"` // the best plan of the enumerated space, before the refinement
 	BestGCells float64         `json:"bestGCellsPerSecond"`
@@ -221,7 +223,7 @@ type candidateJSON struct {
 }
 
 func writeTuneJSON(w io.Writer, r *tune.Result, cells float64) error {
-	out := tuneJSON{Key: r.Key, KeyID: r.Key.ID(), Mode: r.Mode, Steps: r.Steps, Seconds: r.Elapsed.Seconds(), Best: r.Best.Plan.String(), SpaceBest: r.SpaceBest.Plan.String(),
+	out := tuneJSON{Key: r.Key, KeyID: r.Key.ID(), Mode: r.Mode, Steps: r.Steps, Seconds: r.Elapsed.Seconds(), Timing: r.Timing.Seconds(), Waited: r.Waited.Seconds(), Best: r.Best.Plan.String(), SpaceBest: r.SpaceBest.Plan.String(),
 		BestGCells: cells / r.Best.SecondsPerStep / 1e9, Measured: r.Measured, Failed: r.Failed, Pruned: r.Pruned, Resumed: r.Resumed}
 	for _, c := range r.Candidates {
 		out.Candidates = append(out.Candidates, candidateJSON{Rank: c.Rank, Plan: c.Plan.String(), Status: string(c.Status), Reason: c.Reason,
