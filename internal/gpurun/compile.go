@@ -12,8 +12,8 @@ import (
 
 // Compile compiles m's kernels for dev. On CUDA a module of several kernels is compiled as one
 // program per kernel, all at once: NVRTC's time grows faster than a program's length, and a
-// temporal plan's kernels (the deepest launch, the shallower ones for the steps it leaves,
-// the edge tiles) are each as long as the first. The searches of star3d1r and j2d5pt spent
+// temporal plan's kernels (the deepest launch's, and the shallower ones' for the steps it
+// leaves) are each about as long as the first. The searches of star3d1r and j2d5pt spent
 // 42 of their 58 s waiting for compilations; one plan of box3d1r took 5.2 s as one program and
 // 2.2 s as two compiled at once (docs/performance.md, 2026-11-29). Every kernel is a program
 // of its own already (the printers emit no shared helpers), so the parts compile as they are.
@@ -71,9 +71,13 @@ func compileParts(dev gpu.Device, name string, m *kir.Module, opt gpu.CompileOpt
 			j.byKernel[k.Name] = mods[i]
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		j.Close()
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			// The first only: the kernels of one plan mostly fail alike, and a compile
+			// error quotes its program.
+			j.Close()
+			return nil, err
+		}
 	}
 	return j, nil
 }

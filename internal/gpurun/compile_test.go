@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -22,6 +23,7 @@ var kernelLine = regexp.MustCompile(`(?m)^(?:extern "C" __global__|__kernel) voi
 type recordingDevice struct {
 	gpu.Device
 	backend string
+	fail    string // a kernel whose program fails to compile
 	mu      sync.Mutex
 	progs   [][]string // the kernels each compiled program defines
 	closed  int
@@ -37,6 +39,9 @@ func (d *recordingDevice) Compile(name, src string, opt gpu.CompileOptions) (gpu
 	d.mu.Lock()
 	d.progs = append(d.progs, ks)
 	d.mu.Unlock()
+	if slices.Contains(ks, d.fail) {
+		return nil, fmt.Errorf("%s: cannot compile %s", name, d.fail)
+	}
 	return &recordedModule{d: d, kernels: ks}, nil
 }
 
@@ -143,6 +148,14 @@ func TestCompileParts(t *testing.T) {
 	m.Close()
 	if d.closed != 2 {
 		t.Errorf("Close freed %d programs, want 2", d.closed)
+	}
+
+	d = &recordingDevice{backend: "cuda", fail: all[1]}
+	if _, err := Compile(d, "j2d5pt", low.Module, gpu.CompileOptions{}); err == nil || !strings.Contains(err.Error(), all[1]) {
+		t.Errorf("Compile with kernel %s failing: error %v, want one naming it", all[1], err)
+	}
+	if d.closed != len(all)-1 {
+		t.Errorf("a failed Compile freed %d programs, want the %d compiled", d.closed, len(all)-1)
 	}
 
 	d = &recordingDevice{backend: "opencl"}
