@@ -193,7 +193,7 @@ func (r *Runner) start(init Initial) (*Runner, error) {
 		}
 	}
 	if flags > 0 {
-		k, err := r.kernel(low.Launches[0].Kernel)
+		k, err := r.kernel(low.Schedule[0].Kernel) // the deepest launch's: compiled at once
 		if err != nil {
 			r.Close()
 			return nil, err
