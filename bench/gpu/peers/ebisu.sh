@@ -64,7 +64,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i \
       -e "s/CUDA_ARCHITECTURES \"80\"/CUDA_ARCHITECTURES \"$n\"/" -e "s/compute_80,code=sm_80/compute_$n,code=sm_$n/" {} +
     cuda13_tree "$OUTDIR/src/${d}dstencil" # EBISU's arch check only prints the value
-    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_STANDARD=17
+    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_STANDARD=17 $(cuda13_flags)
     run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}" "${targets[@]}"
   done
 fi

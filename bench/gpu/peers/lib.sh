@@ -38,6 +38,22 @@ cuda13_tree() {
   [ "$n" = 80 ] || run sed -i "s/#if __CUDA_ARCH__==800\$/#if __CUDA_ARCH__==800 || __CUDA_ARCH__==${n}0/" "$1/common/cuda_common.cuh"
 }
 
+# cuda13_flags: the cmake option CUDA 12.8 and later need for EBISU's and PERKS's builds: from
+# CUDA 13 nvcc gives the host stubs of explicitly instantiated __global__ templates internal
+# linkage in whole-program mode (-static-global-template-stub=true), so a kernel template
+# instantiated in one file (EBISU's j3d-temporal.cu) and launched from another (j3d.cu) no
+# longer links ("undefined reference to kernel3d_temporal<...>"); the flag keeps the old
+# linkage. Nothing for older nvcc, which does not know the flag.
+cuda13_flags() {
+  local v
+  v=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  [ -n "$v" ] || { [ -n "$DRY" ] && echo "-DCMAKE_CUDA_FLAGS=-static-global-template-stub=false"; return 0; }
+  set -- $v
+  if [ "$1" -gt 12 ] || { [ "$1" -eq 12 ] && [ "$2" -ge 8 ]; }; then
+    echo "-DCMAKE_CUDA_FLAGS=-static-global-template-stub=false"
+  fi
+}
+
 csv_init() {
   [ -n "$DRY" ] && return 0
   mkdir -p "$OUTDIR/logs" || exit 2

@@ -86,7 +86,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     [ "$SM70" = 0 ] && ed+=(-e "s/CUDA_ARCHITECTURES \"70;$n\"/CUDA_ARCHITECTURES \"$n\"/" -e "/arch=compute_70,code=sm_70/d")
     run find "$OUTDIR/src/${d}dstencil" -name CMakeLists.txt -exec sed -i "${ed[@]}" {} +
     cuda13_tree "$OUTDIR/src/${d}dstencil"
-    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_CUDA_STANDARD=17
+    run cmake -S "$OUTDIR/src/${d}dstencil" -B "$OUTDIR/build${d}d" -DCMAKE_CUDA_STANDARD=17 $(cuda13_flags)
     run cmake --build "$OUTDIR/build${d}d" -j "${JOBS:-16}" "${targets[@]}"
   done
 fi
