@@ -46,7 +46,7 @@ func compileParts(dev gpu.Device, name string, m *kir.Module, opt gpu.CompileOpt
 	var now []*kir.Kernel
 	for _, k := range m.Kernels {
 		if later != nil && later(k.Name) {
-			j.pending[k.Name] = kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}, Uses64: m.Uses64, Exact: m.Exact}, d)
+			j.pending[k.Name] = kernelSource(m, k, d)
 		} else {
 			now = append(now, k)
 		}
@@ -59,8 +59,7 @@ func compileParts(dev gpu.Device, name string, m *kir.Module, opt gpu.CompileOpt
 		go func() {
 			defer wg.Done()
 			gpu.Background(func() {
-				src := kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}, Uses64: m.Uses64, Exact: m.Exact}, d)
-				mods[i], errs[i] = dev.Compile(j.partName(k.Name), src, opt)
+				mods[i], errs[i] = dev.Compile(j.partName(k.Name), kernelSource(m, k, d), opt)
 			})
 		}()
 	}
@@ -80,6 +79,11 @@ func compileParts(dev gpu.Device, name string, m *kir.Module, opt gpu.CompileOpt
 		}
 	}
 	return j, nil
+}
+
+// kernelSource is kernel k of module m printed as a program of its own.
+func kernelSource(m *kir.Module, k *kir.Kernel, d kir.Dialect) string {
+	return kir.Print(&kir.Module{Kernels: []*kir.Kernel{k}, Uses64: m.Uses64, Exact: m.Exact}, d)
 }
 
 // Pending says module m leaves kernel name to be compiled when first used (CompileDeep).
